@@ -1,0 +1,161 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"runtime/debug"
+	"syscall"
+
+	"github.com/sturdyproxy/sturdy/internal/config"
+	"github.com/sturdyproxy/sturdy/internal/lint"
+	"github.com/sturdyproxy/sturdy/internal/server"
+)
+
+// version is set at build time with -ldflags "-X .../internal/cli.version=v1.2.3".
+var version = "dev"
+
+func newFlags(name string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet("sturdy "+name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	return fs
+}
+
+// parseFlags parses args and reports the exit code to use when parsing
+// ended the command (help or a bad flag).
+func parseFlags(fs *flag.FlagSet, args []string) (int, bool) {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK, false
+		}
+		return exitUsage, false
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(fs.Output(), "%s: unexpected argument %q\n", fs.Name(), fs.Arg(0))
+		return exitUsage, false
+	}
+	return 0, true
+}
+
+func cmdVersion(_ context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := newFlags("version", stderr)
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
+	}
+	v := version
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, s := range bi.Settings {
+			if s.Key == "vcs.revision" && len(s.Value) >= 12 {
+				v += " (" + s.Value[:12] + ")"
+			}
+		}
+		fmt.Fprintf(stdout, "sturdy %s %s\n", v, bi.GoVersion)
+		return exitOK
+	}
+	fmt.Fprintf(stdout, "sturdy %s\n", v)
+	return exitOK
+}
+
+func cmdCheck(_ context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := newFlags("check", stderr)
+	file := fs.String("c", "sturdy.yaml", "config file to check")
+	quiet := fs.Bool("q", false, "print errors only, no warnings")
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
+	}
+	cfg, err := config.Load(*file)
+	if err != nil {
+		printConfigError(stderr, err)
+		return exitFail
+	}
+	if !*quiet {
+		for _, w := range lint.Check(cfg) {
+			fmt.Fprintf(stderr, "warning: %s\n", w.Error())
+		}
+	}
+	fmt.Fprintf(stdout, "%s: ok (%d listeners, %d routes, %d pools)\n", *file, len(cfg.Listeners), len(cfg.Routes), len(cfg.Pools))
+	return exitOK
+}
+
+func printConfigError(w io.Writer, err error) {
+	var list config.ErrorList
+	if errors.As(err, &list) {
+		for _, e := range list {
+			fmt.Fprintf(w, "%s\n", e.Error())
+		}
+		fmt.Fprintf(w, "%d error(s)\n", len(list))
+		return
+	}
+	fmt.Fprintln(w, err)
+}
+
+// newLogger builds the process logger from the config's log settings.
+func newLogger(c config.Log, w io.Writer) *slog.Logger {
+	var level slog.Level
+	_ = level.UnmarshalText([]byte(c.Level))
+	opts := &slog.HandlerOptions{Level: level}
+	if c.Format == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := newFlags("run", stderr)
+	file := fs.String("c", "sturdy.yaml", "config file")
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
+	}
+	cfg, err := config.Load(*file)
+	if err != nil {
+		printConfigError(stderr, err)
+		return exitFail
+	}
+	log := newLogger(cfg.Log, stderr)
+	for _, w := range lint.Check(cfg) {
+		log.Warn("risky config", "at", w.Error())
+	}
+	return serve(ctx, cfg, log, func() (*config.Config, error) { return config.Load(*file) })
+}
+
+// serve runs a server until ctx ends; SIGHUP reloads through load.
+func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, load func() (*config.Config, error)) int {
+	srv, err := server.New(cfg, log)
+	if err != nil {
+		log.Error("cannot start", "err", err)
+		return exitFail
+	}
+	reload := make(chan *config.Config)
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	go func() {
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-hup:
+			}
+			next, err := load()
+			if err != nil {
+				log.Error("reload refused: the new config is invalid; the previous config keeps serving", "errors", err.Error())
+				continue
+			}
+			select {
+			case reload <- next:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	if err := srv.Run(ctx, reload); err != nil {
+		log.Error("sturdy stopped with an error", "err", err)
+		return exitFail
+	}
+	return exitOK
+}

@@ -1,0 +1,164 @@
+// Package config holds sturdy's configuration: plain structs, decoded strictly
+// from YAML, defaulted and validated in one place (Load). Every error it
+// returns names the file, the line and the key path, so that `sturdy check`
+// can print `FILE:LINE: key.path: message`.
+package config
+
+import "time"
+
+// Config is one complete, validated sturdy configuration.
+type Config struct {
+	// Admin is the operators' listener (status, metrics, runtime API).
+	Admin Admin `yaml:"admin"`
+	// Listeners accept client traffic. At least one is required.
+	Listeners []Listener `yaml:"listeners"`
+	// Routes map a request's Host and path to a pool. At least one is required.
+	Routes []Route `yaml:"routes"`
+	// Pools are groups of backend hosts. At least one is required.
+	Pools []Pool `yaml:"pools"`
+	// TrustedProxies lists the peers (CIDRs or single addresses) whose
+	// X-Forwarded-* headers are believed. From anyone else those headers are
+	// dropped and replaced. Default: none.
+	TrustedProxies []string `yaml:"trusted_proxies"`
+	// ShutdownGrace is how long in-flight requests may run after SIGTERM or
+	// SIGINT before connections are closed. Default 30s.
+	ShutdownGrace Duration `yaml:"shutdown_grace"`
+	// Log configures sturdy's own log (state changes, never one line per request).
+	Log Log `yaml:"log"`
+
+	// File is the path the config was loaded from ("" when embedded).
+	File string `yaml:"-"`
+	// Hash identifies the loaded bytes (hex SHA-256 prefix).
+	Hash string `yaml:"-"`
+
+	lines map[string]int // key path -> line in File
+}
+
+// Admin is the admin listener.
+type Admin struct {
+	// Listen is host:port. Default 127.0.0.1:9901. "off" disables it.
+	Listen string `yaml:"listen"`
+}
+
+// Log configures the process log.
+type Log struct {
+	// Format is "text" (default) or "json".
+	Format string `yaml:"format"`
+	// Level is "debug", "info" (default), "warn" or "error".
+	Level string `yaml:"level"`
+}
+
+// Listener is one address that accepts client connections.
+type Listener struct {
+	// Name identifies the listener in routes, logs and metrics. Required, unique.
+	Name string `yaml:"name"`
+	// Listen is host:port. Required.
+	Listen string `yaml:"listen"`
+	// TLS, when set, makes the listener HTTPS with HTTP/2. Both files must
+	// exist and hold a matching certificate and key.
+	TLS *TLS `yaml:"tls"`
+	// ReadHeaderTimeout bounds how long a client may take to send request
+	// headers. Default 10s.
+	ReadHeaderTimeout Duration `yaml:"read_header_timeout"`
+	// IdleTimeout closes idle keep-alive client connections. Default 75s.
+	IdleTimeout Duration `yaml:"idle_timeout"`
+	// MaxHeaderBytes bounds the request line plus headers. Default 64KiB.
+	MaxHeaderBytes Size `yaml:"max_header_bytes"`
+}
+
+// TLS names a certificate and key file in PEM format.
+type TLS struct {
+	Cert string `yaml:"cert"`
+	Key  string `yaml:"key"`
+}
+
+// Route sends matching requests to a pool.
+type Route struct {
+	// Name identifies the route in logs, metrics and error bodies. Required, unique.
+	Name string `yaml:"name"`
+	// Listeners restricts the route to these listeners. Default: all.
+	Listeners []string `yaml:"listeners"`
+	// Hosts are exact names ("api.example.com") or one-level-or-deeper
+	// wildcards ("*.example.com"), matched case-insensitively with the port
+	// ignored. Empty means any host.
+	Hosts []string `yaml:"hosts"`
+	// Path is a prefix that must start with "/". Default "/". The longest
+	// matching prefix wins among routes whose hosts match.
+	Path string `yaml:"path"`
+	// Default marks the route that answers requests whose Host matches no
+	// route. At most one route may be the default.
+	Default bool `yaml:"default"`
+	// Pool names the pool that serves this route. Required.
+	Pool string `yaml:"pool"`
+	// Timeouts bound each phase of a proxied request.
+	Timeouts Timeouts `yaml:"timeouts"`
+	// MaxBodyBytes bounds the request body; larger bodies get 413.
+	// Default 10MiB; 0 after defaulting is impossible, use a large value to lift it.
+	MaxBodyBytes Size `yaml:"max_body_bytes"`
+}
+
+// Timeouts of a route.
+type Timeouts struct {
+	// Connect bounds dialing a backend. Default 5s.
+	Connect Duration `yaml:"connect"`
+	// ResponseHeader bounds the wait for the backend's response headers after
+	// the request was sent. Default 30s.
+	ResponseHeader Duration `yaml:"response_header"`
+	// Total bounds the whole exchange including the response body. Default 0:
+	// no limit, so that long downloads and event streams are not cut.
+	Total Duration `yaml:"total"`
+}
+
+// Pool is a group of interchangeable backend hosts.
+type Pool struct {
+	// Name identifies the pool. Required, unique.
+	Name string `yaml:"name"`
+	// Balance is round_robin (default, smooth weighted), least_conn,
+	// random_two (power of two choices) or hash (consistent hashing).
+	Balance string `yaml:"balance"`
+	// HashKey selects what hash balancing hashes: "client_ip" (default),
+	// "header:NAME" or "cookie:NAME". Only for balance: hash.
+	HashKey string `yaml:"hash_key"`
+	// Hosts are the backends. At least one is required.
+	Hosts []Host `yaml:"hosts"`
+	// MaxIdleConnsPerHost bounds kept-alive idle connections to each host.
+	// Default 64 (nginx's incident-001 setting was 10240).
+	MaxIdleConnsPerHost int `yaml:"max_idle_conns_per_host"`
+	// MaxConnsPerHost bounds all connections to each host, 0 means no limit.
+	// Default 0.
+	MaxConnsPerHost int `yaml:"max_conns_per_host"`
+	// IdleConnTimeout closes idle upstream connections. Default 90s.
+	IdleConnTimeout Duration `yaml:"idle_conn_timeout"`
+}
+
+// Host is one backend.
+type Host struct {
+	// Addr is host:port, with an IP address or a DNS name. Required.
+	Addr string `yaml:"addr"`
+	// Weight is the host's share relative to its peers. Default 1, at most 1000.
+	Weight int `yaml:"weight"`
+}
+
+// Balance policies.
+const (
+	BalanceRoundRobin = "round_robin"
+	BalanceLeastConn  = "least_conn"
+	BalanceRandomTwo  = "random_two"
+	BalanceHash       = "hash"
+)
+
+// Defaults, in one place. docs/config.md lists the same values.
+const (
+	DefaultAdminListen         = "127.0.0.1:9901"
+	DefaultShutdownGrace       = 30 * time.Second
+	DefaultReadHeaderTimeout   = 10 * time.Second
+	DefaultIdleTimeout         = 75 * time.Second
+	DefaultMaxHeaderBytes      = 64 << 10
+	DefaultConnectTimeout      = 5 * time.Second
+	DefaultResponseHeader      = 30 * time.Second
+	DefaultMaxBodyBytes        = 10 << 20
+	DefaultMaxIdleConnsPerHost = 64
+	DefaultIdleConnTimeout     = 90 * time.Second
+	DefaultHashKey             = "client_ip"
+	MaxWeight                  = 1000
+)

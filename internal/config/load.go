@@ -1,0 +1,413 @@
+package config
+
+import (
+	"crypto/sha256"
+	"crypto/tls"
+	"encoding/hex"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"reflect"
+	"strconv"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Load reads, decodes, defaults and validates the config file at path.
+// On failure the error is an ErrorList with every problem found.
+func Load(path string) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, ErrorList{{File: path, Msg: fmt.Sprintf("cannot read config: %v", err)}}
+	}
+	return Parse(data, path)
+}
+
+// Parse decodes, defaults and validates config bytes; name is used in
+// messages (usually the file path). Relative TLS file paths are resolved
+// against the working directory.
+func Parse(data []byte, name string) (*Config, error) {
+	var root yaml.Node
+	if err := yaml.Unmarshal(data, &root); err != nil {
+		return nil, ErrorList{syntaxError(name, err)}
+	}
+	cfg := &Config{File: name}
+	d := &decoder{file: name, lines: map[string]int{}}
+	if root.Kind == 0 {
+		d.errs = append(d.errs, Error{File: name, Msg: "the file is empty; expected listeners, routes and pools"})
+	} else {
+		d.decode(&root, reflect.ValueOf(cfg).Elem(), "")
+	}
+	if len(d.errs) > 0 {
+		return nil, d.errs
+	}
+	sum := sha256.Sum256(data)
+	cfg.Hash = hex.EncodeToString(sum[:8])
+	cfg.lines = d.lines
+	cfg.setDefaults()
+	if errs := cfg.validate(); len(errs) > 0 {
+		return nil, errs
+	}
+	return cfg, nil
+}
+
+// syntaxError turns "yaml: line 3: did not find expected key" into a
+// positioned Error.
+func syntaxError(name string, err error) Error {
+	msg := strings.TrimPrefix(err.Error(), "yaml: ")
+	line := 0
+	if rest, ok := strings.CutPrefix(msg, "line "); ok {
+		if n, tail, ok := strings.Cut(rest, ": "); ok {
+			if l, err := strconv.Atoi(n); err == nil {
+				line, msg = l, tail
+			}
+		}
+	}
+	return Error{File: name, Line: line, Msg: "YAML syntax: " + msg}
+}
+
+// Line returns the line in the file where the value at key path p was
+// written, or the nearest enclosing key's line, or 0.
+func (c *Config) Line(p string) int {
+	for p != "" {
+		if l, ok := c.lines[p]; ok {
+			return l
+		}
+		i := strings.LastIndexAny(p, ".[")
+		if i < 0 {
+			break
+		}
+		p = p[:i]
+	}
+	return 0
+}
+
+// Has reports whether the key path p was written in the file (as opposed to
+// being defaulted).
+func (c *Config) Has(p string) bool {
+	_, ok := c.lines[p]
+	return ok
+}
+
+func (c *Config) setDefaults() {
+	if c.Admin.Listen == "" {
+		c.Admin.Listen = DefaultAdminListen
+	}
+	if c.ShutdownGrace == 0 && !c.Has("shutdown_grace") {
+		c.ShutdownGrace = Duration(DefaultShutdownGrace)
+	}
+	if c.Log.Format == "" {
+		c.Log.Format = "text"
+	}
+	if c.Log.Level == "" {
+		c.Log.Level = "info"
+	}
+	for i := range c.Listeners {
+		l := &c.Listeners[i]
+		if l.ReadHeaderTimeout == 0 {
+			l.ReadHeaderTimeout = Duration(DefaultReadHeaderTimeout)
+		}
+		if l.IdleTimeout == 0 {
+			l.IdleTimeout = Duration(DefaultIdleTimeout)
+		}
+		if l.MaxHeaderBytes == 0 {
+			l.MaxHeaderBytes = DefaultMaxHeaderBytes
+		}
+	}
+	for i := range c.Routes {
+		r := &c.Routes[i]
+		if r.Path == "" {
+			r.Path = "/"
+		}
+		if r.Timeouts.Connect == 0 {
+			r.Timeouts.Connect = Duration(DefaultConnectTimeout)
+		}
+		if r.Timeouts.ResponseHeader == 0 {
+			r.Timeouts.ResponseHeader = Duration(DefaultResponseHeader)
+		}
+		if r.MaxBodyBytes == 0 && !c.Has(fmt.Sprintf("routes[%d].max_body_bytes", i)) {
+			r.MaxBodyBytes = DefaultMaxBodyBytes
+		}
+		for j, h := range r.Hosts {
+			r.Hosts[j] = strings.ToLower(h)
+		}
+	}
+	for i := range c.Pools {
+		p := &c.Pools[i]
+		if p.Balance == "" {
+			p.Balance = BalanceRoundRobin
+		}
+		if p.Balance == BalanceHash && p.HashKey == "" {
+			p.HashKey = DefaultHashKey
+		}
+		if p.MaxIdleConnsPerHost == 0 {
+			p.MaxIdleConnsPerHost = DefaultMaxIdleConnsPerHost
+		}
+		if p.IdleConnTimeout == 0 {
+			p.IdleConnTimeout = Duration(DefaultIdleConnTimeout)
+		}
+		for j := range p.Hosts {
+			if p.Hosts[j].Weight == 0 && !c.Has(fmt.Sprintf("pools[%d].hosts[%d].weight", i, j)) {
+				p.Hosts[j].Weight = 1
+			}
+		}
+	}
+}
+
+type validator struct {
+	c    *Config
+	errs ErrorList
+}
+
+func (v *validator) errorf(path, format string, args ...any) {
+	v.errs = append(v.errs, Error{File: v.c.File, Line: v.c.Line(path), Path: path, Msg: fmt.Sprintf(format, args...)})
+}
+
+func (c *Config) validate() ErrorList {
+	v := &validator{c: c}
+	if c.Admin.Listen != "off" {
+		v.checkAddr("admin.listen", c.Admin.Listen)
+	}
+	switch c.Log.Format {
+	case "text", "json":
+	default:
+		v.errorf("log.format", "unknown format %q; expected text or json", c.Log.Format)
+	}
+	switch c.Log.Level {
+	case "debug", "info", "warn", "error":
+	default:
+		v.errorf("log.level", "unknown level %q; expected debug, info, warn or error", c.Log.Level)
+	}
+	for i, s := range c.TrustedProxies {
+		if _, err := ParsePrefix(s); err != nil {
+			v.errorf(fmt.Sprintf("trusted_proxies[%d]", i), "%v", err)
+		}
+	}
+	v.listeners()
+	pools := v.pools()
+	v.routes(pools)
+	return v.errs
+}
+
+func (v *validator) listeners() {
+	c := v.c
+	if len(c.Listeners) == 0 {
+		v.errorf("listeners", "no listeners; expected at least one, like { name: web, listen: 127.0.0.1:8080 }")
+	}
+	names := map[string]int{}
+	addrs := map[string]int{}
+	for i, l := range c.Listeners {
+		p := fmt.Sprintf("listeners[%d]", i)
+		v.uniqueName(p, l.Name, "listener", names, i)
+		if l.Listen == "" {
+			v.errorf(p+".listen", "missing; expected host:port, like 127.0.0.1:8080")
+		} else if v.checkAddr(p+".listen", l.Listen) {
+			if j, dup := addrs[l.Listen]; dup {
+				v.errorf(p+".listen", "address %s is already used by listeners[%d]", l.Listen, j)
+			}
+			addrs[l.Listen] = i
+			if l.Listen == c.Admin.Listen {
+				v.errorf(p+".listen", "address %s is also the admin address; give them different ports", l.Listen)
+			}
+		}
+		if l.TLS != nil {
+			v.checkTLS(p+".tls", l.TLS)
+		}
+	}
+}
+
+// checkTLS loads the pair now, so that a listener that could never complete a
+// handshake is a config error rather than a latent outage (incident 001).
+func (v *validator) checkTLS(p string, t *TLS) {
+	if t.Cert == "" {
+		v.errorf(p+".cert", "missing; a TLS listener needs a certificate file (PEM)")
+	}
+	if t.Key == "" {
+		v.errorf(p+".key", "missing; a TLS listener needs a private key file (PEM)")
+	}
+	if t.Cert == "" || t.Key == "" {
+		return
+	}
+	if _, err := tls.LoadX509KeyPair(t.Cert, t.Key); err != nil {
+		v.errorf(p, "cannot load certificate and key: %v", err)
+	}
+}
+
+func (v *validator) pools() map[string]bool {
+	c := v.c
+	if len(c.Pools) == 0 {
+		v.errorf("pools", "no pools; expected at least one, like { name: web, hosts: [ { addr: 127.0.0.1:9001 } ] }")
+	}
+	names := map[string]int{}
+	for i, pl := range c.Pools {
+		p := fmt.Sprintf("pools[%d]", i)
+		v.uniqueName(p, pl.Name, "pool", names, i)
+		switch pl.Balance {
+		case BalanceRoundRobin, BalanceLeastConn, BalanceRandomTwo, BalanceHash:
+		default:
+			v.errorf(p+".balance", "unknown policy %q; expected round_robin, least_conn, random_two or hash", pl.Balance)
+		}
+		if pl.HashKey != "" {
+			if _, _, err := ParseHashKey(pl.HashKey); err != nil {
+				v.errorf(p+".hash_key", "%v", err)
+			}
+		}
+		if len(pl.Hosts) == 0 {
+			v.errorf(p+".hosts", "no hosts; expected at least one, like { addr: 127.0.0.1:9001 }")
+		}
+		if pl.MaxIdleConnsPerHost < 0 {
+			v.errorf(p+".max_idle_conns_per_host", "must not be negative")
+		}
+		if pl.MaxConnsPerHost < 0 {
+			v.errorf(p+".max_conns_per_host", "must not be negative; 0 means no limit")
+		}
+		seen := map[string]int{}
+		for j, h := range pl.Hosts {
+			hp := fmt.Sprintf("%s.hosts[%d]", p, j)
+			if h.Addr == "" {
+				v.errorf(hp+".addr", "missing; expected host:port, like 127.0.0.1:9001 or app.internal:8080")
+			} else if v.checkAddr(hp+".addr", h.Addr) {
+				if k, dup := seen[h.Addr]; dup {
+					v.errorf(hp+".addr", "%s is already listed as hosts[%d] of this pool", h.Addr, k)
+				}
+				seen[h.Addr] = j
+			}
+			if h.Weight < 1 || h.Weight > MaxWeight {
+				v.errorf(hp+".weight", "weight %d out of range; expected 1 to %d", h.Weight, MaxWeight)
+			}
+		}
+	}
+	known := make(map[string]bool, len(names))
+	for n := range names {
+		known[n] = true
+	}
+	return known
+}
+
+func (v *validator) routes(pools map[string]bool) {
+	c := v.c
+	if len(c.Routes) == 0 {
+		v.errorf("routes", "no routes; expected at least one, like { name: all, default: true, pool: web }")
+	}
+	listeners := map[string]bool{}
+	for _, l := range c.Listeners {
+		listeners[l.Name] = true
+	}
+	names := map[string]int{}
+	defaultAt := -1
+	type key struct{ host, path string }
+	matches := map[key]int{}
+	for i, r := range c.Routes {
+		p := fmt.Sprintf("routes[%d]", i)
+		v.uniqueName(p, r.Name, "route", names, i)
+		if r.Pool == "" {
+			v.errorf(p+".pool", "missing; expected the name of a pool")
+		} else if !pools[r.Pool] {
+			v.errorf(p+".pool", "no pool named %q; define it under pools", r.Pool)
+		}
+		if !strings.HasPrefix(r.Path, "/") {
+			v.errorf(p+".path", "path %q must start with /", r.Path)
+		}
+		for j, ln := range r.Listeners {
+			if !listeners[ln] {
+				v.errorf(fmt.Sprintf("%s.listeners[%d]", p, j), "no listener named %q", ln)
+			}
+		}
+		for j, h := range r.Hosts {
+			if err := checkHostPattern(h); err != nil {
+				v.errorf(fmt.Sprintf("%s.hosts[%d]", p, j), "%v", err)
+			}
+		}
+		if r.Default {
+			if defaultAt >= 0 {
+				v.errorf(p+".default", "routes[%d] is already the default route; only one may be", defaultAt)
+			}
+			defaultAt = i
+		}
+		hosts := r.Hosts
+		if len(hosts) == 0 {
+			hosts = []string{""}
+		}
+		for _, h := range hosts {
+			k := key{h, r.Path}
+			if j, dup := matches[k]; dup && (len(r.Listeners) == 0 && len(c.Routes[j].Listeners) == 0) {
+				v.errorf(p, "matches the same host and path as routes[%d] (%s); the second could never be chosen", j, c.Routes[j].Name)
+			}
+			matches[k] = i
+		}
+		if r.Timeouts.Total > 0 && r.Timeouts.Total < r.Timeouts.Connect {
+			v.errorf(p+".timeouts.total", "total %s is shorter than connect %s; no attempt could finish", r.Timeouts.Total, r.Timeouts.Connect)
+		}
+	}
+}
+
+func (v *validator) uniqueName(p, name, what string, seen map[string]int, i int) {
+	if name == "" {
+		v.errorf(p+".name", "missing; every %s needs a name", what)
+		return
+	}
+	if strings.ContainsAny(name, " \t\"'{}") {
+		v.errorf(p+".name", "name %q holds spaces, quotes or braces; use letters, digits, - and _", name)
+	}
+	if j, dup := seen[name]; dup {
+		v.errorf(p+".name", "name %q is already used by the %s at index %d", name, what, j)
+	}
+	seen[name] = i
+}
+
+func (v *validator) checkAddr(p, addr string) bool {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		v.errorf(p, "invalid address %q; expected host:port, like 127.0.0.1:8080", addr)
+		return false
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+		v.errorf(p, "invalid port %q in %q; expected 0 to 65535", port, addr)
+		return false
+	}
+	if strings.ContainsAny(host, " /\\") {
+		v.errorf(p, "invalid host %q in %q", host, addr)
+		return false
+	}
+	return true
+}
+
+func checkHostPattern(h string) error {
+	name := strings.TrimPrefix(h, "*.")
+	if name == "" || strings.ContainsAny(name, "*/: \t") {
+		return fmt.Errorf("invalid host %q; expected a name like api.example.com or *.example.com (no port, no path)", h)
+	}
+	return nil
+}
+
+// ParsePrefix reads a CIDR ("10.0.0.0/8") or a single address ("10.1.2.3").
+func ParsePrefix(s string) (netip.Prefix, error) {
+	if strings.Contains(s, "/") {
+		p, err := netip.ParsePrefix(s)
+		if err != nil {
+			return netip.Prefix{}, fmt.Errorf("invalid CIDR %q; expected like 10.0.0.0/8 or 2001:db8::/32", s)
+		}
+		return p.Masked(), nil
+	}
+	a, err := netip.ParseAddr(s)
+	if err != nil {
+		return netip.Prefix{}, fmt.Errorf("invalid address %q; expected an IP or a CIDR like 10.0.0.0/8", s)
+	}
+	a = a.Unmap()
+	return netip.PrefixFrom(a, a.BitLen()), nil
+}
+
+// ParseHashKey splits a hash key into its kind ("client_ip", "header",
+// "cookie") and name.
+func ParseHashKey(s string) (kind, name string, err error) {
+	if s == "client_ip" {
+		return s, "", nil
+	}
+	kind, name, ok := strings.Cut(s, ":")
+	if ok && name != "" && (kind == "header" || kind == "cookie") {
+		return kind, name, nil
+	}
+	return "", "", fmt.Errorf("invalid hash key %q; expected client_ip, header:NAME or cookie:NAME", s)
+}

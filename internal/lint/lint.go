@@ -1,0 +1,84 @@
+// Package lint finds settings that are valid but risky: the kind of config
+// that passes every check and still turns a small problem into an outage.
+// `sturdy check` prints these as warnings; they never stop a config loading.
+package lint
+
+import (
+	"fmt"
+	"net"
+	"net/netip"
+
+	"github.com/sturdyproxy/sturdy/internal/config"
+)
+
+// Warning is one risky setting, positioned like a config error.
+type Warning = config.Error
+
+// Check returns the warnings for a validated config, in file order of the
+// objects they concern.
+func Check(c *config.Config) []Warning {
+	l := &linter{c: c}
+	l.admin()
+	l.routes()
+	l.pools()
+	return l.out
+}
+
+type linter struct {
+	c   *config.Config
+	out []Warning
+}
+
+func (l *linter) warn(path, format string, args ...any) {
+	l.out = append(l.out, Warning{File: l.c.File, Line: l.c.Line(path), Path: path, Msg: fmt.Sprintf(format, args...)})
+}
+
+func (l *linter) admin() {
+	addr := l.c.Admin.Listen
+	if addr == "off" {
+		return
+	}
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return
+	}
+	if ip, err := netip.ParseAddr(host); host == "" || (err == nil && !ip.IsLoopback()) || (err != nil && host != "localhost") {
+		l.warn("admin.listen", "the admin listener on %s is reachable from other machines; keep it on 127.0.0.1 or a private interface", addr)
+	}
+}
+
+func (l *linter) routes() {
+	hasDefault := false
+	for i, r := range l.c.Routes {
+		p := fmt.Sprintf("routes[%d]", i)
+		hasDefault = hasDefault || r.Default
+		if t := r.Timeouts; t.Total > 0 && t.Total < t.ResponseHeader {
+			l.warn(p+".timeouts.total", "total %s is shorter than response_header %s, so response_header never applies", t.Total, t.ResponseHeader)
+		}
+	}
+	if !hasDefault && len(l.c.Routes) > 0 {
+		l.warn("routes", "no route is default: requests for hosts no route names get 404; mark one route default: true to answer them")
+	}
+}
+
+func (l *linter) pools() {
+	used := map[string]bool{}
+	for _, r := range l.c.Routes {
+		used[r.Pool] = true
+	}
+	for i, p := range l.c.Pools {
+		pp := fmt.Sprintf("pools[%d]", i)
+		if !used[p.Name] {
+			l.warn(pp+".name", "pool %q is not used by any route", p.Name)
+		}
+		if len(p.Hosts) == 1 {
+			l.warn(pp+".hosts", "pool %q has a single host: when it fails, its routes have nothing to retry on", p.Name)
+		}
+		if p.HashKey != "" && p.Balance != config.BalanceHash {
+			l.warn(pp+".hash_key", "hash_key only applies to balance: hash; this pool uses %s", p.Balance)
+		}
+		if p.MaxIdleConnsPerHost > 1024 {
+			l.warn(pp+".max_idle_conns_per_host", "%d idle connections per host is far above what a backend needs; with many workers it exhausts backend sockets (incident 001 ran 10240)", p.MaxIdleConnsPerHost)
+		}
+	}
+}

@@ -1,0 +1,146 @@
+// Package outcome names what happened to one upstream attempt. Each attempt
+// is classified once, where it happens, and the class travels with the
+// request to metrics, the access log, events and the client's error body.
+package outcome
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"io"
+	"net"
+	"strings"
+	"syscall"
+)
+
+// Class is the outcome of one upstream attempt.
+type Class uint8
+
+// Outcome classes. The order is stable: metrics and tests index by it.
+const (
+	OK Class = iota
+	ConnectRefused
+	ConnectTimeout
+	DNSError
+	TLSError
+	Reset
+	EOFBeforeResponse
+	ResponseTimeout
+	BadResponse
+	Status5xx
+	ClientCancel
+	// BodyError is a late failure: the response headers arrived but the body
+	// broke off. It is counted but weighs less than a failure before headers.
+	BodyError
+	// ConnectError is any other failure to connect (no route to host, ...).
+	ConnectError
+	numClasses
+)
+
+// All lists every class in order.
+func All() []Class {
+	c := make([]Class, numClasses)
+	for i := range c {
+		c[i] = Class(i)
+	}
+	return c
+}
+
+var names = [numClasses]string{
+	OK:                "ok",
+	ConnectRefused:    "connect_refused",
+	ConnectTimeout:    "connect_timeout",
+	DNSError:          "dns_error",
+	TLSError:          "tls_error",
+	Reset:             "reset",
+	EOFBeforeResponse: "eof_before_response",
+	ResponseTimeout:   "response_timeout",
+	BadResponse:       "bad_response",
+	Status5xx:         "status_5xx",
+	ClientCancel:      "client_cancel",
+	BodyError:         "body_error",
+	ConnectError:      "connect_error",
+}
+
+func (c Class) String() string {
+	if c < numClasses {
+		return names[c]
+	}
+	return "unknown"
+}
+
+// Sent reports whether an attempt with this outcome reached the backend,
+// i.e. whether some of the request may have been sent. Failures that were
+// not sent are evidence against the host (or the path to it) alone, and
+// always safe to retry elsewhere.
+func (c Class) Sent() bool {
+	switch c {
+	case ConnectRefused, ConnectTimeout, DNSError, TLSError, ConnectError:
+		return false
+	}
+	return true
+}
+
+// Failure reports whether the class counts as a failed attempt.
+func (c Class) Failure() bool { return c != OK && c != ClientCancel }
+
+// Classify maps a transport error to a class. clientGone reports whether the
+// client's own context ended (the client cancelled or went away).
+func Classify(err error, clientGone bool) Class {
+	if clientGone {
+		return ClientCancel
+	}
+	var dnsErr *net.DNSError
+	if errors.As(err, &dnsErr) {
+		return DNSError
+	}
+	var op *net.OpError
+	if errors.As(err, &op) && op.Op == "dial" {
+		switch {
+		case errors.Is(err, syscall.ECONNREFUSED):
+			return ConnectRefused
+		case op.Timeout():
+			return ConnectTimeout
+		}
+		return ConnectError
+	}
+	if isTLS(err) {
+		return TLSError
+	}
+	switch {
+	case errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE):
+		return Reset
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		return EOFBeforeResponse
+	case errors.Is(err, context.DeadlineExceeded):
+		return ResponseTimeout
+	}
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return ResponseTimeout
+	}
+	// net/http reports "server closed connection" / "malformed HTTP
+	// response" without typed errors; anything else after sending is a
+	// response we could not use.
+	if isClosedBeforeResponse(err) {
+		return EOFBeforeResponse
+	}
+	return BadResponse
+}
+
+func isTLS(err error) bool {
+	var rh tls.RecordHeaderError
+	var ae tls.AlertError
+	var ce *tls.CertificateVerificationError
+	var ua x509.UnknownAuthorityError
+	var hn x509.HostnameError
+	var ci x509.CertificateInvalidError
+	return errors.As(err, &rh) || errors.As(err, &ae) || errors.As(err, &ce) ||
+		errors.As(err, &ua) || errors.As(err, &hn) || errors.As(err, &ci)
+}
+
+func isClosedBeforeResponse(err error) bool {
+	s := err.Error()
+	return strings.Contains(s, "server closed") || strings.Contains(s, "closed connection") || strings.Contains(s, "connection closed")
+}

@@ -1,0 +1,66 @@
+package proxy
+
+import (
+	"net/http"
+	"strconv"
+
+	"github.com/sturdyproxy/sturdy/internal/outcome"
+)
+
+// Error bodies are short plain text for people: they name the route and the
+// failure class and never an internal address.
+
+func writeText(w http.ResponseWriter, status int, body string) {
+	h := w.Header()
+	h["Content-Type"] = []string{"text/plain; charset=utf-8"}
+	h["X-Content-Type-Options"] = []string{"nosniff"}
+	h["Cache-Control"] = []string{"no-store"}
+	h["Content-Length"] = []string{strconv.Itoa(len(body))}
+	w.WriteHeader(status)
+	_, _ = w.Write([]byte(body))
+}
+
+func writeNoRoute(w http.ResponseWriter) {
+	writeText(w, http.StatusNotFound, "404 Not Found: no route matches this host and path, and no default route is configured.\n")
+}
+
+func writeNoHost(w http.ResponseWriter, route string) {
+	w.Header()["Retry-After"] = []string{"5"}
+	writeText(w, http.StatusServiceUnavailable, "503 Service Unavailable: route "+strconv.Quote(route)+" has no backend available right now. Try again shortly.\n")
+}
+
+func writeEdgeError(w http.ResponseWriter, status int, route, why string) {
+	writeText(w, status, strconv.Itoa(status)+" "+http.StatusText(status)+": route "+strconv.Quote(route)+": "+why+".\n")
+}
+
+func writeUpstreamStatus(w http.ResponseWriter, status int, route, why string) {
+	writeEdgeError(w, status, route, why)
+}
+
+// StatusFor is the status a client gets when the last attempt failed with c.
+func StatusFor(c outcome.Class) int {
+	switch c {
+	case outcome.ConnectTimeout, outcome.ResponseTimeout:
+		return http.StatusGatewayTimeout
+	case outcome.ClientCancel:
+		return 499
+	}
+	return http.StatusBadGateway
+}
+
+var explain = map[outcome.Class]string{
+	outcome.ConnectRefused:    "the backend refused the connection",
+	outcome.ConnectTimeout:    "connecting to the backend timed out",
+	outcome.ConnectError:      "the backend could not be reached",
+	outcome.DNSError:          "the backend's name did not resolve",
+	outcome.TLSError:          "the TLS handshake with the backend failed",
+	outcome.Reset:             "the backend reset the connection",
+	outcome.EOFBeforeResponse: "the backend closed the connection without answering",
+	outcome.ResponseTimeout:   "the backend did not answer in time",
+	outcome.BadResponse:       "the backend's answer could not be parsed",
+}
+
+func writeUpstreamError(w http.ResponseWriter, route string, c outcome.Class) {
+	status := StatusFor(c)
+	writeUpstreamStatus(w, status, route, "no usable answer from the backends ("+c.String()+": "+explain[c]+")")
+}

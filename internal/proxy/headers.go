@@ -1,0 +1,159 @@
+package proxy
+
+import (
+	"net/http"
+	"net/netip"
+	"strings"
+
+	"golang.org/x/net/http/httpguts"
+)
+
+// hopHeaders are meaningful only for one connection (RFC 9110 7.6.1) and
+// are never forwarded. Keys are in canonical form.
+var hopHeaders = [...]string{
+	"Connection",
+	"Proxy-Connection", // non-standard, sent by old clients
+	"Keep-Alive",
+	"Proxy-Authenticate",
+	"Proxy-Authorization",
+	"Te",      // kept as "trailers" only, below
+	"Trailer", // the transport sets it from Request.Trailer
+	"Transfer-Encoding",
+	"Upgrade",
+}
+
+func isHop(k string) bool {
+	for _, h := range hopHeaders {
+		if k == h {
+			return true
+		}
+	}
+	return false
+}
+
+// via is what sturdy adds to Via; it is shared and must not be modified.
+var via = []string{"1.1 sturdy"}
+
+// outboundHeader builds the header for the upstream request: the client's
+// fields minus hop-by-hop ones (and those the client named in Connection),
+// with X-Forwarded-* and Via set by us. Because the forwarding fields are
+// set after the Connection-named ones are dropped, a client cannot use
+// "Connection: X-Forwarded-For" to strip ours.
+func outboundHeader(r *http.Request, tls bool, trusted []netip.Prefix) http.Header {
+	in := r.Header
+	out := make(http.Header, len(in)+4)
+	conn := in["Connection"]
+	for k, vv := range in {
+		if isHop(k) || (len(conn) > 0 && namedIn(conn, k)) {
+			continue
+		}
+		out[k] = vv
+	}
+	if httpguts.HeaderValuesContainsToken(in["Te"], "trailers") {
+		out["Te"] = []string{"trailers"}
+	}
+	if up := upgradeType(in); up != "" {
+		out["Connection"] = []string{"Upgrade"}
+		out["Upgrade"] = []string{up}
+	}
+
+	peer, _ := clientAddr(r.RemoteAddr)
+	peerIP := peer.String()
+	if isTrusted(peer, trusted) {
+		// Believe what the trusted proxy in front of us said, and add it.
+		if prior := out["X-Forwarded-For"]; len(prior) > 0 {
+			out["X-Forwarded-For"] = []string{strings.Join(prior, ", ") + ", " + peerIP}
+		} else {
+			out["X-Forwarded-For"] = []string{peerIP}
+		}
+		if len(out["X-Forwarded-Host"]) == 0 {
+			out["X-Forwarded-Host"] = []string{r.Host}
+		}
+		if len(out["X-Forwarded-Proto"]) == 0 {
+			out["X-Forwarded-Proto"] = []string{scheme(tls)}
+		}
+	} else {
+		// From anyone else these fields are spoofable; replace them.
+		delete(out, "Forwarded")
+		delete(out, "X-Real-Ip")
+		out["X-Forwarded-For"] = []string{peerIP}
+		out["X-Forwarded-Host"] = []string{r.Host}
+		out["X-Forwarded-Proto"] = []string{scheme(tls)}
+	}
+	if len(out["X-Real-Ip"]) == 0 {
+		out["X-Real-Ip"] = []string{peerIP}
+	}
+	if prior := out["Via"]; len(prior) > 0 {
+		out["Via"] = append(prior[:len(prior):len(prior)], via[0])
+	} else {
+		out["Via"] = via
+	}
+	// Go's client would otherwise add its own User-Agent when the client
+	// sent none.
+	if _, ok := out["User-Agent"]; !ok {
+		out["User-Agent"] = []string{""}
+	}
+	return out
+}
+
+func scheme(tls bool) string {
+	if tls {
+		return "https"
+	}
+	return "http"
+}
+
+// namedIn reports whether the Connection field values name header k.
+func namedIn(conn []string, k string) bool {
+	for _, v := range conn {
+		for tok := range strings.SplitSeq(v, ",") {
+			if strings.EqualFold(strings.TrimSpace(tok), k) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// upgradeType returns the protocol a request asks to upgrade to, or "".
+func upgradeType(h http.Header) string {
+	if !httpguts.HeaderValuesContainsToken(h["Connection"], "Upgrade") {
+		return ""
+	}
+	return h.Get("Upgrade")
+}
+
+// clientAddr parses a RemoteAddr ("1.2.3.4:5678") without allocating.
+func clientAddr(remote string) (netip.Addr, bool) {
+	ap, err := netip.ParseAddrPort(remote)
+	if err != nil {
+		return netip.Addr{}, false
+	}
+	return ap.Addr().Unmap(), true
+}
+
+func isTrusted(a netip.Addr, trusted []netip.Prefix) bool {
+	for _, p := range trusted {
+		if p.Contains(a) {
+			return true
+		}
+	}
+	return false
+}
+
+// copyResponseHeader copies the upstream response header to the client's,
+// dropping hop-by-hop fields. Values are shared, not copied: the response
+// is ours and is not used after this.
+func copyResponseHeader(dst, src http.Header) {
+	conn := src["Connection"]
+	for k, vv := range src {
+		if isHop(k) || (len(conn) > 0 && namedIn(conn, k)) {
+			continue
+		}
+		dst[k] = vv
+	}
+	if _, ok := src["Content-Type"]; !ok {
+		// Stop net/http from sniffing a type the backend did not send.
+		dst["Content-Type"] = nil
+	}
+}

@@ -1,0 +1,81 @@
+// Package proxy is the request path: it matches a route, builds the
+// outbound request, walks the pool's try order, and streams the response
+// back. It owns the status a client sees when no backend answers.
+//
+// Everything here runs once per proxied request, so it takes no lock that
+// other requests share, logs nothing per request, and allocates little.
+package proxy
+
+import (
+	"net/http"
+	"net/netip"
+	"sync/atomic"
+	"time"
+
+	"github.com/sturdyproxy/sturdy/internal/pool"
+	"github.com/sturdyproxy/sturdy/internal/route"
+)
+
+// Upstream sends one request to one backend. *http.Transport is one; the
+// seam exists so that a stricter, faster HTTP/1.1 client can replace it.
+// An Upstream must not retry on its own.
+type Upstream interface {
+	RoundTrip(*http.Request) (*http.Response, error)
+}
+
+// Route is a compiled route: what the proxy needs per request, resolved
+// once at config load.
+type Route struct {
+	Name     string
+	Pool     *pool.Pool
+	Upstream Upstream
+	// MaxBodyBytes bounds the request body (413 above it). 0 means no limit.
+	MaxBodyBytes int64
+	// Total bounds the whole exchange; 0 means no limit.
+	Total time.Duration
+	// MaxTries bounds attempts per request (the first one included). A
+	// request is tried again only when nothing of it reached a backend.
+	MaxTries int
+	// HashKind and HashName select the hash balancing key: "client_ip",
+	// "header" (HashName is the canonical header name) or "cookie".
+	HashKind, HashName string
+}
+
+// Snapshot is everything the request path reads, swapped as one pointer on
+// reload. It must not change once published.
+type Snapshot struct {
+	// Tables holds one routing table per listener name.
+	Tables map[string]*route.Table[*Route]
+	// Trusted lists the peers whose X-Forwarded-* headers are believed.
+	Trusted []netip.Prefix
+}
+
+// Handler serves one listener. Its zero value is not usable; set Listener
+// and Snapshot.
+type Handler struct {
+	// Listener is the name of the listener this handler serves.
+	Listener string
+	// TLS reports whether the listener is HTTPS (for X-Forwarded-Proto).
+	TLS bool
+	// Snapshot is the current config; readers load it once per request.
+	Snapshot *atomic.Pointer[Snapshot]
+}
+
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	snap := h.Snapshot.Load()
+	e, ok := snap.Tables[h.Listener].Match(r.Host, r.URL.Path)
+	if !ok {
+		writeNoRoute(w)
+		return
+	}
+	rt := e.Value
+	if rt.MaxBodyBytes > 0 && r.Body != nil && r.Body != http.NoBody {
+		if r.ContentLength > rt.MaxBodyBytes {
+			writeEdgeError(w, http.StatusRequestEntityTooLarge, rt.Name, "the request body is larger than this route allows")
+			return
+		}
+		r.Body = http.MaxBytesReader(w, r.Body, rt.MaxBodyBytes)
+	}
+	fw := forwarder{h: h, snap: snap, rt: rt, w: w, r: r}
+	fw.serve()
+}

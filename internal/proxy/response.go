@@ -1,0 +1,142 @@
+package proxy
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+
+	"github.com/sturdyproxy/sturdy/internal/pool"
+)
+
+// bufPool holds copy buffers. 32 KiB keeps syscalls per 64 KiB body low
+// (see docs/performance.md) without much memory per connection.
+var bufPool = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
+
+// respond streams resp to the client and releases host when done.
+func (f *forwarder) respond(host *pool.Host, resp *http.Response) {
+	defer host.Release()
+	defer resp.Body.Close()
+	w := f.w
+	if resp.StatusCode == http.StatusSwitchingProtocols {
+		f.upgrade(resp)
+		return
+	}
+	h := w.Header()
+	copyResponseHeader(h, resp.Header)
+	if prior := h["Via"]; len(prior) > 0 {
+		h["Via"] = append(prior[:len(prior):len(prior)], via[0])
+	} else {
+		h["Via"] = via
+	}
+	announced := len(resp.Trailer)
+	if announced > 0 {
+		names := make([]string, 0, announced)
+		for k := range resp.Trailer {
+			names = append(names, k)
+		}
+		h["Trailer"] = []string{strings.Join(names, ", ")}
+	}
+	w.WriteHeader(resp.StatusCode)
+	if f.r.Method == http.MethodHead {
+		return
+	}
+	flush := resp.ContentLength == -1 || isEventStream(resp.Header)
+	if err := copyBody(w, resp.Body, flush); err != nil {
+		if err == errUpstreamBody {
+			// Headers are gone already; abort so the client sees a broken
+			// response, not a short one that looks complete.
+			panic(http.ErrAbortHandler)
+		}
+		return // the client went away
+	}
+	if len(resp.Trailer) > 0 {
+		for k, vv := range resp.Trailer {
+			if len(resp.Trailer) != announced {
+				k = http.TrailerPrefix + k
+			}
+			h[k] = vv
+		}
+	}
+}
+
+func isEventStream(h http.Header) bool {
+	ct := h["Content-Type"]
+	return len(ct) > 0 && strings.HasPrefix(ct[0], "text/event-stream")
+}
+
+var errUpstreamBody = fmt.Errorf("upstream body read failed")
+
+// copyBody copies the upstream body to the client. It reports
+// errUpstreamBody when reading from upstream failed and the client's write
+// error when writing failed.
+func copyBody(w http.ResponseWriter, src io.Reader, flush bool) error {
+	bp := bufPool.Get().(*[]byte)
+	defer bufPool.Put(bp)
+	buf := *bp
+	var rc *http.ResponseController
+	if flush {
+		rc = http.NewResponseController(w)
+	}
+	for {
+		n, rerr := src.Read(buf)
+		if n > 0 {
+			if _, werr := w.Write(buf[:n]); werr != nil {
+				return werr
+			}
+			if flush {
+				if err := rc.Flush(); err != nil {
+					return err
+				}
+			}
+		}
+		if rerr == io.EOF {
+			return nil
+		}
+		if rerr != nil {
+			return errUpstreamBody
+		}
+	}
+}
+
+// upgrade finishes a 101 Switching Protocols exchange (WebSocket and the
+// like) by splicing the client's connection to the backend's.
+func (f *forwarder) upgrade(resp *http.Response) {
+	w := f.w
+	reqUp, respUp := upgradeType(f.out.Header), upgradeType(resp.Header)
+	if !strings.EqualFold(reqUp, respUp) {
+		writeUpstreamStatus(w, http.StatusBadGateway, f.rt.Name, fmt.Sprintf("the backend switched to protocol %q, the client asked for %q", respUp, reqUp))
+		return
+	}
+	backend, ok := resp.Body.(io.ReadWriteCloser)
+	if !ok {
+		writeUpstreamStatus(w, http.StatusBadGateway, f.rt.Name, "the backend's upgraded connection is not writable")
+		return
+	}
+	defer backend.Close()
+	conn, brw, err := http.NewResponseController(w).Hijack()
+	if err != nil {
+		writeUpstreamStatus(w, http.StatusInternalServerError, f.rt.Name, "this listener cannot upgrade connections (HTTP/2)")
+		return
+	}
+	defer conn.Close()
+	copyResponseHeader(w.Header(), resp.Header)
+	hdr := w.Header()
+	hdr["Connection"] = []string{"Upgrade"}
+	hdr["Upgrade"] = []string{respUp}
+	delete(hdr, "Content-Type")
+	if _, err := fmt.Fprintf(brw, "HTTP/1.1 101 Switching Protocols\r\n"); err != nil {
+		return
+	}
+	if err := hdr.Write(brw); err != nil {
+		return
+	}
+	if _, err := brw.WriteString("\r\n"); err != nil || brw.Flush() != nil {
+		return
+	}
+	done := make(chan struct{}, 2)
+	go func() { io.Copy(backend, brw); done <- struct{}{} }()
+	go func() { io.Copy(conn, backend); done <- struct{}{} }()
+	<-done // when either side ends, the deferred closes end the other
+}

@@ -1,0 +1,173 @@
+package server
+
+import (
+	"fmt"
+	"net"
+	"net/http"
+	"net/netip"
+	"net/textproto"
+	"time"
+
+	"github.com/sturdyproxy/sturdy/internal/config"
+	"github.com/sturdyproxy/sturdy/internal/pool"
+	"github.com/sturdyproxy/sturdy/internal/proxy"
+	"github.com/sturdyproxy/sturdy/internal/route"
+)
+
+// maxTries bounds attempts per request until routes configure retries.
+const maxTries = 3
+
+// transportKey identifies an upstream connection pool. Routes that share a
+// pool and its timeouts share connections; a reload that keeps the key keeps
+// the warm connections.
+type transportKey struct {
+	pool           string
+	connect        time.Duration
+	responseHeader time.Duration
+	maxIdle        int
+	maxConns       int
+	idleTimeout    time.Duration
+}
+
+// runtime is what one config compiles to, plus the state carried into the
+// next reload.
+type runtime struct {
+	snap       *proxy.Snapshot
+	pools      map[string]*pool.Pool
+	states     map[string]*pool.State // "pool|addr"
+	transports map[transportKey]*http.Transport
+}
+
+func stateKey(pool, addr string) string { return pool + "|" + addr }
+
+// build compiles cfg. prev (nil on first load) lends host state and
+// transports for whatever the two configs share.
+func build(cfg *config.Config, prev *runtime) (*runtime, error) {
+	rt := &runtime{
+		pools:      map[string]*pool.Pool{},
+		states:     map[string]*pool.State{},
+		transports: map[transportKey]*http.Transport{},
+	}
+	for _, pc := range cfg.Pools {
+		specs := make([]pool.Spec, len(pc.Hosts))
+		for i, h := range pc.Hosts {
+			specs[i] = pool.Spec{Addr: h.Addr, Weight: h.Weight}
+		}
+		p, err := pool.New(pc.Name, pc.Balance, specs, func(addr string) *pool.State {
+			st := (*pool.State)(nil)
+			if prev != nil {
+				st = prev.states[stateKey(pc.Name, addr)]
+			}
+			if st == nil {
+				st = new(pool.State)
+			}
+			rt.states[stateKey(pc.Name, addr)] = st
+			return st
+		})
+		if err != nil {
+			return nil, err
+		}
+		rt.pools[pc.Name] = p
+	}
+
+	trusted := make([]netip.Prefix, 0, len(cfg.TrustedProxies))
+	for _, s := range cfg.TrustedProxies {
+		p, err := config.ParsePrefix(s)
+		if err != nil {
+			return nil, err
+		}
+		trusted = append(trusted, p)
+	}
+
+	poolCfg := map[string]config.Pool{}
+	for _, pc := range cfg.Pools {
+		poolCfg[pc.Name] = pc
+	}
+	perListener := map[string][]*route.Entry[*proxy.Route]{}
+	for _, rc := range cfg.Routes {
+		pc := poolCfg[rc.Pool]
+		key := transportKey{
+			pool:           pc.Name,
+			connect:        rc.Timeouts.Connect.D(),
+			responseHeader: rc.Timeouts.ResponseHeader.D(),
+			maxIdle:        pc.MaxIdleConnsPerHost,
+			maxConns:       pc.MaxConnsPerHost,
+			idleTimeout:    pc.IdleConnTimeout.D(),
+		}
+		tr := rt.transports[key]
+		if tr == nil && prev != nil {
+			tr = prev.transports[key]
+		}
+		if tr == nil {
+			tr = newTransport(key)
+		}
+		rt.transports[key] = tr
+		p := rt.pools[rc.Pool]
+		r := &proxy.Route{
+			Name:         rc.Name,
+			Pool:         p,
+			Upstream:     tr,
+			MaxBodyBytes: int64(rc.MaxBodyBytes),
+			Total:        rc.Timeouts.Total.D(),
+			MaxTries:     min(len(p.Hosts), maxTries),
+		}
+		if pc.Balance == config.BalanceHash {
+			kind, name, err := config.ParseHashKey(pc.HashKey)
+			if err != nil {
+				return nil, fmt.Errorf("pool %s: %w", pc.Name, err)
+			}
+			if kind == "header" {
+				name = textproto.CanonicalMIMEHeaderKey(name)
+			}
+			r.HashKind, r.HashName = kind, name
+		}
+		e := &route.Entry[*proxy.Route]{Hosts: rc.Hosts, Path: rc.Path, Default: rc.Default, Value: r}
+		names := rc.Listeners
+		if len(names) == 0 {
+			for _, l := range cfg.Listeners {
+				names = append(names, l.Name)
+			}
+		}
+		for _, ln := range names {
+			perListener[ln] = append(perListener[ln], e)
+		}
+	}
+	rt.snap = &proxy.Snapshot{Tables: map[string]*route.Table[*proxy.Route]{}, Trusted: trusted}
+	for _, l := range cfg.Listeners {
+		rt.snap.Tables[l.Name] = route.New(perListener[l.Name])
+	}
+	return rt, nil
+}
+
+// newTransport makes the upstream client for one pool and timeout set. It
+// never uses proxy environment variables, never asks for compression the
+// client did not ask for, and keeps a bounded number of idle connections.
+func newTransport(k transportKey) *http.Transport {
+	d := &net.Dialer{Timeout: k.connect, KeepAlive: 30 * time.Second}
+	return &http.Transport{
+		Proxy:                  nil,
+		DialContext:            d.DialContext,
+		MaxIdleConnsPerHost:    k.maxIdle,
+		MaxConnsPerHost:        k.maxConns,
+		IdleConnTimeout:        k.idleTimeout,
+		ResponseHeaderTimeout:  k.responseHeader,
+		ExpectContinueTimeout:  time.Second,
+		DisableCompression:     true,
+		MaxResponseHeaderBytes: 1 << 20,
+		WriteBufferSize:        32 << 10,
+		ReadBufferSize:         32 << 10,
+	}
+}
+
+// closeUnused closes idle connections of transports the new runtime dropped;
+// requests still in flight on them finish normally.
+func closeUnused(old, cur *runtime) {
+	if old == nil {
+		return
+	}
+	for k, tr := range old.transports {
+		if cur.transports[k] != tr {
+			tr.CloseIdleConnections()
+		}
+	}
+}

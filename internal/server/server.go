@@ -1,0 +1,295 @@
+// Package server wires a config into running listeners: it compiles the
+// config, serves each listener and the admin listener, swaps configs on
+// reload without dropping a request, and drains on shutdown.
+package server
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/sturdyproxy/sturdy/internal/config"
+	"github.com/sturdyproxy/sturdy/internal/proxy"
+)
+
+// Server runs one sturdy instance.
+type Server struct {
+	log  *slog.Logger
+	snap atomic.Pointer[proxy.Snapshot]
+
+	// draining is set once shutdown begins; /readyz reports it.
+	draining atomic.Bool
+
+	// mu guards the fields below. Only Start, Reload and Shutdown take it,
+	// never the request path.
+	mu        sync.Mutex
+	cfg       *config.Config
+	rt        *runtime
+	listeners map[string]*listener
+	admin     *http.Server
+	adminAddr string
+	wg        sync.WaitGroup // one per serving goroutine
+}
+
+type listener struct {
+	cfg  config.Listener
+	srv  *http.Server
+	ln   net.Listener
+	cert atomic.Pointer[tls.Certificate]
+}
+
+// New compiles cfg. Nothing listens until Start.
+func New(cfg *config.Config, log *slog.Logger) (*Server, error) {
+	rt, err := build(cfg, nil)
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{log: log, cfg: cfg, rt: rt, listeners: map[string]*listener{}}
+	s.snap.Store(rt.snap)
+	return s, nil
+}
+
+// Start binds every listener and the admin address. On error nothing is
+// left listening.
+func (s *Server) Start() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, lc := range s.cfg.Listeners {
+		l, err := s.startListener(lc)
+		if err != nil {
+			s.closeAllLocked()
+			return err
+		}
+		s.listeners[lc.Name] = l
+	}
+	if s.cfg.Admin.Listen != "off" {
+		if err := s.startAdmin(s.cfg.Admin.Listen); err != nil {
+			s.closeAllLocked()
+			return err
+		}
+	}
+	s.log.Info("sturdy started", "listeners", len(s.listeners), "admin", s.adminAddr, "config", s.cfg.File, "config_hash", s.cfg.Hash)
+	return nil
+}
+
+// Addr returns the bound address of a listener (useful with port 0).
+func (s *Server) Addr(name string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if l := s.listeners[name]; l != nil {
+		return l.ln.Addr().String()
+	}
+	return ""
+}
+
+// AdminAddr returns the bound admin address, or "" when it is off.
+func (s *Server) AdminAddr() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.adminAddr
+}
+
+func (s *Server) startListener(lc config.Listener) (*listener, error) {
+	ln, err := net.Listen("tcp", lc.Listen)
+	if err != nil {
+		return nil, fmt.Errorf("listener %s: cannot listen on %s: %w", lc.Name, lc.Listen, err)
+	}
+	l := &listener{cfg: lc, ln: ln}
+	l.srv = &http.Server{
+		Handler:           &proxy.Handler{Listener: lc.Name, TLS: lc.TLS != nil, Snapshot: &s.snap},
+		ReadHeaderTimeout: lc.ReadHeaderTimeout.D(),
+		IdleTimeout:       lc.IdleTimeout.D(),
+		MaxHeaderBytes:    int(lc.MaxHeaderBytes),
+		// Per-connection errors (TLS handshakes from scanners and the like)
+		// are noise at info level.
+		ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
+	}
+	if lc.TLS != nil {
+		if err := l.loadCert(); err != nil {
+			ln.Close()
+			return nil, fmt.Errorf("listener %s: %w", lc.Name, err)
+		}
+		l.srv.TLSConfig = &tls.Config{
+			MinVersion:     tls.VersionTLS12,
+			NextProtos:     []string{"h2", "http/1.1"},
+			GetCertificate: func(*tls.ClientHelloInfo) (*tls.Certificate, error) { return l.cert.Load(), nil },
+		}
+	}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		var err error
+		if lc.TLS != nil {
+			err = l.srv.ServeTLS(ln, "", "")
+		} else {
+			err = l.srv.Serve(ln)
+		}
+		if err != nil && !errors.Is(err, http.ErrServerClosed) {
+			s.log.Error("listener stopped", "listener", lc.Name, "err", err)
+		}
+	}()
+	s.log.Info("listening", "listener", lc.Name, "addr", ln.Addr().String(), "tls", lc.TLS != nil)
+	return l, nil
+}
+
+func (l *listener) loadCert() error {
+	c, err := tls.LoadX509KeyPair(l.cfg.TLS.Cert, l.cfg.TLS.Key)
+	if err != nil {
+		return fmt.Errorf("cannot load certificate: %w", err)
+	}
+	l.cert.Store(&c)
+	return nil
+}
+
+// sameSocket reports whether a listener can keep its socket across a reload.
+func sameSocket(a, b config.Listener) bool {
+	return a.Listen == b.Listen && (a.TLS == nil) == (b.TLS == nil) &&
+		a.ReadHeaderTimeout == b.ReadHeaderTimeout && a.IdleTimeout == b.IdleTimeout &&
+		a.MaxHeaderBytes == b.MaxHeaderBytes
+}
+
+// Reload applies a new, already validated config. Requests in flight finish
+// on the config they started with; new requests see the new one as soon as
+// it is swapped in. Hosts present in both configs keep their runtime state.
+func (s *Server) Reload(cfg *config.Config) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	rt, err := build(cfg, s.rt)
+	if err != nil {
+		return err
+	}
+	// Bind new sockets before swapping, so that a port conflict leaves the
+	// old config serving.
+	next := map[string]*listener{}
+	var started []*listener
+	for _, lc := range cfg.Listeners {
+		if old := s.listeners[lc.Name]; old != nil && sameSocket(old.cfg, lc) {
+			old.cfg = lc
+			if lc.TLS != nil {
+				if err := old.loadCert(); err != nil {
+					closeListeners(started)
+					return fmt.Errorf("listener %s: %w", lc.Name, err)
+				}
+			}
+			next[lc.Name] = old
+			continue
+		}
+		l, err := s.startListener(lc)
+		if err != nil {
+			closeListeners(started)
+			return err
+		}
+		started = append(started, l)
+		next[lc.Name] = l
+	}
+	// Publish the routes first so that a reused listener never sees a
+	// snapshot without its table, then retire what is gone.
+	s.snap.Store(rt.snap)
+	for name, old := range s.listeners {
+		if next[name] != old {
+			go s.retire(old)
+		}
+	}
+	closeUnused(s.rt, rt)
+	s.listeners, s.rt, s.cfg = next, rt, cfg
+	s.log.Info("config reloaded", "config", cfg.File, "config_hash", cfg.Hash)
+	return nil
+}
+
+// retire stops a listener the new config no longer has, letting its
+// in-flight requests finish within the shutdown grace.
+func (s *Server) retire(l *listener) {
+	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.ShutdownGrace.D())
+	defer cancel()
+	if err := l.srv.Shutdown(ctx); err != nil {
+		l.srv.Close()
+	}
+}
+
+func closeListeners(ls []*listener) {
+	for _, l := range ls {
+		l.srv.Close()
+	}
+}
+
+func (s *Server) closeAllLocked() {
+	for _, l := range s.listeners {
+		l.srv.Close()
+	}
+	if s.admin != nil {
+		s.admin.Close()
+	}
+}
+
+// Shutdown stops accepting, lets in-flight requests finish until ctx ends,
+// then closes what is left. It returns once every listener has stopped.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.draining.Store(true)
+	s.mu.Lock()
+	ls := make([]*listener, 0, len(s.listeners))
+	for _, l := range s.listeners {
+		ls = append(ls, l)
+	}
+	admin := s.admin
+	s.mu.Unlock()
+
+	var wg sync.WaitGroup
+	var firstErr atomic.Value
+	for _, l := range ls {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := l.srv.Shutdown(ctx); err != nil {
+				firstErr.CompareAndSwap(nil, err)
+				l.srv.Close()
+			}
+		}()
+	}
+	wg.Wait()
+	for _, tr := range s.rt.transports {
+		tr.CloseIdleConnections()
+	}
+	if admin != nil {
+		shutCtx, cancel := context.WithTimeout(context.Background(), time.Second)
+		admin.Shutdown(shutCtx)
+		cancel()
+	}
+	s.wg.Wait()
+	if err, _ := firstErr.Load().(error); err != nil {
+		return fmt.Errorf("shutdown grace ended with requests still in flight: %w", err)
+	}
+	return nil
+}
+
+// Run starts the server, serves until ctx ends, then shuts down within the
+// configured grace. reload, when it delivers, applies a new config.
+func (s *Server) Run(ctx context.Context, reload <-chan *config.Config) error {
+	if err := s.Start(); err != nil {
+		return err
+	}
+	for {
+		select {
+		case cfg := <-reload:
+			if err := s.Reload(cfg); err != nil {
+				s.log.Error("reload refused; the previous config keeps serving", "err", err)
+			}
+		case <-ctx.Done():
+			s.mu.Lock()
+			grace := s.cfg.ShutdownGrace.D()
+			s.mu.Unlock()
+			s.log.Info("shutting down", "grace", grace.String())
+			sctx, cancel := context.WithTimeout(context.Background(), grace)
+			defer cancel()
+			err := s.Shutdown(sctx)
+			s.log.Info("stopped")
+			return err
+		}
+	}
+}
