@@ -9,6 +9,7 @@ import (
 	"net/netip"
 	"os"
 	"reflect"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -35,7 +36,7 @@ func Parse(data []byte, name string) (*Config, error) {
 	}
 	cfg := &Config{File: name}
 	d := &decoder{file: name, lines: map[string]int{}}
-	if root.Kind == 0 {
+	if root.Kind == 0 || (root.Kind == yaml.DocumentNode && len(root.Content) == 0) {
 		d.errs = append(d.errs, Error{File: name, Msg: "the file is empty; expected listeners, routes and pools"})
 	} else {
 		d.decode(&root, reflect.ValueOf(cfg).Elem(), "")
@@ -48,6 +49,7 @@ func Parse(data []byte, name string) (*Config, error) {
 	cfg.lines = d.lines
 	cfg.setDefaults()
 	if errs := cfg.validate(); len(errs) > 0 {
+		sort.SliceStable(errs, func(i, j int) bool { return errs[i].Line < errs[j].Line })
 		return nil, errs
 	}
 	return cfg, nil

@@ -1,0 +1,137 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sturdyproxy/sturdy/internal/config"
+)
+
+// logBuffer is a goroutine-safe log sink for counting lines.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *logBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *logBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// parseConfig parses a YAML config written for a test; "{{name}}" in it is
+// replaced by vars[name].
+func parseConfig(t testing.TB, yaml string, vars map[string]string) *config.Config {
+	t.Helper()
+	for k, v := range vars {
+		yaml = strings.ReplaceAll(yaml, "{{"+k+"}}", v)
+	}
+	cfg, err := config.Parse([]byte(yaml), t.Name()+".yaml")
+	if err != nil {
+		t.Fatalf("config: %v\n%s", err, yaml)
+	}
+	return cfg
+}
+
+// startSturdy runs a server for cfg on loopback and stops it when the test
+// ends. It returns the server and the base URL of its first listener.
+func startSturdy(t testing.TB, cfg *config.Config) (*Server, string, *logBuffer) {
+	t.Helper()
+	logs := &logBuffer{}
+	s, err := New(cfg, slog.New(slog.NewTextHandler(logs, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		s.Shutdown(ctx)
+	})
+	return s, "http://" + s.Addr(cfg.Listeners[0].Name), logs
+}
+
+// backend starts an httptest server on a given loopback address (port 0
+// picks one) so that hosts show distinct addresses.
+func backend(t testing.TB, ip string, h http.Handler) *httptest.Server {
+	t.Helper()
+	ln, err := net.Listen("tcp", ip+":0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewUnstartedServer(h)
+	srv.Listener.Close()
+	srv.Listener = ln
+	srv.Start()
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+func addr(s *httptest.Server) string { return strings.TrimPrefix(s.URL, "http://") }
+
+// deadAddr returns a loopback address where nothing listens.
+func deadAddr(t testing.TB) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := ln.Addr().String()
+	ln.Close()
+	return a
+}
+
+// clientFrom returns an HTTP client whose connections come from source IP
+// ip (any address in 127.0.0.0/8), so the proxy sees distinct clients.
+func clientFrom(ip string) *http.Client {
+	d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}, Timeout: 2 * time.Second}
+	return &http.Client{
+		Transport: &http.Transport{DialContext: d.DialContext, MaxIdleConnsPerHost: 16, DisableCompression: true},
+		Timeout:   10 * time.Second,
+	}
+}
+
+func get(t testing.TB, c *http.Client, url string, hdr ...string) (*http.Response, string) {
+	t.Helper()
+	req, _ := http.NewRequest("GET", url, nil)
+	for i := 0; i+1 < len(hdr); i += 2 {
+		if strings.EqualFold(hdr[i], "Host") {
+			req.Host = hdr[i+1]
+			continue
+		}
+		req.Header.Add(hdr[i], hdr[i+1])
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	return resp, string(b)
+}
+
+// named answers with its name and echoes the request headers it got.
+func named(name string) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Backend", name)
+		fmt.Fprintf(w, "%s %s %s", name, r.Method, r.URL.RequestURI())
+	})
+}

@@ -1,0 +1,222 @@
+package server
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"fmt"
+	"io"
+	"math/big"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+const reloadConfig = `
+admin: { listen: "off" }
+listeners: [ { name: web, listen: "127.0.0.1:0" } ]
+routes:
+  - { name: site, default: true, pool: web }
+  - { name: api, path: {{apipath}}, pool: web }
+pools:
+  - name: web
+    balance: {{balance}}
+    hosts: [ { addr: "{{b1}}", weight: {{w}} }, { addr: "{{b2}}" } ]
+`
+
+// Reloading while clients send requests fails none of them, and hosts kept
+// across the reload keep their runtime state.
+func TestReloadUnderLoadDropsNothing(t *testing.T) {
+	b1 := backend(t, "127.1.0.1", named("b1"))
+	b2 := backend(t, "127.1.0.2", named("b2"))
+	vars := func(i int) map[string]string {
+		balances := []string{"round_robin", "least_conn", "random_two", "hash"}
+		return map[string]string{
+			"b1": addr(b1), "b2": addr(b2), "w": fmt.Sprint(1 + i%5),
+			"balance": balances[i%len(balances)], "apipath": fmt.Sprintf("/api%d/", i),
+		}
+	}
+	s, url, logs := startSturdy(t, parseConfig(t, reloadConfig, vars(0)))
+	state := s.rt.pools["web"].Hosts[0].State
+
+	const clients, perClient = 8, 150
+	var failures, done atomic.Int64
+	var wg sync.WaitGroup
+	for c := range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			client := clientFrom(fmt.Sprintf("127.0.0.%d", 10+c))
+			for i := range perClient {
+				resp, err := client.Get(fmt.Sprintf("%s/c%d/%d", url, c, i))
+				if err != nil {
+					failures.Add(1)
+					continue
+				}
+				body, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != 200 || !strings.HasPrefix(string(body), "b") {
+					failures.Add(1)
+				}
+				done.Add(1)
+			}
+		}()
+	}
+	reloads := 0
+	for i := 1; done.Load() < clients*perClient && i < 200; i++ {
+		if err := s.Reload(parseConfig(t, reloadConfig, vars(i))); err != nil {
+			t.Fatal(err)
+		}
+		reloads++
+		time.Sleep(2 * time.Millisecond)
+	}
+	wg.Wait()
+	if f := failures.Load(); f != 0 {
+		t.Fatalf("%d of %d requests failed across %d reloads", f, clients*perClient, reloads)
+	}
+	if reloads < 5 {
+		t.Fatalf("only %d reloads happened during the load", reloads)
+	}
+	if s.rt.pools["web"].Hosts[0].State != state {
+		t.Fatal("host state was replaced on reload")
+	}
+	if n := strings.Count(logs.String(), "config reloaded"); n != reloads {
+		t.Fatalf("%d reload log lines for %d reloads", n, reloads)
+	}
+}
+
+func TestReloadWithBadListenerKeepsOldConfig(t *testing.T) {
+	b1 := backend(t, "127.1.0.1", named("b1"))
+	s, url, _ := startSturdy(t, parseConfig(t, basicConfig, map[string]string{"b1": addr(b1)}))
+	taken := strings.TrimPrefix(b1.URL, "http://")
+	bad := parseConfig(t, `
+admin: { listen: "off" }
+listeners: [ { name: web, listen: "127.0.0.1:0" }, { name: other, listen: "`+taken+`" } ]
+routes: [ { name: site, default: true, pool: web } ]
+pools: [ { name: web, hosts: [ { addr: "`+taken+`" } ] } ]
+`, nil)
+	if err := s.Reload(bad); err == nil || !strings.Contains(err.Error(), "cannot listen") {
+		t.Fatalf("reload error = %v", err)
+	}
+	if resp, _ := get(t, http.DefaultClient, url+"/"); resp.StatusCode != 200 {
+		t.Fatalf("old config stopped serving: %d", resp.StatusCode)
+	}
+}
+
+func TestGracefulShutdownFinishesInFlight(t *testing.T) {
+	entered := make(chan struct{})
+	b := backend(t, "127.1.0.1", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		close(entered)
+		time.Sleep(300 * time.Millisecond)
+		io.WriteString(w, "finished")
+	}))
+	cfg := parseConfig(t, basicConfig, map[string]string{"b1": addr(b)})
+	cfg.Admin.Listen = "127.0.0.1:0"
+	s, url, _ := startSturdy(t, cfg)
+	admin := "http://" + s.AdminAddr()
+
+	type result struct {
+		status int
+		body   string
+		err    error
+	}
+	res := make(chan result, 1)
+	go func() {
+		resp, err := http.Get(url + "/slow")
+		if err != nil {
+			res <- result{err: err}
+			return
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		res <- result{resp.StatusCode, string(b), nil}
+	}()
+	<-entered
+	shutdown := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		shutdown <- s.Shutdown(ctx)
+	}()
+	// While draining, readiness says so.
+	deadline := time.Now().Add(2 * time.Second)
+	for !s.draining.Load() && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	if resp, err := http.Get(admin + "/readyz"); err == nil {
+		resp.Body.Close()
+		if resp.StatusCode != 503 {
+			t.Errorf("/readyz during drain: %d", resp.StatusCode)
+		}
+	}
+	r := <-res
+	if r.err != nil || r.status != 200 || r.body != "finished" {
+		t.Fatalf("in-flight request: %+v", r)
+	}
+	if err := <-shutdown; err != nil {
+		t.Fatalf("shutdown: %v", err)
+	}
+	if _, err := http.Get(url + "/"); err == nil {
+		t.Fatal("listener still accepts after shutdown")
+	}
+}
+
+// writeCert writes a self-signed certificate for 127.0.0.1 into dir.
+func writeCert(t *testing.T, dir string) (certFile, keyFile string, pool *x509.CertPool) {
+	t.Helper()
+	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "sturdy test"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		DNSNames: []string{"localhost"}, IPAddresses: nil,
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kb, _ := x509.MarshalECPrivateKey(key)
+	certFile, keyFile = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+	os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600)
+	os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kb}), 0o600)
+	c, _ := x509.ParseCertificate(der)
+	pool = x509.NewCertPool()
+	pool.AddCert(c)
+	return certFile, keyFile, pool
+}
+
+func TestTLSListenerServesHTTP2(t *testing.T) {
+	b := backend(t, "127.1.0.1", named("b1"))
+	cert, key, roots := writeCert(t, t.TempDir())
+	cfg := parseConfig(t, `
+admin: { listen: "off" }
+listeners: [ { name: web, listen: "127.0.0.1:0", tls: { cert: "{{cert}}", key: "{{key}}" } } ]
+routes: [ { name: site, default: true, pool: web } ]
+pools: [ { name: web, hosts: [ { addr: "{{b1}}" } ] } ]
+`, map[string]string{"b1": addr(b), "cert": cert, "key": key})
+	s, _, _ := startSturdy(t, cfg)
+	port := s.Addr("web")[strings.LastIndex(s.Addr("web"), ":"):]
+	client := &http.Client{Transport: &http.Transport{
+		TLSClientConfig:   &tls.Config{RootCAs: roots, ServerName: "localhost"},
+		ForceAttemptHTTP2: true,
+	}}
+	resp, err := client.Get("https://127.0.0.1" + port + "/x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.ProtoMajor != 2 || !strings.HasPrefix(string(body), "b1 GET /x") {
+		t.Fatalf("proto %s body %q", resp.Proto, body)
+	}
+}
