@@ -1,0 +1,142 @@
+// Package view is the read-only picture of a running sturdy that operators
+// see: the status page, its JSON, and the Prometheus metrics are all
+// rendered from one Status value, taken at request or scrape time. The
+// types are plain data with no behaviour, so that the packages that own the
+// state (server, health, proxy, cache) fill them and the packages that show
+// it (status, telemetry) depend on nothing else.
+package view
+
+import (
+	"time"
+
+	"github.com/sturdyproxy/sturdy/internal/event"
+)
+
+// Status is one consistent snapshot.
+type Status struct {
+	Time       time.Time     `json:"time"`
+	Started    time.Time     `json:"started"`
+	Version    string        `json:"version"`
+	ConfigFile string        `json:"config_file"`
+	ConfigHash string        `json:"config_hash"`
+	Ready      bool          `json:"ready"`
+	NotReady   []string      `json:"not_ready,omitempty"` // reasons, when !Ready
+	Draining   bool          `json:"draining"`
+	Pools      []Pool        `json:"pools"`
+	Routes     []Route       `json:"routes"`
+	Clients    []Client      `json:"attributed_clients"`
+	Events     []event.Event `json:"events"` // newest first
+	Reloads    Reloads       `json:"reloads"`
+	Attributed Attribution   `json:"attributed_failures"`
+	Retries    Retries       `json:"retries"`
+}
+
+// Host states.
+const (
+	Healthy     = "healthy"
+	Suspect     = "suspect"
+	Ejected     = "ejected"     // out on passive evidence, returns after a backoff
+	Down        = "down"        // failed active checks
+	Drained     = "drained"     // operator: finish in-flight, take no new requests
+	Maintenance = "maintenance" // operator: out of rotation, checks paused
+)
+
+// Pool is one pool and its hosts.
+type Pool struct {
+	Name        string    `json:"name"`
+	Balance     string    `json:"balance"`
+	Hosts       []Host    `json:"hosts"`
+	Available   int       `json:"available"`
+	Empty       bool      `json:"empty"`
+	EmptySince  time.Time `json:"empty_since,omitzero"`
+	EmptySecs   float64   `json:"empty_seconds_total"` // cumulative
+	Panic       bool      `json:"panic"`               // routing to passively ejected hosts because none is left
+	ActiveCheck string    `json:"active_check,omitempty"` // e.g. "GET /healthz every 5s"
+}
+
+// Host is one backend.
+type Host struct {
+	Addr     string    `json:"addr"`
+	Weight   int       `json:"weight"`
+	State    string    `json:"state"`
+	Since    time.Time `json:"since"`
+	Reason   string    `json:"reason,omitempty"`   // why it is in this state, in words
+	Evidence string    `json:"evidence,omitempty"` // e.g. "12 of 40 requests failed (status_5xx) from 5 clients in 30s; peers 0%"
+	InFlight int64     `json:"in_flight"`
+	// Window figures (the passive window, e.g. the last 30s).
+	WindowRequests uint64 `json:"window_requests"`
+	WindowFailures uint64 `json:"window_failures"` // host-attributed only
+	Ejections      uint64 `json:"ejections"`      // total times ejected
+	// Attempts counts every upstream attempt by outcome class name (ok,
+	// connect_refused, ..., see internal/outcome), since start.
+	Attempts map[string]uint64 `json:"attempts"`
+	// LastCheck is the last active check, if the pool has them.
+	LastCheck   time.Time `json:"last_check,omitzero"`
+	LastCheckOK bool      `json:"last_check_ok"`
+	CheckDetail string    `json:"check_detail,omitempty"`
+}
+
+// Route is one route and how it is answering.
+type Route struct {
+	Name     string `json:"name"`
+	Pool     string `json:"pool"`
+	Default  bool   `json:"default"`
+	Degraded bool   `json:"degraded"` // failures attributed to this route
+	// DegradedReason explains Degraded, e.g. "response_timeout on 2 hosts".
+	DegradedReason string    `json:"degraded_reason,omitempty"`
+	DegradedSince  time.Time `json:"degraded_since,omitzero"`
+	// Serving is how the route answers right now: "normal", "panic",
+	// "fallback", "stale" or "sorry".
+	Serving      string    `json:"serving"`
+	ServingSince time.Time `json:"serving_since,omitzero"`
+	InFlight     int64     `json:"in_flight"`
+	// Requests counts answers by status class: "1xx".."5xx" and "499"
+	// (client went away), since start.
+	Requests map[string]uint64 `json:"requests"`
+	// Duration is the request duration histogram, since start.
+	Duration Histogram `json:"duration"`
+	// Answers counts requests answered by each degraded path: "panic",
+	// "fallback", "stale", "sorry", "shed" (limit reached), since start.
+	Answers map[string]uint64 `json:"answers"`
+	// Cache counts cache results: "hit", "miss", "stale", "bypass",
+	// "revalidated"; OriginErrors counts origin failures on cached routes,
+	// including those a stale answer hid.
+	Cache        map[string]uint64 `json:"cache,omitempty"`
+	OriginErrors uint64            `json:"origin_errors"`
+	HiddenErrors uint64            `json:"origin_errors_hidden_by_stale"`
+}
+
+// Histogram is cumulative like Prometheus: Counts[i] is the number of
+// observations <= Bounds[i] (seconds); Count and Sum cover all.
+type Histogram struct {
+	Bounds []float64 `json:"bounds"`
+	Counts []uint64  `json:"counts"`
+	Count  uint64    `json:"count"`
+	Sum    float64   `json:"sum"`
+}
+
+// Client is a client key whose failures are attributed to itself.
+type Client struct {
+	Key      string    `json:"key"` // e.g. the client IP; never a metrics label
+	Since    time.Time `json:"since"`
+	Evidence string    `json:"evidence"`
+	Shed     bool      `json:"shed"` // its requests are refused at the edge
+}
+
+// Attribution counts failed attempts by whom they were attributed to:
+// "host", "client", "request", "route", since start.
+type Attribution map[string]uint64
+
+// Retries counts retries made and refused by the retry budget, per pool.
+type Retries struct {
+	Made    map[string]uint64 `json:"made"`
+	Refused map[string]uint64 `json:"refused_by_budget"`
+}
+
+// Reloads counts config reloads.
+type Reloads struct {
+	OK      uint64    `json:"ok"`
+	Failed  uint64    `json:"failed"`
+	Last    time.Time `json:"last,omitzero"`
+	LastErr string    `json:"last_error,omitempty"`
+}
