@@ -25,6 +25,8 @@ type Config struct {
 	ShutdownGrace Duration `yaml:"shutdown_grace"`
 	// Log configures sturdy's own log (state changes, never one line per request).
 	Log Log `yaml:"log"`
+	// Webhooks receive events (state transitions).
+	Webhooks []Webhook `yaml:"webhooks"`
 
 	// File is the path the config was loaded from ("" when embedded).
 	File string `yaml:"-"`
@@ -38,6 +40,36 @@ type Config struct {
 type Admin struct {
 	// Listen is host:port. Default 127.0.0.1:9901. "off" disables it.
 	Listen string `yaml:"listen"`
+	// Token guards state-changing endpoints (drain, reload) and is required
+	// to listen on a non-loopback address. Default: none, which leaves the
+	// runtime API refused.
+	Token string `yaml:"token"`
+	// ReadyRoutes lists the routes /readyz counts. Default: all routes.
+	ReadyRoutes []string `yaml:"ready_routes"`
+}
+
+// Webhook posts events to a URL.
+type Webhook struct {
+	// Name identifies the webhook in logs and metrics. Required, unique.
+	Name string `yaml:"name"`
+	// URL receives a POST per event. Required; http or https.
+	URL string `yaml:"url"`
+	// Format is "json" (default: the event as JSON), "slack" (a Slack
+	// incoming-webhook message) or "alertmanager" (an Alertmanager v2 alert list).
+	Format string `yaml:"format"`
+	// Events filters by event type (see docs/observability.md). Default: all.
+	Events []string `yaml:"events"`
+	// Timeout bounds one delivery attempt. Default 5s.
+	Timeout Duration `yaml:"timeout"`
+}
+
+// AccessLog is the optional per-request log, written in JSON lines through
+// a buffer so that it never slows the request path.
+type AccessLog struct {
+	// Enabled turns the access log on. Default false.
+	Enabled bool `yaml:"enabled"`
+	// Path is the file to append to; "-" or "" means standard output.
+	Path string `yaml:"path"`
 }
 
 // Log configures the process log.
@@ -46,6 +78,11 @@ type Log struct {
 	Format string `yaml:"format"`
 	// Level is "debug", "info" (default), "warn" or "error".
 	Level string `yaml:"level"`
+	// Access is the optional access log.
+	Access AccessLog `yaml:"access"`
+	// AggregateInterval is how often repeated conditions (N requests answered
+	// by a sorry page, ...) are summarised as one line. Default 10s.
+	AggregateInterval Duration `yaml:"aggregate_interval"`
 }
 
 // Listener is one address that accepts client connections.

@@ -94,6 +94,7 @@ func (c *Config) Has(p string) bool {
 }
 
 func (c *Config) setDefaults() {
+	c.setObservabilityDefaults()
 	if c.Admin.Listen == "" {
 		c.Admin.Listen = DefaultAdminListen
 	}
@@ -190,6 +191,7 @@ func (c *Config) validate() ErrorList {
 	v.listeners()
 	pools := v.pools()
 	v.routes(pools)
+	v.observability()
 	return v.errs
 }
 
