@@ -25,6 +25,9 @@ type Config struct {
 	ShutdownGrace Duration `yaml:"shutdown_grace"`
 	// Log configures sturdy's own log (state changes, never one line per request).
 	Log Log `yaml:"log"`
+	// Attribution decides whether a failure is a client's, a route's, a
+	// request's or a host's.
+	Attribution Attribution `yaml:"attribution"`
 	// Webhooks receive events (state transitions).
 	Webhooks []Webhook `yaml:"webhooks"`
 
@@ -132,6 +135,8 @@ type Route struct {
 	// MaxBodyBytes bounds the request body; larger bodies get 413.
 	// Default 10MiB; 0 after defaulting is impossible, use a large value to lift it.
 	MaxBodyBytes Size `yaml:"max_body_bytes"`
+	// Retry is the route's retry policy.
+	Retry Retry `yaml:"retry"`
 }
 
 // Timeouts of a route.
@@ -166,6 +171,8 @@ type Pool struct {
 	MaxConnsPerHost int `yaml:"max_conns_per_host"`
 	// IdleConnTimeout closes idle upstream connections. Default 90s.
 	IdleConnTimeout Duration `yaml:"idle_conn_timeout"`
+	// Health is the pool's health model (see docs/health.md).
+	Health Health `yaml:"health"`
 }
 
 // Host is one backend.

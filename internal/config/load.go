@@ -95,6 +95,7 @@ func (c *Config) Has(p string) bool {
 
 func (c *Config) setDefaults() {
 	c.setObservabilityDefaults()
+	c.setHealthDefaults()
 	if c.Admin.Listen == "" {
 		c.Admin.Listen = DefaultAdminListen
 	}
@@ -192,6 +193,7 @@ func (c *Config) validate() ErrorList {
 	pools := v.pools()
 	v.routes(pools)
 	v.observability()
+	v.health()
 	return v.errs
 }
 
