@@ -63,7 +63,7 @@ pools:
 
 func TestCheckWarnsButPasses(t *testing.T) {
 	f := filepath.Join(t.TempDir(), "risky.yaml")
-	os.WriteFile(f, []byte(`admin: { listen: "0.0.0.0:9901" }
+	os.WriteFile(f, []byte(`admin: { listen: "0.0.0.0:9901", token: "s3cret-token-for-tests" }
 listeners: [ { name: web, listen: 127.0.0.1:8080 } ]
 routes: [ { name: a, pool: web } ]
 pools:

@@ -35,19 +35,19 @@ const (
 	BodyError
 	// ConnectError is any other failure to connect (no route to host, ...).
 	ConnectError
-	numClasses
+	NumClasses
 )
 
 // All lists every class in order.
 func All() []Class {
-	c := make([]Class, numClasses)
+	c := make([]Class, NumClasses)
 	for i := range c {
 		c[i] = Class(i)
 	}
 	return c
 }
 
-var names = [numClasses]string{
+var names = [NumClasses]string{
 	OK:                "ok",
 	ConnectRefused:    "connect_refused",
 	ConnectTimeout:    "connect_timeout",
@@ -64,7 +64,7 @@ var names = [numClasses]string{
 }
 
 func (c Class) String() string {
-	if c < numClasses {
+	if c < NumClasses {
 		return names[c]
 	}
 	return "unknown"

@@ -5,6 +5,7 @@ import (
 	"math"
 	"strconv"
 	"testing"
+	"time"
 )
 
 func specs(weights ...int) []Spec {
@@ -61,7 +62,7 @@ func TestRoundRobinSmoothWeights(t *testing.T) {
 func TestSkipsUnavailableAndTried(t *testing.T) {
 	for _, policy := range []string{RoundRobin, LeastConn, RandomTwo, Hash} {
 		p, _ := New("p", policy, specs(1, 1, 1), nil)
-		p.Hosts[1].SetAvailable(false)
+		p.Hosts[1].Transition(Healthy, Down, "test", "", time.Now())
 		for i := range 50 {
 			var tr Tried
 			tr.Add(p.Hosts[0])
@@ -113,7 +114,7 @@ func TestHashSpreadAndRemap(t *testing.T) {
 		var tr Tried
 		before[i] = p.Next(key(i), &tr).Index
 	}
-	p.Hosts[2].SetAvailable(false)
+	p.Hosts[2].Transition(Healthy, Down, "test", "", time.Now())
 	moved := 0
 	for i := range n {
 		var tr Tried
@@ -132,7 +133,7 @@ func TestHashSpreadAndRemap(t *testing.T) {
 
 func TestStateSurvivesRebuild(t *testing.T) {
 	p1, _ := New("p", RoundRobin, specs(1, 1), nil)
-	p1.Hosts[1].SetAvailable(false)
+	p1.Hosts[1].Transition(Healthy, Down, "test", "", time.Now())
 	p2, _ := New("p", RoundRobin, specs(1, 1, 1), func(addr string) *State {
 		for _, h := range p1.Hosts {
 			if h.Addr == addr {
@@ -144,8 +145,9 @@ func TestStateSurvivesRebuild(t *testing.T) {
 	if p2.Hosts[1].Available() || !p2.Hosts[2].Available() {
 		t.Fatal("state not carried over")
 	}
-	if !p2.Hosts[1].SetAvailable(true) || p2.Hosts[1].SetAvailable(true) {
-		t.Fatal("SetAvailable must report a change exactly once")
+	now := time.Now()
+	if !p2.Hosts[1].Transition(Down, Healthy, "up", "", now) || p2.Hosts[1].Transition(Down, Healthy, "up", "", now) {
+		t.Fatal("a transition must happen exactly once")
 	}
 }
 
@@ -159,5 +161,67 @@ func BenchmarkNext(b *testing.B) {
 				p.Next(uint64(i)*0x9e3779b97f4a7c15, &tr)
 			}
 		})
+	}
+}
+
+func TestPanicPicksLeastRecentlyFailedEjectedHost(t *testing.T) {
+	p, _ := New("p", RoundRobin, specs(1, 1, 1), nil)
+	now := time.Now()
+	p.Hosts[0].Transition(Healthy, Ejected, "", "", now)
+	p.Hosts[1].Transition(Healthy, Ejected, "", "", now)
+	p.Hosts[2].Transition(Healthy, Down, "", "", now)
+	p.Hosts[0].LastFailure.Store(now.UnixNano())
+	p.Hosts[1].LastFailure.Store(now.Add(-time.Second).UnixNano())
+	var tr Tried
+	if h := p.Next(0, &tr); h != nil {
+		t.Fatalf("Next gave %d with every host out", h.Index)
+	}
+	if h := p.Panic(&tr); h != p.Hosts[1] {
+		t.Fatalf("panic picked %v, want host 1", h)
+	}
+	tr.Add(p.Hosts[1])
+	if h := p.Panic(&tr); h != p.Hosts[0] {
+		t.Fatalf("panic picked %v, want host 0", h)
+	}
+	tr.Add(p.Hosts[0])
+	if h := p.Panic(&tr); h != nil {
+		t.Fatalf("panic picked host %d, which is down by active checks", h.Index)
+	}
+}
+
+func TestSlowStartRamps(t *testing.T) {
+	var s State
+	s.SlowStart(time.Now(), time.Hour)
+	n := 0
+	for range 1000 {
+		if s.Available() {
+			n++
+		}
+	}
+	if n < 50 || n > 200 {
+		t.Fatalf("available %d of 1000 at the start of slow start; want about 10%%", n)
+	}
+	s.SlowStart(time.Now().Add(-2*time.Hour), time.Hour)
+	if !s.Available() || s.slowStartDur.Load() != 0 {
+		t.Fatal("slow start did not end")
+	}
+}
+
+func TestWindowSlides(t *testing.T) {
+	var w Window
+	w.SetSpan(10 * time.Second)
+	t0 := time.Unix(1000, 0)
+	w.Failure(t0, Bit(1), Bit(7))
+	w.Success(t0.Add(time.Second), Bit(2), Bit(7))
+	w.Attempt(t0.Add(2 * time.Second))
+	got := w.Sum(t0.Add(2 * time.Second))
+	if got.Requests != 3 || got.Failures != 1 || Count(got.FailClients) != 1 || Count(got.OKClients) != 1 {
+		t.Fatalf("sum %+v", got)
+	}
+	if got := w.Sum(t0.Add(10500 * time.Millisecond)); got.Requests != 2 || got.Failures != 0 {
+		t.Fatalf("after the first second slid out: %+v", got)
+	}
+	if got := w.Sum(t0.Add(time.Minute)); got.Requests != 0 {
+		t.Fatalf("after a minute: %+v", got)
 	}
 }

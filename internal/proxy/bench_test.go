@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/sturdyproxy/sturdy/internal/config"
+	"github.com/sturdyproxy/sturdy/internal/health"
 	"github.com/sturdyproxy/sturdy/internal/pool"
 	"github.com/sturdyproxy/sturdy/internal/route"
 )
@@ -42,7 +44,19 @@ func newBenchHandler(b *testing.B, up Upstream) *Handler {
 	if err != nil {
 		b.Fatal(err)
 	}
-	rt := &Route{Name: "site", Pool: p, Upstream: up, MaxTries: 2, MaxBodyBytes: 10 << 20}
+	cfg, err := config.Parse([]byte("listeners: [ { name: web, listen: 127.0.0.1:0 } ]\nroutes: [ { name: site, pool: web } ]\npools: [ { name: web, hosts: [ { addr: 10.0.0.1:80 } ] } ]\n"), "bench")
+	if err != nil {
+		b.Fatal(err)
+	}
+	mon := health.NewMonitor(cfg.Attribution, nil, 0)
+	b.Cleanup(mon.Close)
+	hp := mon.NewPool(p, cfg.Pools[0].Health)
+	mon.Apply([]*health.Pool{hp})
+	rt := &Route{
+		Name: "site", Pool: p, Upstream: up, MaxBodyBytes: 10 << 20,
+		Tries: 2, RetryBudget: 0.2, MinRetries: 3, BufferBody: 64 << 10,
+		Health: hp, Tracker: mon.Route("site", 1), Monitor: mon, Stats: new(Stats),
+	}
 	snap := &Snapshot{
 		Tables:  map[string]*route.Table[*Route]{"web": route.New([]*route.Entry[*Route]{{Path: "/", Default: true, Value: rt}})},
 		Trusted: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")},

@@ -10,7 +10,7 @@ import (
 // Error bodies are short plain text for people: they name the route and the
 // failure class and never an internal address.
 
-func writeText(w http.ResponseWriter, status int, body string) {
+func writeText(w http.ResponseWriter, status int, body string) int {
 	h := w.Header()
 	h["Content-Type"] = []string{"text/plain; charset=utf-8"}
 	h["X-Content-Type-Options"] = []string{"nosniff"}
@@ -18,23 +18,24 @@ func writeText(w http.ResponseWriter, status int, body string) {
 	h["Content-Length"] = []string{strconv.Itoa(len(body))}
 	w.WriteHeader(status)
 	_, _ = w.Write([]byte(body))
+	return status
 }
 
-func writeNoRoute(w http.ResponseWriter) {
-	writeText(w, http.StatusNotFound, "404 Not Found: no route matches this host and path, and no default route is configured.\n")
+func writeNoRoute(w http.ResponseWriter) int {
+	return writeText(w, http.StatusNotFound, "404 Not Found: no route matches this host and path, and no default route is configured.\n")
 }
 
-func writeNoHost(w http.ResponseWriter, route string) {
+func writeNoHost(w http.ResponseWriter, route string) int {
 	w.Header()["Retry-After"] = []string{"5"}
-	writeText(w, http.StatusServiceUnavailable, "503 Service Unavailable: route "+strconv.Quote(route)+" has no backend available right now. Try again shortly.\n")
+	return writeText(w, http.StatusServiceUnavailable, "503 Service Unavailable: route "+strconv.Quote(route)+" has no backend available right now. Try again shortly.\n")
 }
 
-func writeEdgeError(w http.ResponseWriter, status int, route, why string) {
-	writeText(w, status, strconv.Itoa(status)+" "+http.StatusText(status)+": route "+strconv.Quote(route)+": "+why+".\n")
+func writeEdgeError(w http.ResponseWriter, status int, route, why string) int {
+	return writeText(w, status, strconv.Itoa(status)+" "+http.StatusText(status)+": route "+strconv.Quote(route)+": "+why+".\n")
 }
 
-func writeUpstreamStatus(w http.ResponseWriter, status int, route, why string) {
-	writeEdgeError(w, status, route, why)
+func writeUpstreamStatus(w http.ResponseWriter, status int, route, why string) int {
+	return writeEdgeError(w, status, route, why)
 }
 
 // StatusFor is the status a client gets when the last attempt failed with c.
@@ -60,7 +61,18 @@ var explain = map[outcome.Class]string{
 	outcome.BadResponse:       "the backend's answer could not be parsed",
 }
 
-func writeUpstreamError(w http.ResponseWriter, route string, c outcome.Class) {
-	status := StatusFor(c)
-	writeUpstreamStatus(w, status, route, "no usable answer from the backends ("+c.String()+": "+explain[c]+")")
+func writeUpstreamError(w http.ResponseWriter, route string, c outcome.Class) int {
+	return writeUpstreamStatus(w, StatusFor(c), route, "no usable answer from the backends ("+c.String()+": "+explain[c]+")")
+}
+
+// writeRequestFailed answers a request that failed the same way on two
+// backends: the request is the likely cause, and no backend is charged.
+func writeRequestFailed(w http.ResponseWriter, route string, c outcome.Class) int {
+	return writeUpstreamStatus(w, StatusFor(c), route, "this request failed the same way on two backends ("+c.String()+": "+explain[c]+"); it was not retried further and no backend was marked down")
+}
+
+// writeShedClient refuses a client whose own failures were attributed to it.
+func writeShedClient(w http.ResponseWriter, route string) int {
+	w.Header()["Retry-After"] = []string{"30"}
+	return writeEdgeError(w, http.StatusTooManyRequests, route, "requests from this client keep failing on every backend and are refused for a while")
 }

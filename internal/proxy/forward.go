@@ -1,15 +1,21 @@
 package proxy
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io"
 	"net/http"
 	"net/url"
+	"time"
 
+	"github.com/sturdyproxy/sturdy/internal/health"
 	"github.com/sturdyproxy/sturdy/internal/outcome"
 	"github.com/sturdyproxy/sturdy/internal/pool"
 )
+
+// maxTries bounds Route.Tries; it sizes the per-request failure list.
+const maxTries = 10
 
 // forwarder carries one request through its attempts. It lives on the
 // stack of ServeHTTP.
@@ -19,11 +25,23 @@ type forwarder struct {
 	rt   *Route
 	w    http.ResponseWriter
 	r    *http.Request
+	now  time.Time
 
-	body  *replayBody // nil when the request has no body
-	tried pool.Tried
-	url   url.URL
-	out   *http.Request
+	body     *replayBody // the request body when it cannot be replayed
+	buffered []byte      // the request body when it was read for replay
+	tried    pool.Tried
+	url      url.URL
+	out      *http.Request
+
+	clientKey string
+	clientBit uint64
+	fails     [maxTries]health.Failure
+	nfails    int
+	sameTwice bool
+
+	status int           // what the client was answered
+	class  outcome.Class // the last attempt's outcome
+	attr   health.Attribution
 }
 
 func (f *forwarder) serve() {
@@ -34,46 +52,157 @@ func (f *forwarder) serve() {
 		ctx, cancel = context.WithTimeout(ctx, rt.Total)
 		defer cancel()
 	}
-	f.prepare(ctx)
+	f.clientKey = clientKey(r, rt.Monitor)
+	f.clientBit = pool.Bit(pool.HashString(f.clientKey))
+	if rt.Monitor.Shed(f.clientKey) {
+		rt.Stats.Answer(AnswerShed)
+		f.status = writeShedClient(f.w, rt.Name)
+		return
+	}
+	if status := f.prepare(ctx); status != 0 {
+		f.status = status
+		return
+	}
+	ph := rt.Health
+	ph.Budget.Request(f.now)
 	key := f.hashKey()
+	idempotent := isIdempotent(r.Method)
 
-	var last outcome.Class
-	for attempt := 0; attempt < rt.MaxTries; attempt++ {
+	var held *http.Response // a failing answer kept to pass on if nothing better comes
+	var heldHost *pool.Host
+	for attempt := 0; attempt < rt.Tries; attempt++ {
 		host := rt.Pool.Next(key, &f.tried)
+		if host == nil {
+			if host = rt.Pool.Panic(&f.tried); host != nil {
+				ph.PanicPick(f.now)
+				rt.Stats.Answer(AnswerPanic)
+			}
+		}
 		if host == nil {
 			break
 		}
+		if attempt > 0 && !ph.Budget.Allow(f.now, rt.RetryBudget, rt.MinRetries) {
+			break
+		}
+		if held != nil {
+			discard(held, heldHost)
+			held, heldHost = nil, nil
+		}
 		f.tried.Add(host)
 		resp, class, err := f.attempt(host)
+		if class == outcome.OK && ph.FailStatus(resp.StatusCode) {
+			class = outcome.Status5xx
+		}
+		f.class = class
+		switch {
+		case class == outcome.OK:
+			ph.Success(host, f.clientBit, rt.Tracker.Bit(), f.now)
+			f.settle()
+			f.status = f.respond(host, resp)
+			return
+		case class == outcome.ClientCancel:
+			host.Attempts[class].Add(1)
+			f.settle()
+			f.status = 499
+			return
+		case isBodyTooLarge(err):
+			f.settle()
+			f.status = writeEdgeError(f.w, http.StatusRequestEntityTooLarge, rt.Name, "the request body is larger than this route allows")
+			return
+		case !class.Sent():
+			ph.ConnectFailed(host, class, f.now)
+			if f.body != nil && f.body.started() {
+				attempt = rt.Tries // the body is gone: nothing to send again
+			}
+			continue
+		}
+		// The request reached the backend and failed there.
+		status := 0
 		if resp != nil {
-			f.respond(host, resp)
-			return
+			status = resp.StatusCode
+			held, heldHost = resp, host
 		}
-		last = class
-		if isBodyTooLarge(err) {
-			writeEdgeError(f.w, http.StatusRequestEntityTooLarge, rt.Name, "the request body is larger than this route allows")
-			return
+		for _, prev := range f.fails[:f.nfails] {
+			if prev.Class == class && prev.Status == status {
+				f.sameTwice = true
+			}
 		}
-		if class == outcome.ClientCancel {
-			// Nobody is listening; 499 is what the access log will say.
-			return
-		}
-		if class.Sent() || (f.body != nil && f.body.started()) {
-			// Some of the request may have reached the backend: sending it
-			// again could apply it twice.
+		f.fails[f.nfails] = health.Failure{Host: host, Class: class, Status: status}
+		f.nfails++
+		replayable := f.body == nil
+		if f.sameTwice || !idempotent || !replayable || rt.Tracker.Degraded() {
+			// Failed the same way twice: it is the request, not the hosts.
+			// Not idempotent or not replayable: sending it again could
+			// apply it twice. Degraded route: its failures are its own,
+			// and retrying only spends other routes' capacity.
 			break
 		}
 	}
-	if f.tried.Len() == 0 {
-		writeNoHost(f.w, rt.Name)
+	f.settle()
+	switch {
+	case held != nil:
+		// A backend's own answer, even a failing one, says more than ours.
+		f.status = f.respond(heldHost, held)
+	case f.tried.Len() == 0:
+		rt.Stats.Answer(AnswerSorry)
+		f.status = writeNoHost(f.w, rt.Name)
+	case f.sameTwice:
+		f.status = writeRequestFailed(f.w, rt.Name, f.class)
+	default:
+		f.status = writeUpstreamError(f.w, rt.Name, f.class)
+	}
+}
+
+// settle hands the request's failed attempts to attribution.
+func (f *forwarder) settle() {
+	if f.nfails == 0 {
 		return
 	}
-	writeUpstreamError(f.w, rt.Name, last)
+	req := health.Request{Pool: f.rt.Health, Route: f.rt.Tracker, ClientKey: f.clientKey, ClientBit: f.clientBit}
+	f.attr = f.rt.Monitor.Settle(&req, f.fails[:f.nfails], f.sameTwice, f.now)
+}
+
+// discard closes a response we will not pass on. A little of its body is
+// read first so that the connection can be kept.
+func discard(resp *http.Response, h *pool.Host) {
+	io.CopyN(io.Discard, resp.Body, 4<<10)
+	resp.Body.Close()
+	h.Release()
+}
+
+func isIdempotent(method string) bool {
+	switch method {
+	case "GET", "HEAD", "OPTIONS", "PUT", "DELETE", "TRACE":
+		return true
+	}
+	return false
+}
+
+// clientKey is the attribution key of the request's client: its IP (no
+// allocation: a slice of RemoteAddr), or a header when configured.
+func clientKey(r *http.Request, m *health.Monitor) string {
+	if kind, name := m.ClientKey(); kind == "header" {
+		if v := r.Header.Get(name); v != "" {
+			return v
+		}
+	}
+	a := r.RemoteAddr
+	for i := len(a) - 1; i >= 0; i-- {
+		if a[i] == ':' {
+			a = a[:i]
+			break
+		}
+	}
+	if len(a) > 1 && a[0] == '[' {
+		a = a[1 : len(a)-1]
+	}
+	return a
 }
 
 // prepare builds the outbound request once; attempts only change its URL
 // host. The outbound header map is new; the inbound one is never modified.
-func (f *forwarder) prepare(ctx context.Context) {
+// It returns a status when it answered the client itself.
+func (f *forwarder) prepare(ctx context.Context) int {
 	r := f.r
 	f.url = url.URL{Scheme: "http", Path: r.URL.Path, RawPath: r.URL.RawPath, RawQuery: r.URL.RawQuery}
 	out := http.Request{
@@ -87,22 +216,32 @@ func (f *forwarder) prepare(ctx context.Context) {
 		Host:          r.Host,
 		Trailer:       r.Trailer,
 	}
-	if r.Body != nil && r.Body != http.NoBody && r.ContentLength != 0 {
+	hasBody := r.Body != nil && r.Body != http.NoBody && r.ContentLength != 0
+	switch {
+	case !hasBody:
+		out.ContentLength = 0
+	case isIdempotent(r.Method) && r.ContentLength > 0 && r.ContentLength <= f.rt.BufferBody:
+		// Small enough to keep: the request can be replayed on another host.
+		buf := make([]byte, r.ContentLength)
+		if _, err := io.ReadFull(r.Body, buf); err != nil {
+			if isBodyTooLarge(err) {
+				return writeEdgeError(f.w, http.StatusRequestEntityTooLarge, f.rt.Name, "the request body is larger than this route allows")
+			}
+			return writeEdgeError(f.w, http.StatusBadRequest, f.rt.Name, "the request body ended before its declared length")
+		}
+		f.buffered = buf
+	default:
 		f.body = &replayBody{rc: r.Body}
 		out.Body = f.body
-		out.GetBody = nil
-	} else {
-		out.ContentLength = 0
-		out.Body = nil
 	}
 	f.out = out.WithContext(ctx)
+	return 0
 }
 
 func (f *forwarder) hashKey() uint64 {
-	if f.rt.HashKind == "" {
-		return 0
-	}
 	switch f.rt.HashKind {
+	case "":
+		return 0
 	case "header":
 		if v := f.r.Header.Get(f.rt.HashName); v != "" {
 			return pool.HashString(v)
@@ -120,6 +259,9 @@ func (f *forwarder) hashKey() uint64 {
 // class of the failure and the error.
 func (f *forwarder) attempt(host *pool.Host) (*http.Response, outcome.Class, error) {
 	f.url.Host = host.Addr
+	if f.buffered != nil {
+		f.out.Body = io.NopCloser(bytes.NewReader(f.buffered))
+	}
 	host.Acquire()
 	resp, err := f.rt.Upstream.RoundTrip(f.out)
 	if err != nil {
@@ -148,7 +290,7 @@ func (b *replayBody) Close() error { return nil }
 
 func (b *replayBody) started() bool { return b.read > 0 }
 
-// errBodyTooLarge is what http.MaxBytesReader reports.
-var errBodyTooLarge *http.MaxBytesError
-
-func isBodyTooLarge(err error) bool { return errors.As(err, &errBodyTooLarge) }
+func isBodyTooLarge(err error) bool {
+	var e *http.MaxBytesError
+	return errors.As(err, &e)
+}

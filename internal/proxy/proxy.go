@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/sturdyproxy/sturdy/internal/health"
 	"github.com/sturdyproxy/sturdy/internal/pool"
 	"github.com/sturdyproxy/sturdy/internal/route"
 )
@@ -33,9 +34,24 @@ type Route struct {
 	MaxBodyBytes int64
 	// Total bounds the whole exchange; 0 means no limit.
 	Total time.Duration
-	// MaxTries bounds attempts per request (the first one included). A
-	// request is tried again only when nothing of it reached a backend.
-	MaxTries int
+	// Tries bounds attempts per request, the first one included (1 to
+	// maxTries). A request that reached a backend is tried again only when
+	// its method is idempotent and its body could be replayed.
+	Tries int
+	// RetryBudget is the share of the pool's recent requests retries may
+	// add; MinRetries lets that many through at low traffic.
+	RetryBudget float64
+	MinRetries  int
+	// BufferBody is the largest idempotent request body read into memory so
+	// that it can be replayed.
+	BufferBody int64
+	// Health is the pool's health model; Tracker the route's; Monitor the
+	// attribution of failures. All required.
+	Health  *health.Pool
+	Tracker *health.RouteTracker
+	Monitor *health.Monitor
+	// Stats are the route's counters. Required.
+	Stats *Stats
 	// HashKind and HashName select the hash balancing key: "client_ip",
 	// "header" (HashName is the canonical header name) or "cookie".
 	HashKind, HashName string
@@ -71,11 +87,17 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rt := e.Value
 	if rt.MaxBodyBytes > 0 && r.Body != nil && r.Body != http.NoBody {
 		if r.ContentLength > rt.MaxBodyBytes {
-			writeEdgeError(w, http.StatusRequestEntityTooLarge, rt.Name, "the request body is larger than this route allows")
+			rt.Stats.observe(writeEdgeError(w, http.StatusRequestEntityTooLarge, rt.Name, "the request body is larger than this route allows"), 0)
 			return
 		}
 		r.Body = http.MaxBytesReader(w, r.Body, rt.MaxBodyBytes)
 	}
-	fw := forwarder{h: h, snap: snap, rt: rt, w: w, r: r}
+	start := time.Now()
+	rt.Stats.InFlight.Add(1)
+	fw := forwarder{h: h, snap: snap, rt: rt, w: w, r: r, now: start}
+	defer func() {
+		rt.Stats.InFlight.Add(-1)
+		rt.Stats.observe(fw.status, time.Since(start))
+	}()
 	fw.serve()
 }

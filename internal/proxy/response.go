@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/sturdyproxy/sturdy/internal/outcome"
 	"github.com/sturdyproxy/sturdy/internal/pool"
 )
 
@@ -14,14 +15,14 @@ import (
 // (see docs/performance.md) without much memory per connection.
 var bufPool = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
 
-// respond streams resp to the client and releases host when done.
-func (f *forwarder) respond(host *pool.Host, resp *http.Response) {
+// respond streams resp to the client, releases host when done, and
+// returns the status the client got.
+func (f *forwarder) respond(host *pool.Host, resp *http.Response) int {
 	defer host.Release()
 	defer resp.Body.Close()
 	w := f.w
 	if resp.StatusCode == http.StatusSwitchingProtocols {
-		f.upgrade(resp)
-		return
+		return f.upgrade(resp)
 	}
 	h := w.Header()
 	copyResponseHeader(h, resp.Header)
@@ -40,16 +41,18 @@ func (f *forwarder) respond(host *pool.Host, resp *http.Response) {
 	}
 	w.WriteHeader(resp.StatusCode)
 	if f.r.Method == http.MethodHead {
-		return
+		return resp.StatusCode
 	}
 	flush := resp.ContentLength == -1 || isEventStream(resp.Header)
 	if err := copyBody(w, resp.Body, flush); err != nil {
 		if err == errUpstreamBody {
+			// A late failure: counted against nobody, but counted.
+			host.Attempts[outcome.BodyError].Add(1)
 			// Headers are gone already; abort so the client sees a broken
 			// response, not a short one that looks complete.
 			panic(http.ErrAbortHandler)
 		}
-		return // the client went away
+		return 499 // the client went away
 	}
 	if len(resp.Trailer) > 0 {
 		for k, vv := range resp.Trailer {
@@ -59,6 +62,7 @@ func (f *forwarder) respond(host *pool.Host, resp *http.Response) {
 			h[k] = vv
 		}
 	}
+	return resp.StatusCode
 }
 
 func isEventStream(h http.Header) bool {
@@ -102,23 +106,20 @@ func copyBody(w http.ResponseWriter, src io.Reader, flush bool) error {
 
 // upgrade finishes a 101 Switching Protocols exchange (WebSocket and the
 // like) by splicing the client's connection to the backend's.
-func (f *forwarder) upgrade(resp *http.Response) {
+func (f *forwarder) upgrade(resp *http.Response) int {
 	w := f.w
 	reqUp, respUp := upgradeType(f.out.Header), upgradeType(resp.Header)
 	if !strings.EqualFold(reqUp, respUp) {
-		writeUpstreamStatus(w, http.StatusBadGateway, f.rt.Name, fmt.Sprintf("the backend switched to protocol %q, the client asked for %q", respUp, reqUp))
-		return
+		return writeUpstreamStatus(w, http.StatusBadGateway, f.rt.Name, fmt.Sprintf("the backend switched to protocol %q, the client asked for %q", respUp, reqUp))
 	}
 	backend, ok := resp.Body.(io.ReadWriteCloser)
 	if !ok {
-		writeUpstreamStatus(w, http.StatusBadGateway, f.rt.Name, "the backend's upgraded connection is not writable")
-		return
+		return writeUpstreamStatus(w, http.StatusBadGateway, f.rt.Name, "the backend's upgraded connection is not writable")
 	}
 	defer backend.Close()
 	conn, brw, err := http.NewResponseController(w).Hijack()
 	if err != nil {
-		writeUpstreamStatus(w, http.StatusInternalServerError, f.rt.Name, "this listener cannot upgrade connections (HTTP/2)")
-		return
+		return writeUpstreamStatus(w, http.StatusInternalServerError, f.rt.Name, "this listener cannot upgrade connections (HTTP/2)")
 	}
 	defer conn.Close()
 	copyResponseHeader(w.Header(), resp.Header)
@@ -127,16 +128,17 @@ func (f *forwarder) upgrade(resp *http.Response) {
 	hdr["Upgrade"] = []string{respUp}
 	delete(hdr, "Content-Type")
 	if _, err := fmt.Fprintf(brw, "HTTP/1.1 101 Switching Protocols\r\n"); err != nil {
-		return
+		return 499
 	}
 	if err := hdr.Write(brw); err != nil {
-		return
+		return 499
 	}
 	if _, err := brw.WriteString("\r\n"); err != nil || brw.Flush() != nil {
-		return
+		return 499
 	}
 	done := make(chan struct{}, 2)
 	go func() { io.Copy(backend, brw); done <- struct{}{} }()
 	go func() { io.Copy(conn, backend); done <- struct{}{} }()
 	<-done // when either side ends, the deferred closes end the other
+	return http.StatusSwitchingProtocols
 }

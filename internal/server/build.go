@@ -9,13 +9,11 @@ import (
 	"time"
 
 	"github.com/sturdyproxy/sturdy/internal/config"
+	"github.com/sturdyproxy/sturdy/internal/health"
 	"github.com/sturdyproxy/sturdy/internal/pool"
 	"github.com/sturdyproxy/sturdy/internal/proxy"
 	"github.com/sturdyproxy/sturdy/internal/route"
 )
-
-// maxTries bounds attempts per request until routes configure retries.
-const maxTries = 3
 
 // transportKey identifies an upstream connection pool. Routes that share a
 // pool and its timeouts share connections; a reload that keeps the key keeps
@@ -34,19 +32,26 @@ type transportKey struct {
 type runtime struct {
 	snap       *proxy.Snapshot
 	pools      map[string]*pool.Pool
+	health     []*health.Pool
+	healthBy   map[string]*health.Pool
 	states     map[string]*pool.State // "pool|addr"
 	transports map[transportKey]*http.Transport
+	stats      map[string]*proxy.Stats // by route name; survives reloads
+	trackers   map[string]*health.RouteTracker
 }
 
 func stateKey(pool, addr string) string { return pool + "|" + addr }
 
 // build compiles cfg. prev (nil on first load) lends host state and
 // transports for whatever the two configs share.
-func build(cfg *config.Config, prev *runtime) (*runtime, error) {
+func build(cfg *config.Config, prev *runtime, mon *health.Monitor) (*runtime, error) {
 	rt := &runtime{
 		pools:      map[string]*pool.Pool{},
+		healthBy:   map[string]*health.Pool{},
 		states:     map[string]*pool.State{},
 		transports: map[transportKey]*http.Transport{},
+		stats:      map[string]*proxy.Stats{},
+		trackers:   map[string]*health.RouteTracker{},
 	}
 	for _, pc := range cfg.Pools {
 		specs := make([]pool.Spec, len(pc.Hosts))
@@ -68,6 +73,9 @@ func build(cfg *config.Config, prev *runtime) (*runtime, error) {
 			return nil, err
 		}
 		rt.pools[pc.Name] = p
+		hp := mon.NewPool(p, pc.Health)
+		rt.health = append(rt.health, hp)
+		rt.healthBy[pc.Name] = hp
 	}
 
 	trusted := make([]netip.Prefix, 0, len(cfg.TrustedProxies))
@@ -84,7 +92,7 @@ func build(cfg *config.Config, prev *runtime) (*runtime, error) {
 		poolCfg[pc.Name] = pc
 	}
 	perListener := map[string][]*route.Entry[*proxy.Route]{}
-	for _, rc := range cfg.Routes {
+	for i, rc := range cfg.Routes {
 		pc := poolCfg[rc.Pool]
 		key := transportKey{
 			pool:           pc.Name,
@@ -103,13 +111,30 @@ func build(cfg *config.Config, prev *runtime) (*runtime, error) {
 		}
 		rt.transports[key] = tr
 		p := rt.pools[rc.Pool]
+		stats := (*proxy.Stats)(nil)
+		if prev != nil {
+			stats = prev.stats[rc.Name]
+		}
+		if stats == nil {
+			stats = new(proxy.Stats)
+		}
+		rt.stats[rc.Name] = stats
+		tracker := mon.Route(rc.Name, pool.Bit(uint64(i)))
+		rt.trackers[rc.Name] = tracker
 		r := &proxy.Route{
 			Name:         rc.Name,
 			Pool:         p,
 			Upstream:     tr,
 			MaxBodyBytes: int64(rc.MaxBodyBytes),
 			Total:        rc.Timeouts.Total.D(),
-			MaxTries:     min(len(p.Hosts), maxTries),
+			Tries:        rc.Retry.Tries,
+			RetryBudget:  float64(rc.Retry.Budget),
+			MinRetries:   rc.Retry.MinRetries,
+			BufferBody:   int64(rc.Retry.BufferBody),
+			Health:       rt.healthBy[rc.Pool],
+			Tracker:      tracker,
+			Monitor:      mon,
+			Stats:        stats,
 		}
 		if pc.Balance == config.BalanceHash {
 			kind, name, err := config.ParseHashKey(pc.HashKey)

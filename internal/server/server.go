@@ -16,13 +16,18 @@ import (
 	"time"
 
 	"github.com/sturdyproxy/sturdy/internal/config"
+	"github.com/sturdyproxy/sturdy/internal/event"
+	"github.com/sturdyproxy/sturdy/internal/health"
 	"github.com/sturdyproxy/sturdy/internal/proxy"
 )
 
 // Server runs one sturdy instance.
 type Server struct {
-	log  *slog.Logger
-	snap atomic.Pointer[proxy.Snapshot]
+	log     *slog.Logger
+	snap    atomic.Pointer[proxy.Snapshot]
+	bus     *event.Bus
+	monitor *health.Monitor
+	started time.Time
 
 	// draining is set once shutdown begins; /readyz reports it.
 	draining atomic.Bool
@@ -45,16 +50,27 @@ type listener struct {
 	cert atomic.Pointer[tls.Certificate]
 }
 
-// New compiles cfg. Nothing listens until Start.
+// New compiles cfg. Nothing listens until Start; the health monitor runs
+// from here until Shutdown.
 func New(cfg *config.Config, log *slog.Logger) (*Server, error) {
-	rt, err := build(cfg, nil)
+	bus := event.NewBus(log, 200, nil)
+	mon := health.NewMonitor(cfg.Attribution, bus, 0)
+	rt, err := build(cfg, nil, mon)
 	if err != nil {
+		mon.Close()
 		return nil, err
 	}
-	s := &Server{log: log, cfg: cfg, rt: rt, listeners: map[string]*listener{}}
+	mon.Apply(rt.health)
+	s := &Server{log: log, cfg: cfg, rt: rt, listeners: map[string]*listener{}, bus: bus, monitor: mon, started: time.Now()}
 	s.snap.Store(rt.snap)
 	return s, nil
 }
+
+// Events is the server's event bus.
+func (s *Server) Events() *event.Bus { return s.bus }
+
+// Monitor is the server's health monitor.
+func (s *Server) Monitor() *health.Monitor { return s.monitor }
 
 // Start binds every listener and the admin address. On error nothing is
 // left listening.
@@ -161,7 +177,7 @@ func sameSocket(a, b config.Listener) bool {
 func (s *Server) Reload(cfg *config.Config) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	rt, err := build(cfg, s.rt)
+	rt, err := build(cfg, s.rt, s.monitor)
 	if err != nil {
 		return err
 	}
@@ -191,6 +207,8 @@ func (s *Server) Reload(cfg *config.Config) error {
 	}
 	// Publish the routes first so that a reused listener never sees a
 	// snapshot without its table, then retire what is gone.
+	s.monitor.Configure(cfg.Attribution)
+	s.monitor.Apply(rt.health)
 	s.snap.Store(rt.snap)
 	for name, old := range s.listeners {
 		if next[name] != old {
@@ -253,9 +271,12 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		}()
 	}
 	wg.Wait()
+	s.monitor.Close()
+	s.mu.Lock()
 	for _, tr := range s.rt.transports {
 		tr.CloseIdleConnections()
 	}
+	s.mu.Unlock()
 	if admin != nil {
 		shutCtx, cancel := context.WithTimeout(context.Background(), time.Second)
 		admin.Shutdown(shutCtx)
@@ -272,6 +293,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 // configured grace. reload, when it delivers, applies a new config.
 func (s *Server) Run(ctx context.Context, reload <-chan *config.Config) error {
 	if err := s.Start(); err != nil {
+		s.monitor.Close()
 		return err
 	}
 	for {

@@ -1,0 +1,259 @@
+package health
+
+import (
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/sturdyproxy/sturdy/internal/event"
+	"github.com/sturdyproxy/sturdy/internal/outcome"
+	"github.com/sturdyproxy/sturdy/internal/pool"
+)
+
+// Failure is one failed attempt of a request, after something was sent.
+type Failure struct {
+	Host   *pool.Host
+	Class  outcome.Class
+	Status int // for outcome.Status5xx
+}
+
+// Request is what attribution needs to know about a request.
+type Request struct {
+	Pool      *Pool
+	Route     *RouteTracker
+	ClientKey string
+	ClientBit uint64
+}
+
+// Settle attributes the failed attempts of one request, records them, and
+// returns the attribution of the last one. sameTwice reports that the
+// request failed the same way on two hosts. Precedence: a client already
+// known to cause its own failures, then a degraded route, then the
+// request, and only then the host.
+func (m *Monitor) Settle(r *Request, fails []Failure, sameTwice bool, now time.Time) Attribution {
+	last := None
+	for _, f := range fails {
+		h := f.Host
+		h.Attempts[f.Class].Add(1)
+		h.LastFailure.Store(now.UnixNano())
+		if f.Class == outcome.BodyError {
+			// Headers came, the body broke: counted, not held against anyone.
+			h.Window.Attempt(now)
+			continue
+		}
+		client := m.clients.record(m.attr(), r, h, f.Class, now)
+		route := r.Route.record(r.Pool, h, f.Class, now)
+		a := AttrHost
+		switch {
+		case client:
+			a = AttrClient
+		case route:
+			a = AttrRoute
+		case sameTwice:
+			a = AttrRequest
+		}
+		m.attributed[a].Add(1)
+		if a == AttrHost && r.Pool.cfg.Passive.On() {
+			h.Window.Failure(now, r.ClientBit, r.Route.Bit())
+		} else {
+			h.Window.Attempt(now)
+		}
+		last = a
+	}
+	return last
+}
+
+// Shed reports whether requests from client key k are refused at the edge
+// (attribution.shed_clients). It costs one atomic load while no client is
+// attributed.
+func (m *Monitor) Shed(k string) bool {
+	return m.clients.attributedNow.Load() > 0 && m.attr().ShedClients && m.clients.isAttributed(k)
+}
+
+// clientTracker remembers recent failures per client key. Only failures
+// touch it, so its cost grows with trouble, not with traffic; its size is
+// bounded so that a scan from many addresses cannot grow it without end.
+type clientTracker struct {
+	shards        [32]clientShard
+	attributedNow atomic.Int64
+}
+
+type clientShard struct {
+	mu sync.Mutex
+	m  map[string]*clientEntry
+}
+
+const (
+	maxClientsPerShard = 4096
+	clientRing         = 16
+	maxHostsPerEntry   = 8
+)
+
+type clientEntry struct {
+	bit        uint64
+	times      [clientRing]int64 // recent failure times, a ring
+	n          int               // failures recorded (ring holds the last clientRing)
+	hosts      [maxHostsPerEntry]*pool.Host
+	nhosts     int
+	attributed bool
+	since      time.Time
+	evidence   string
+	last       int64
+}
+
+func newClientTracker() *clientTracker {
+	t := &clientTracker{}
+	for i := range t.shards {
+		t.shards[i].m = map[string]*clientEntry{}
+	}
+	return t
+}
+
+func (t *clientTracker) shard(k string) *clientShard {
+	return &t.shards[pool.HashString(k)%uint64(len(t.shards))]
+}
+
+func (t *clientTracker) isAttributed(k string) bool {
+	s := t.shard(k)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e := s.m[k]
+	return e != nil && e.attributed
+}
+
+// record adds a failure of client r.ClientKey on h and reports whether the
+// client is (now) attributed: enough recent failures, on two or more hosts,
+// while other clients succeed on those hosts.
+func (t *clientTracker) record(cfg *attrConfig, r *Request, h *pool.Host, class outcome.Class, now time.Time) bool {
+	if r.ClientKey == "" {
+		return false
+	}
+	s := t.shard(r.ClientKey)
+	s.mu.Lock()
+	e := s.m[r.ClientKey]
+	if e == nil {
+		if len(s.m) >= maxClientsPerShard {
+			s.mu.Unlock()
+			return false
+		}
+		e = &clientEntry{bit: r.ClientBit}
+		s.m[r.ClientKey] = e
+	}
+	ns := now.UnixNano()
+	e.times[e.n%clientRing] = ns
+	e.n++
+	e.last = ns
+	e.addHost(h)
+	if e.attributed {
+		s.mu.Unlock()
+		return true
+	}
+	recent := e.recent(ns - int64(cfg.Window))
+	hosts := e.nhosts
+	if recent < cfg.ClientMinFailures || hosts < 2 || !othersSucceed(e.hosts[:e.nhosts], e.bit, now, func(t pool.Totals) uint64 { return t.OKClients }) {
+		s.mu.Unlock()
+		return false
+	}
+	e.attributed, e.since = true, now
+	e.evidence = fmt.Sprintf("%d failures (last: %s) on %d hosts in %s while other clients succeeded on them", recent, class, hosts, cfg.Window)
+	ev := e.evidence
+	s.mu.Unlock()
+	t.attributedNow.Add(1)
+	r.Pool.m.emit(event.Event{
+		Type: event.ClientAttributed, Severity: event.Warning, Client: r.ClientKey, Pool: r.Pool.Pool.Name,
+		Message:  "client attributed: its failures are its own and count against no host",
+		Evidence: map[string]any{"evidence": ev, "shed": cfg.ShedClients},
+	})
+	return true
+}
+
+func (e *clientEntry) addHost(h *pool.Host) {
+	for _, o := range e.hosts[:e.nhosts] {
+		if o == h {
+			return
+		}
+	}
+	if e.nhosts < maxHostsPerEntry {
+		e.hosts[e.nhosts] = h
+		e.nhosts++
+	}
+}
+
+func (e *clientEntry) recent(after int64) int {
+	n := 0
+	for i := 0; i < min(e.n, clientRing); i++ {
+		if e.times[i] > after {
+			n++
+		}
+	}
+	return n
+}
+
+// othersSucceed reports whether, on every host in hs, someone other than
+// the key with sketch bit succeeded in the current window.
+func othersSucceed(hs []*pool.Host, bit uint64, now time.Time, ok func(pool.Totals) uint64) bool {
+	for _, h := range hs {
+		if ok(h.Window.Sum(now))&^bit == 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// sweep forgets clients without a failure in the window and releases the
+// attributed ones among them.
+func (t *clientTracker) sweep(m *Monitor, now time.Time) {
+	cutoff := now.UnixNano() - int64(m.attr().Window)
+	for i := range t.shards {
+		s := &t.shards[i]
+		var released []string
+		var since []time.Time
+		s.mu.Lock()
+		for k, e := range s.m {
+			if e.last > cutoff {
+				continue
+			}
+			if e.attributed {
+				released = append(released, k)
+				since = append(since, e.since)
+			}
+			delete(s.m, k)
+		}
+		s.mu.Unlock()
+		for j, k := range released {
+			t.attributedNow.Add(-1)
+			m.emit(event.Event{
+				Type: event.ClientReleased, Client: k,
+				Message:  "client released: no failures for a whole window",
+				Evidence: map[string]any{"attributed_seconds": now.Sub(since[j]).Seconds()},
+			})
+		}
+	}
+}
+
+// AttributedClient is a client whose failures are its own.
+type AttributedClient struct {
+	Key      string
+	Since    time.Time
+	Evidence string
+}
+
+// Clients lists the clients attributed now.
+func (m *Monitor) Clients() []AttributedClient {
+	if m.clients.attributedNow.Load() == 0 {
+		return nil
+	}
+	var out []AttributedClient
+	for i := range m.clients.shards {
+		s := &m.clients.shards[i]
+		s.mu.Lock()
+		for k, e := range s.m {
+			if e.attributed {
+				out = append(out, AttributedClient{Key: k, Since: e.since, Evidence: e.evidence})
+			}
+		}
+		s.mu.Unlock()
+	}
+	return out
+}

@@ -1,0 +1,119 @@
+package health
+
+import (
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/sturdyproxy/sturdy/internal/event"
+	"github.com/sturdyproxy/sturdy/internal/outcome"
+	"github.com/sturdyproxy/sturdy/internal/pool"
+)
+
+// RouteTracker watches one route's failures. A route whose failures spread
+// over its pool's hosts while other routes succeed on the same hosts is
+// degraded: the failures are the route's (a slow report, say), and the
+// hosts stay in rotation for everyone else (incident 002).
+type RouteTracker struct {
+	name string
+	m    *Monitor
+	bit  atomic.Uint64 // set on each reload: the route's index may change
+
+	degraded atomic.Bool
+
+	mu       sync.Mutex // guards the fields below; only failures take it
+	times    [clientRing]int64
+	n        int
+	hosts    [maxHostsPerEntry]*pool.Host
+	nhosts   int
+	last     int64
+	since    time.Time
+	evidence string
+}
+
+// Degraded reports whether the route's failures are currently its own.
+func (rt *RouteTracker) Degraded() bool { return rt != nil && rt.degraded.Load() }
+
+// Describe returns since when the route is degraded and why.
+func (rt *RouteTracker) Describe() (time.Time, string) {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	return rt.since, rt.evidence
+}
+
+func (rt *RouteTracker) record(p *Pool, h *pool.Host, class outcome.Class, now time.Time) bool {
+	if rt == nil {
+		return false
+	}
+	ns := now.UnixNano()
+	rt.mu.Lock()
+	rt.times[rt.n%clientRing] = ns
+	rt.n++
+	rt.last = ns
+	found := false
+	for _, o := range rt.hosts[:rt.nhosts] {
+		found = found || o == h
+	}
+	if !found && rt.nhosts < maxHostsPerEntry {
+		rt.hosts[rt.nhosts] = h
+		rt.nhosts++
+	}
+	if rt.degraded.Load() {
+		rt.mu.Unlock()
+		return true
+	}
+	recent := 0
+	for i := 0; i < min(rt.n, clientRing); i++ {
+		if rt.times[i] > ns-int64(rt.m.attr().Window) {
+			recent++
+		}
+	}
+	spread := rt.nhosts >= min(2, len(p.Pool.Hosts))
+	if recent < rt.m.attr().RouteMinFailures || !spread ||
+		!othersSucceed(rt.hosts[:rt.nhosts], rt.bit.Load(), now, func(t pool.Totals) uint64 { return t.OKRoutes }) {
+		rt.mu.Unlock()
+		return false
+	}
+	rt.degraded.Store(true)
+	rt.since = now
+	rt.evidence = fmt.Sprintf("%d failures (last: %s) on %d hosts in %s while other routes succeeded on them", recent, class, rt.nhosts, rt.m.attr().Window)
+	ev := rt.evidence
+	rt.mu.Unlock()
+	rt.m.emit(event.Event{
+		Type: event.RouteDegraded, Severity: event.Warning, Route: rt.name, Pool: p.Pool.Name,
+		Message:  "route degraded: its failures are its own; its hosts stay in rotation for other routes",
+		Evidence: map[string]any{"evidence": ev},
+	})
+	return true
+}
+
+// sweep recovers a degraded route after a window without failures and
+// forgets hosts seen before it.
+func (rt *RouteTracker) sweep(now time.Time) {
+	rt.mu.Lock()
+	quiet := now.UnixNano()-rt.last > int64(rt.m.attr().Window)
+	if !quiet {
+		rt.mu.Unlock()
+		return
+	}
+	rt.nhosts = 0
+	wasDegraded := rt.degraded.Swap(false)
+	since := rt.since
+	rt.mu.Unlock()
+	if wasDegraded {
+		rt.m.emit(event.Event{
+			Type: event.RouteRecovered, Route: rt.name,
+			Message:  "route recovered: no failures for a whole window",
+			Evidence: map[string]any{"degraded_seconds": now.Sub(since).Seconds()},
+		})
+	}
+}
+
+// Bit is the route's sketch bit (see pool.Window).
+func (rt *RouteTracker) Bit() uint64 {
+	if rt == nil {
+		return 0
+	}
+	return rt.bit.Load()
+}

@@ -1,0 +1,133 @@
+package pool
+
+import (
+	"math/bits"
+	"sync/atomic"
+	"time"
+)
+
+// windowBuckets is how many slices a passive window is cut into; the window
+// slides one slice at a time.
+const windowBuckets = 10
+
+// Window counts a host's recent attempts in a sliding window, lock-free.
+// Besides counts it keeps 64-bit sketches of which clients and which routes
+// succeeded and failed, enough to tell "several distinct clients" and
+// "other routes succeed" without storing keys.
+type Window struct {
+	width atomic.Int64 // bucket width in nanoseconds
+	b     [windowBuckets]bucket
+}
+
+type bucket struct {
+	epoch       atomic.Int64
+	requests    atomic.Uint64
+	failures    atomic.Uint64 // host-attributed only
+	okClients   atomic.Uint64
+	failClients atomic.Uint64
+	okRoutes    atomic.Uint64
+	failRoutes  atomic.Uint64
+}
+
+// Totals are a window's sums.
+type Totals struct {
+	Requests, Failures     uint64
+	OKClients, FailClients uint64 // sketches; see Count
+	OKRoutes, FailRoutes   uint64
+}
+
+// Count estimates how many distinct keys a sketch holds (exact while keys
+// hash to distinct bits; a lower bound otherwise).
+func Count(sketch uint64) int { return bits.OnesCount64(sketch) }
+
+// Bit is the sketch bit of a key hash.
+func Bit(hash uint64) uint64 { return 1 << (hash & 63) }
+
+// SetSpan sets the window's length; counts already kept are dropped.
+func (w *Window) SetSpan(d time.Duration) {
+	width := int64(d) / windowBuckets
+	if width <= 0 {
+		width = int64(time.Second)
+	}
+	if w.width.Swap(width) != width {
+		w.Reset()
+	}
+}
+
+// Span returns the window's length.
+func (w *Window) Span() time.Duration {
+	return time.Duration(w.width.Load() * windowBuckets)
+}
+
+func (w *Window) current(now time.Time) *bucket {
+	width := w.width.Load()
+	if width == 0 {
+		width = int64(3 * time.Second)
+		w.width.CompareAndSwap(0, width)
+	}
+	epoch := now.UnixNano() / width
+	b := &w.b[epoch%windowBuckets]
+	if old := b.epoch.Load(); old != epoch && b.epoch.CompareAndSwap(old, epoch) {
+		// A slot from an older lap: clear it. An add racing with this may
+		// be lost; the window is an estimate by design.
+		b.requests.Store(0)
+		b.failures.Store(0)
+		b.okClients.Store(0)
+		b.failClients.Store(0)
+		b.okRoutes.Store(0)
+		b.failRoutes.Store(0)
+	}
+	return b
+}
+
+// Success records a successful attempt by client bit c on route bit r.
+func (w *Window) Success(now time.Time, c, r uint64) {
+	b := w.current(now)
+	b.requests.Add(1)
+	b.okClients.Or(c)
+	b.okRoutes.Or(r)
+}
+
+// Attempt records a failed attempt that was attributed elsewhere (a client,
+// a request, a route): it counts as traffic, not against the host.
+func (w *Window) Attempt(now time.Time) {
+	w.current(now).requests.Add(1)
+}
+
+// Failure records a failed attempt attributed to the host.
+func (w *Window) Failure(now time.Time, c, r uint64) {
+	b := w.current(now)
+	b.requests.Add(1)
+	b.failures.Add(1)
+	b.failClients.Or(c)
+	b.failRoutes.Or(r)
+}
+
+// Sum adds up the buckets that are inside the window at now.
+func (w *Window) Sum(now time.Time) Totals {
+	width := w.width.Load()
+	if width == 0 {
+		return Totals{}
+	}
+	cur := now.UnixNano() / width
+	var t Totals
+	for i := range w.b {
+		b := &w.b[i]
+		if e := b.epoch.Load(); e > cur-windowBuckets && e <= cur {
+			t.Requests += b.requests.Load()
+			t.Failures += b.failures.Load()
+			t.OKClients |= b.okClients.Load()
+			t.FailClients |= b.failClients.Load()
+			t.OKRoutes |= b.okRoutes.Load()
+			t.FailRoutes |= b.failRoutes.Load()
+		}
+	}
+	return t
+}
+
+// Reset drops every count, e.g. when a probe clears a suspect host.
+func (w *Window) Reset() {
+	for i := range w.b {
+		w.b[i].epoch.Store(-1)
+	}
+}

@@ -1,0 +1,77 @@
+package proxy
+
+import (
+	"sync/atomic"
+	"time"
+
+	"github.com/sturdyproxy/sturdy/internal/view"
+)
+
+// Answer kinds: requests answered some other way than by a backend in
+// rotation.
+const (
+	AnswerPanic    = iota // a passively ejected host, because none was left
+	AnswerFallback        // the route's fallback pool
+	AnswerStale           // a stale cached copy
+	AnswerSorry           // the sorry page
+	AnswerShed            // refused at once: a limit was full or the client is shed
+	numAnswers
+)
+
+var answerNames = [numAnswers]string{"panic", "fallback", "stale", "sorry", "shed"}
+
+// DurationBounds are the request duration histogram's upper bounds, seconds.
+var DurationBounds = []float64{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60}
+
+// Stats are a route's counters. They live as long as the route's name, across
+// reloads, so that counters only go up.
+type Stats struct {
+	InFlight atomic.Int64
+	// codes counts answers by class: 1xx..5xx at 1..5, 499 (client gone) at 0.
+	codes   [6]atomic.Uint64
+	answers [numAnswers]atomic.Uint64
+	// buckets[i] counts durations <= DurationBounds[i] (not cumulative);
+	// the last slot counts the rest.
+	buckets  [16]atomic.Uint64
+	sumNanos atomic.Uint64
+}
+
+// Answer counts one request answered by kind.
+func (s *Stats) Answer(kind int) { s.answers[kind].Add(1) }
+
+func (s *Stats) observe(status int, d time.Duration) {
+	c := status / 100
+	if status == 499 || c < 1 || c > 5 {
+		c = 0
+	}
+	s.codes[c].Add(1)
+	sec := d.Seconds()
+	i := 0
+	for i < len(DurationBounds) && sec > DurationBounds[i] {
+		i++
+	}
+	s.buckets[i].Add(1)
+	s.sumNanos.Add(uint64(d))
+}
+
+// View fills the route's counters into v.
+func (s *Stats) View(v *view.Route) {
+	v.InFlight = s.InFlight.Load()
+	v.Requests = map[string]uint64{"499": s.codes[0].Load()}
+	for c := 1; c <= 5; c++ {
+		v.Requests[string(rune('0'+c))+"xx"] = s.codes[c].Load()
+	}
+	v.Answers = make(map[string]uint64, numAnswers)
+	for i, n := range answerNames {
+		v.Answers[n] = s.answers[i].Load()
+	}
+	h := view.Histogram{Bounds: DurationBounds, Counts: make([]uint64, len(DurationBounds))}
+	var cum uint64
+	for i := range DurationBounds {
+		cum += s.buckets[i].Load()
+		h.Counts[i] = cum
+	}
+	h.Count = cum + s.buckets[len(DurationBounds)].Load()
+	h.Sum = time.Duration(s.sumNanos.Load()).Seconds()
+	v.Duration = h
+}
