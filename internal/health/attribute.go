@@ -71,6 +71,12 @@ func (m *Monitor) Shed(k string) bool {
 	return m.clients.attributedNow.Load() > 0 && m.attr().ShedClients && m.clients.isAttributed(k)
 }
 
+// Attributed reports whether client key k is currently held responsible
+// for its own failures. It costs one atomic load while no client is.
+func (m *Monitor) Attributed(k string) bool {
+	return m.clients.attributedNow.Load() > 0 && m.clients.isAttributed(k)
+}
+
 // clientTracker remembers recent failures per client key. Only failures
 // touch it, so its cost grows with trouble, not with traffic; its size is
 // bounded so that a scan from many addresses cannot grow it without end.

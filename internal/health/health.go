@@ -117,8 +117,8 @@ func (m *Monitor) ClientKey() (kind, header string) {
 	return a.clientKind, a.clientHeader
 }
 
-// Attributed returns the count of failed attempts attributed to a.
-func (m *Monitor) Attributed(a Attribution) uint64 { return m.attributed[a].Load() }
+// AttributedCount returns the count of failed attempts attributed to a.
+func (m *Monitor) AttributedCount(a Attribution) uint64 { return m.attributed[a].Load() }
 
 func (m *Monitor) emit(e event.Event) {
 	if m.bus != nil {

@@ -130,11 +130,12 @@ func (f *forwarder) serve() {
 		f.fails[f.nfails] = health.Failure{Host: host, Class: class, Status: status}
 		f.nfails++
 		replayable := f.body == nil
-		if f.sameTwice || !idempotent || !replayable || rt.Tracker.Degraded() {
+		if f.sameTwice || !idempotent || !replayable || rt.Tracker.Degraded() || rt.Monitor.Attributed(f.clientKey) {
 			// Failed the same way twice: it is the request, not the hosts.
 			// Not idempotent or not replayable: sending it again could
-			// apply it twice. Degraded route: its failures are its own,
-			// and retrying only spends other routes' capacity.
+			// apply it twice. A degraded route or an attributed client:
+			// the failures are their own, and retrying only spends
+			// capacity others need.
 			break
 		}
 	}
