@@ -81,7 +81,10 @@ func (f *forwarder) serve() {
 		if host == nil {
 			break
 		}
-		if attempt > 0 && !ph.Budget.Allow(f.now, rt.RetryBudget, rt.MinRetries) {
+		// A retry after a failure that reached a backend spends the retry
+		// budget; one after a refused or timed-out connection costs the
+		// backends nothing and is always made.
+		if attempt > 0 && f.nfails > 0 && !ph.Budget.Allow(f.now, rt.RetryBudget, rt.MinRetries) {
 			break
 		}
 		if held != nil {
@@ -171,6 +174,22 @@ func discard(resp *http.Response, h *pool.Host) {
 	h.Release()
 }
 
+// noRetryBody is an empty request body that http.Transport cannot replay.
+type noRetryBody struct{}
+
+func (noRetryBody) Read([]byte) (int, error) { return 0, io.EOF }
+func (noRetryBody) Close() error             { return nil }
+
+// isReplayableByTransport lists the methods http.Transport retries on its
+// own when the request has no body.
+func isReplayableByTransport(method string) bool {
+	switch method {
+	case "GET", "HEAD", "OPTIONS", "TRACE":
+		return true
+	}
+	return false
+}
+
 func isIdempotent(method string) bool {
 	switch method {
 	case "GET", "HEAD", "OPTIONS", "PUT", "DELETE", "TRACE":
@@ -219,6 +238,14 @@ func (f *forwarder) prepare(ctx context.Context) int {
 	}
 	hasBody := r.Body != nil && r.Body != http.NoBody && r.ContentLength != 0
 	switch {
+	case !hasBody && isReplayableByTransport(r.Method):
+		// http.Transport silently sends a bodiless GET again when a reused
+		// connection closes under it; the health model must see every
+		// attempt, and a request that kills backends must not hit one
+		// twice. A body it cannot rewind stops that; being empty, it is
+		// sent as no body at all.
+		out.ContentLength = 0
+		out.Body = noRetryBody{}
 	case !hasBody:
 		out.ContentLength = 0
 	case isIdempotent(r.Method) && r.ContentLength > 0 && r.ContentLength <= f.rt.BufferBody:

@@ -1,0 +1,559 @@
+package server
+
+import (
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/sturdyproxy/sturdy/internal/event"
+	"github.com/sturdyproxy/sturdy/internal/fake"
+	"github.com/sturdyproxy/sturdy/internal/pool"
+)
+
+// eventCounter counts the server's events by type from the moment it is
+// made.
+type eventCounter struct {
+	mu  sync.Mutex
+	n   map[string]int
+	all []event.Event
+}
+
+func countEvents(s *Server) *eventCounter {
+	c := &eventCounter{n: map[string]int{}}
+	s.Events().Subscribe(func(e event.Event) {
+		c.mu.Lock()
+		c.n[e.Type]++
+		c.all = append(c.all, e)
+		c.mu.Unlock()
+	})
+	return c
+}
+
+func (c *eventCounter) get(typ string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.n[typ]
+}
+
+func (c *eventCounter) String() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var b strings.Builder
+	for _, e := range c.all {
+		fmt.Fprintf(&b, "\n  %s %s %s %s: %s %v", e.Type, e.Pool, e.Host, e.Client+e.Route, e.Message, e.Evidence)
+	}
+	return b.String()
+}
+
+// tally counts answers by status, with 0 for transport errors.
+type tally struct {
+	mu sync.Mutex
+	n  map[int]int
+}
+
+func (t *tally) add(status int) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.n == nil {
+		t.n = map[int]int{}
+	}
+	t.n[status]++
+}
+
+func (t *tally) failures() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	f := 0
+	for s, n := range t.n {
+		if s == 0 || s >= 500 {
+			f += n
+		}
+	}
+	return f
+}
+
+// load sends n GETs of path from each client ip, one every gap, all clients
+// at once, and tallies the answers.
+func load(t *testing.T, url string, ips []string, n int, gap time.Duration, path func(i int) string) *tally {
+	t.Helper()
+	tl := &tally{}
+	var wg sync.WaitGroup
+	for _, ip := range ips {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c := fake.Client(ip, 10*time.Second)
+			for i := range n {
+				resp, err := c.Get(url + path(i))
+				if err != nil {
+					tl.add(0)
+				} else {
+					io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+					tl.add(resp.StatusCode)
+				}
+				time.Sleep(gap)
+			}
+		}()
+	}
+	wg.Wait()
+	return tl
+}
+
+func ips(prefix string, n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = fmt.Sprintf("%s%d", prefix, i+1)
+	}
+	return out
+}
+
+func noEjections(t *testing.T, s *Server, ev *eventCounter) {
+	t.Helper()
+	for _, typ := range []string{event.HostSuspect, event.HostEjected, event.HostDown, event.PoolEmpty} {
+		if n := ev.get(typ); n != 0 {
+			t.Errorf("%d %s events; events:%s", n, typ, ev)
+		}
+	}
+	for _, p := range s.rt.pools {
+		for _, h := range p.Hosts {
+			if h.Mode() != pool.Healthy {
+				t.Errorf("host %s is %s", h.Addr, h.Mode())
+			}
+		}
+	}
+}
+
+const wafConfig = `
+admin: { listen: "off" }
+attribution: { window: 10s }
+listeners: [ { name: web, listen: "127.0.0.1:0" } ]
+routes: [ { name: site, default: true, pool: web } ]
+pools:
+  - name: web
+    hosts: [ { addr: "{{w1}}" }, { addr: "{{w2}}" } ]
+    health: { passive: { window: 10s, min_requests: 5 } }
+`
+
+// Incident 000: a WAF between the proxy and its backends blocks one
+// scanner. Its failures follow it across backends: they are the client's.
+func TestIncident000WAFBlocksOneClient(t *testing.T) {
+	for _, mode := range []struct {
+		name string
+		m    fake.WAFMode
+	}{{"502", fake.WAF502}, {"reset", fake.WAFReset}} {
+		t.Run(mode.name, func(t *testing.T) {
+			const scanner = "127.0.0.66"
+			var wafs []string
+			for i := 1; i <= 2; i++ {
+				b, err := fake.NewBackend(fmt.Sprintf("b%d", i), fmt.Sprintf("127.1.0.%d", i))
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(b.Close)
+				w, err := fake.NewWAF(fmt.Sprintf("127.2.0.%d", i), b.Addr, scanner, mode.m)
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(w.Close)
+				wafs = append(wafs, w.Addr)
+			}
+			s, url, _ := startSturdy(t, parseConfig(t, wafConfig, map[string]string{"w1": wafs[0], "w2": wafs[1]}))
+			ev := countEvents(s)
+
+			var innocent *tally
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				innocent = load(t, url, ips("127.0.0.", 5), 60, 10*time.Millisecond, func(i int) string { return fmt.Sprintf("/page/%d", i) })
+			}()
+			bad := load(t, url, []string{scanner}, 300, 0, func(i int) string { return fmt.Sprintf("/wp-admin/%d", i) })
+			<-done
+
+			if f := innocent.failures(); f != 0 {
+				t.Errorf("innocent clients saw %d failures: %v", f, innocent.n)
+			}
+			if bad.failures() == 0 {
+				t.Errorf("the scanner saw no failures; the WAF did not block: %v", bad.n)
+			}
+			noEjections(t, s, ev)
+			if n := ev.get(event.ClientAttributed); n != 1 {
+				t.Errorf("%d client_attributed events, want 1; events:%s", n, ev)
+			}
+			if !s.monitor.Attributed(scanner) {
+				t.Error("the scanner is not attributed")
+			}
+		})
+	}
+}
+
+const slowRouteConfig = `
+admin: { listen: "off" }
+attribution: { window: 10s }
+listeners: [ { name: web, listen: "127.0.0.1:0" } ]
+routes:
+  - { name: report, path: /report/, pool: app, timeouts: { response_header: 200ms } }
+  - { name: site, default: true, pool: app }
+pools:
+  - name: app
+    balance: hash
+    hosts: [ { addr: "{{b1}}" }, { addr: "{{b2}}" } ]
+    health: { passive: { window: 10s, min_requests: 5 } }
+`
+
+// Incident 002: one slow report endpoint times out on every backend. That
+// is the route's problem; the other routes on the same backends are fine.
+func TestIncident002SlowRouteIsTheRoutesProblem(t *testing.T) {
+	var addrs []string
+	for i := 1; i <= 2; i++ {
+		b, err := fake.NewBackend(fmt.Sprintf("b%d", i), fmt.Sprintf("127.1.0.%d", i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.Set("/report/", fake.Behavior{Delay: 3 * time.Second})
+		t.Cleanup(b.Close)
+		addrs = append(addrs, b.Addr)
+	}
+	s, url, _ := startSturdy(t, parseConfig(t, slowRouteConfig, map[string]string{"b1": addrs[0], "b2": addrs[1]}))
+	ev := countEvents(s)
+
+	var site *tally
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		site = load(t, url, ips("127.0.0.", 6), 40, 20*time.Millisecond, func(i int) string { return fmt.Sprintf("/orders/%d", i) })
+	}()
+	var slowest atomic.Int64
+	report := &tally{}
+	var wg sync.WaitGroup
+	for _, ip := range ips("127.0.1.", 3) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c := fake.Client(ip, 10*time.Second)
+			for i := range 6 {
+				start := time.Now()
+				resp, err := c.Get(fmt.Sprintf("%s/report/%d", url, i))
+				d := time.Since(start)
+				if d > time.Duration(slowest.Load()) {
+					slowest.Store(int64(d))
+				}
+				if err != nil {
+					report.add(0)
+					continue
+				}
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				report.add(resp.StatusCode)
+			}
+		}()
+	}
+	wg.Wait()
+	<-done
+
+	if f := site.failures(); f != 0 {
+		t.Errorf("the site route saw %d failures: %v", f, site.n)
+	}
+	if report.n[504] != 18 {
+		t.Errorf("report answers %v, want 18 x 504", report.n)
+	}
+	if d := time.Duration(slowest.Load()); d > 1500*time.Millisecond {
+		t.Errorf("slowest report answer took %s; the route's timeout is 200ms", d)
+	}
+	noEjections(t, s, ev)
+	if !s.rt.trackers["report"].Degraded() || ev.get(event.RouteDegraded) != 1 || s.rt.trackers["site"].Degraded() {
+		t.Errorf("report degraded=%v, events:%s", s.rt.trackers["report"].Degraded(), ev)
+	}
+}
+
+const nodeConfig = `
+admin: { listen: "off" }
+attribution: { window: 10s }
+listeners: [ { name: web, listen: "127.0.0.1:0" } ]
+routes: [ { name: search, default: true, pool: node, retry: { tries: 3 } } ]
+pools:
+  - name: node
+    hosts: [ { addr: "{{n1}}" }, { addr: "{{n2}}" }, { addr: "{{n3}}" } ]
+    health: { passive: { window: 10s, min_requests: 5 } }
+`
+
+// Incident 003: backends hang up on one kind of request. The request is
+// the cause: it is tried on at most two hosts and charged to none.
+func TestIncident003RequestThatKillsEveryBackend(t *testing.T) {
+	var nodes []*fake.NodeLike
+	vars := map[string]string{}
+	for i := 1; i <= 3; i++ {
+		n, err := fake.NewNodeLike(fmt.Sprintf("127.1.0.%d", i), "crash-me")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(n.Close)
+		nodes = append(nodes, n)
+		vars[fmt.Sprintf("n%d", i)] = n.Addr
+	}
+	s, url, _ := startSturdy(t, parseConfig(t, nodeConfig, vars))
+	ev := countEvents(s)
+
+	var innocent *tally
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		innocent = load(t, url, ips("127.0.0.", 5), 60, 10*time.Millisecond, func(i int) string { return fmt.Sprintf("/search?q=shoes%d", i) })
+	}()
+	const poisoned = 40
+	bad := load(t, url, []string{"127.0.0.99"}, poisoned, 5*time.Millisecond, func(i int) string { return fmt.Sprintf("/search?q=crash-me-%d", i) })
+	<-done
+
+	if f := innocent.failures(); f != 0 {
+		t.Errorf("innocent clients saw %d failures: %v", f, innocent.n)
+	}
+	if bad.n[502] != poisoned {
+		t.Errorf("poisoned requests got %v, want %d x 502", bad.n, poisoned)
+	}
+	var dropped int64
+	for _, n := range nodes {
+		dropped += n.Dropped.Load()
+	}
+	if dropped > 2*poisoned {
+		t.Errorf("poisoned requests reached backends %d times; at most two hosts each (%d)", dropped, 2*poisoned)
+	}
+	noEjections(t, s, ev)
+}
+
+const deadHostConfig = `
+admin: { listen: "off" }
+attribution: { window: 5s }
+listeners: [ { name: web, listen: "127.0.0.1:0" } ]
+routes: [ { name: site, default: true, pool: web } ]
+pools:
+  - name: web
+    hosts: [ { addr: "{{dead}}" }, { addr: "{{b1}}" }, { addr: "{{b2}}" } ]
+    health: { passive: { window: 5s } }
+`
+
+// A truly dead host (connection refused) leaves rotation at once, and the
+// requests that met it were retried: innocent clients see nothing.
+func TestDeadHostLeavesRotationAtOnce(t *testing.T) {
+	b1, _ := fake.NewBackend("b1", "127.1.0.1")
+	b2, _ := fake.NewBackend("b2", "127.1.0.2")
+	t.Cleanup(b1.Close)
+	t.Cleanup(b2.Close)
+	s, url, _ := startSturdy(t, parseConfig(t, deadHostConfig, map[string]string{"dead": deadAddr(t), "b1": b1.Addr, "b2": b2.Addr}))
+	ev := countEvents(s)
+	tl := load(t, url, ips("127.0.0.", 3), 30, 0, func(i int) string { return "/" })
+	if f := tl.failures(); f != 0 {
+		t.Errorf("%d failures: %v", f, tl.n)
+	}
+	dead := s.rt.pools["web"].Hosts[0]
+	if dead.Mode() != pool.Ejected || ev.get(event.HostEjected) != 1 {
+		t.Errorf("dead host is %s; events:%s", dead.Mode(), ev)
+	}
+	if n := dead.Attempts[1].Load() + dead.Attempts[2].Load(); n > 3 {
+		t.Errorf("dead host was tried %d times; it should leave after 3", n)
+	}
+}
+
+const badHostConfig = `
+admin: { listen: "off" }
+attribution: { window: 3s }
+listeners: [ { name: web, listen: "127.0.0.1:0" } ]
+routes: [ { name: site, default: true, pool: web, retry: { budget: 50% } } ]
+pools:
+  - name: web
+    hosts: [ { addr: "{{b1}}" }, { addr: "{{b2}}" }, { addr: "{{bad}}" } ]
+    health:
+      passive: { window: 3s, min_requests: 5, eject_time: 1m, max_eject_time: 1m }
+      {{active}}
+
+`
+
+// A host answering 503 to everyone is ejected, with and without active
+// checks; with them it comes back after rise passing probes.
+func TestHostFailingForEveryoneIsEjected(t *testing.T) {
+	for _, withActive := range []bool{false, true} {
+		t.Run(fmt.Sprintf("active=%v", withActive), func(t *testing.T) {
+			var bs []*fake.Backend
+			for i := 1; i <= 3; i++ {
+				b, _ := fake.NewBackend(fmt.Sprintf("b%d", i), fmt.Sprintf("127.1.0.%d", i))
+				t.Cleanup(b.Close)
+				bs = append(bs, b)
+			}
+			bad := bs[2]
+			bad.Set("", fake.Behavior{Status: 503})
+			active := ""
+			if withActive {
+				active = "active: { path: /healthz, interval: 300ms, fast_interval: 100ms, timeout: 200ms, rise: 2, fall: 2, jitter: 0s }"
+			}
+			s, url, _ := startSturdy(t, parseConfig(t, badHostConfig, map[string]string{"b1": bs[0].Addr, "b2": bs[1].Addr, "bad": bad.Addr, "active": active}))
+			ev := countEvents(s)
+			host := s.rt.pools["web"].Hosts[2]
+			gone := func() bool { return host.Mode() == pool.Ejected || host.Mode() == pool.Down }
+			tl := &tally{}
+			for round := 0; round < 40 && !gone(); round++ {
+				r := load(t, url, ips("127.0.0.", 5), 4, 0, func(i int) string { return fmt.Sprintf("/item/%d", i) })
+				for st, n := range r.n {
+					for range n {
+						tl.add(st)
+					}
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+			if !gone() {
+				t.Fatalf("bad host still %s; events:%s", host.Mode(), ev)
+			}
+			if tl.failures() > 0 {
+				t.Errorf("%d client-visible failures while the host was being found out (GETs are retried): %v", tl.failures(), tl.n)
+			}
+			if !withActive {
+				if ev.get(event.HostEjected) != 1 {
+					t.Errorf("events:%s", ev)
+				}
+				return
+			}
+			if ev.get(event.HostDown) != 1 || ev.get(event.HostEjected) != 0 {
+				t.Errorf("with active checks the probe decides; events:%s", ev)
+			}
+			bad.Set("", fake.Behavior{})
+			deadline := time.Now().Add(5 * time.Second)
+			for host.Mode() != pool.Healthy && time.Now().Before(deadline) {
+				time.Sleep(20 * time.Millisecond)
+			}
+			if host.Mode() != pool.Healthy || ev.get(event.HostUp) != 1 {
+				t.Fatalf("host %s after recovering; events:%s", host.Mode(), ev)
+			}
+			if host.State.CheckOK.Load() < 2 {
+				t.Errorf("up after %d passing probes, rise is 2", host.State.CheckOK.Load())
+			}
+		})
+	}
+}
+
+// relistener is a backend that can be stopped (connections refused) and
+// started again on the same address.
+type relistener struct {
+	t    *testing.T
+	addr string
+	srv  *http.Server
+}
+
+func (r *relistener) start() {
+	ln, err := net.Listen("tcp", r.addr)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	r.addr = ln.Addr().String()
+	r.srv = &http.Server{Handler: named("back")}
+	go r.srv.Serve(ln)
+}
+
+func (r *relistener) stop() { r.srv.Close() }
+
+// Every host out on passive evidence: panic routing keeps trying them, and
+// a host that recovers takes traffic at once, not after its eject timer.
+func TestPanicRoutingFindsTheRecoveredHost(t *testing.T) {
+	a := &relistener{t: t, addr: "127.1.0.1:0"}
+	b := &relistener{t: t, addr: "127.1.0.2:0"}
+	a.start()
+	b.start()
+	t.Cleanup(a.stop)
+	t.Cleanup(b.stop)
+	cfg := parseConfig(t, `
+admin: { listen: "off" }
+listeners: [ { name: web, listen: "127.0.0.1:0" } ]
+routes: [ { name: site, default: true, pool: web } ]
+pools:
+  - name: web
+    hosts: [ { addr: "{{a}}" }, { addr: "{{b}}" } ]
+    health: { passive: { max_ejected: 100%, eject_time: 1h, max_eject_time: 1h } }
+`, map[string]string{"a": a.addr, "b": b.addr})
+	s, url, _ := startSturdy(t, cfg)
+	ev := countEvents(s)
+	a.stop()
+	b.stop()
+	for i := 0; i < 20 && s.rt.pools["web"].AvailableCount() > 0; i++ {
+		get(t, http.DefaultClient, url+"/")
+	}
+	if n := s.rt.pools["web"].AvailableCount(); n != 0 {
+		t.Fatalf("%d hosts still in rotation", n)
+	}
+	// Every host out: requests are still tried on them (and fail: 502, not
+	// "no live upstreams").
+	resp, body := get(t, http.DefaultClient, url+"/")
+	if resp.StatusCode != 502 || ev.get(event.PanicEntered) != 1 {
+		t.Fatalf("%d %q; events:%s", resp.StatusCode, body, ev)
+	}
+	a.start()
+	if c, err := net.Dial("tcp", a.addr); err != nil {
+		t.Fatalf("direct dial after restart: %v", err)
+	} else {
+		c.Close()
+	}
+	start := time.Now()
+	resp, body = get(t, http.DefaultClient, url+"/")
+	if resp.StatusCode != 200 || time.Since(start) > time.Second {
+		for _, h := range s.rt.pools["web"].Hosts {
+			t.Logf("%s %s last failure %d", h.Addr, h.Mode(), h.LastFailure.Load())
+		}
+		t.Fatalf("after recovery: %d %q in %s; a=%s events:%s", resp.StatusCode, body, time.Since(start), a.addr, ev)
+	}
+	if s.rt.pools["web"].AvailableCount() != 1 {
+		t.Fatal("the recovered host is not back in rotation")
+	}
+}
+
+// A POST that reached a backend is never sent again; under a total outage,
+// retries stay within the budget.
+func TestPostNotReplayedAndRetriesWithinBudget(t *testing.T) {
+	b1, _ := fake.NewBackend("b1", "127.1.0.1")
+	b2, _ := fake.NewBackend("b2", "127.1.0.2")
+	t.Cleanup(b1.Close)
+	t.Cleanup(b2.Close)
+	b1.Set("", fake.Behavior{Status: 502})
+	b2.Set("", fake.Behavior{Status: 502})
+	cfg := parseConfig(t, `
+admin: { listen: "off" }
+listeners: [ { name: web, listen: "127.0.0.1:0" } ]
+routes: [ { name: site, default: true, pool: web, retry: { tries: 3, budget: 20%, min_retries: 3 } } ]
+pools:
+  - name: web
+    hosts: [ { addr: "{{b1}}" }, { addr: "{{b2}}" } ]
+    health: { passive: { min_requests: 1000 } }
+`, map[string]string{"b1": b1.Addr, "b2": b2.Addr})
+	_, url, _ := startSturdy(t, cfg)
+	const posts = 20
+	for i := range posts {
+		resp, err := http.Post(fmt.Sprintf("%s/order/%d", url, i), "application/json", strings.NewReader(`{"qty":1}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 502 {
+			t.Fatalf("POST %d: %d, want the backend's 502", i, resp.StatusCode)
+		}
+	}
+	if got := b1.Total() + b2.Total(); got != posts {
+		t.Fatalf("backends saw %d POSTs for %d sent: replayed", got, posts)
+	}
+	const gets = 100
+	before := b1.Total() + b2.Total()
+	for i := range gets {
+		resp, _ := get(t, http.DefaultClient, fmt.Sprintf("%s/item/%d", url, i))
+		if resp.StatusCode != 502 {
+			t.Fatalf("GET %d: %d", i, resp.StatusCode)
+		}
+	}
+	attempts := b1.Total() + b2.Total() - before
+	// Budget: 20% of the window's requests (120 with the POSTs), at least 3.
+	if limit := int64(gets + (gets+posts)/5 + 1); attempts > limit {
+		t.Fatalf("%d upstream attempts for %d GETs; the retry budget allows at most %d", attempts, gets, limit)
+	}
+	if attempts < gets+3 {
+		t.Fatalf("%d attempts for %d GETs: not even the minimum retries happened", attempts, gets)
+	}
+}
