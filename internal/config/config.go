@@ -28,6 +28,12 @@ type Config struct {
 	// Attribution decides whether a failure is a client's, a route's, a
 	// request's or a host's.
 	Attribution Attribution `yaml:"attribution"`
+	// Edge is request hygiene and the deny list.
+	Edge Edge `yaml:"edge"`
+	// Cache sizes the shared cache that routes opt into.
+	Cache Cache `yaml:"cache"`
+	// DNS is how host names in pools are resolved.
+	DNS DNS `yaml:"dns"`
 	// Webhooks receive events (state transitions).
 	Webhooks []Webhook `yaml:"webhooks"`
 
@@ -137,6 +143,14 @@ type Route struct {
 	MaxBodyBytes Size `yaml:"max_body_bytes"`
 	// Retry is the route's retry policy.
 	Retry Retry `yaml:"retry"`
+	// Fallback is where requests go while the route's pool is empty.
+	Fallback Fallback `yaml:"fallback"`
+	// Sorry is the last answer when nothing else can answer.
+	Sorry Sorry `yaml:"sorry"`
+	// Limits are the route's bulkheads.
+	Limits Limits `yaml:"limits"`
+	// Cache opts the route into the shared cache.
+	Cache RouteCache `yaml:"cache"`
 }
 
 // Timeouts of a route.

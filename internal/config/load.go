@@ -96,6 +96,7 @@ func (c *Config) Has(p string) bool {
 func (c *Config) setDefaults() {
 	c.setObservabilityDefaults()
 	c.setHealthDefaults()
+	c.setDegradedDefaults()
 	if c.Admin.Listen == "" {
 		c.Admin.Listen = DefaultAdminListen
 	}
@@ -194,6 +195,7 @@ func (c *Config) validate() ErrorList {
 	v.routes(pools)
 	v.observability()
 	v.health()
+	v.degraded(pools)
 	return v.errs
 }
 
