@@ -179,6 +179,7 @@ func (p *Pool) checkResult(h *pool.Host, ok bool, detail string, now time.Time) 
 					Message:  fmt.Sprintf("host up: %d readiness probes passed", n),
 					Evidence: map[string]any{"check": detail},
 				})
+				p.trackEmpty(now)
 			}
 		}
 		return
@@ -193,5 +194,6 @@ func (p *Pool) checkResult(h *pool.Host, ok bool, detail string, now time.Time) 
 			Message:  fmt.Sprintf("host down: readiness probe failed (%s)", detail),
 			Evidence: map[string]any{"was": from.String(), "failed_probes": n, "check": fmt.Sprintf("%s %s", a.Method, a.Path)},
 		})
+		p.trackEmpty(now)
 	}
 }

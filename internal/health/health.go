@@ -146,6 +146,7 @@ type poolShared struct {
 	emptyTotal   time.Duration
 	budget       *Budget
 	panicAnswers atomic.Uint64
+	episode      [numBy]atomic.Uint64 // answers by other means while empty
 }
 
 // Apply installs the pools of a new config. Pools and routes present before
@@ -289,3 +290,18 @@ func (p *Pool) Empty() (bool, time.Time, time.Duration) {
 	}
 	return p.shared.empty.Load(), p.shared.emptySince, total
 }
+
+// Ways an empty pool's requests were answered, counted per episode.
+const (
+	ByFallback = iota
+	ByStale
+	BySorry
+	numBy
+)
+
+var byNames = [numBy]string{"fallback", "stale", "sorry"}
+
+// EpisodeAnswer counts a request answered some other way while the pool was
+// empty (fallback pool, stale copy, sorry page); the counts go into the
+// pool_restored event.
+func (p *Pool) EpisodeAnswer(by int) { p.shared.episode[by].Add(1) }

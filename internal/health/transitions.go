@@ -63,6 +63,7 @@ func (p *Pool) eject(h *pool.Host, reason, evidence string, now time.Time) {
 			"ejected_in_pool": out + 1, "pool_size": len(p.Pool.Hosts),
 		},
 	})
+	p.trackEmpty(now)
 }
 
 // restore returns an ejected or suspect host to rotation with slow start.
@@ -84,6 +85,7 @@ func (p *Pool) restore(h *pool.Host, why string, now time.Time) {
 		Message:  "host back in rotation: " + why,
 		Evidence: map[string]any{"was": from.String()},
 	})
+	p.trackEmpty(now)
 }
 
 // tick is the pool's periodic work: eject expiry, outlier detection, and
@@ -107,6 +109,9 @@ func (p *Pool) trackEmpty(now time.Time) {
 		sh.mu.Lock()
 		sh.emptySince = now
 		sh.mu.Unlock()
+		for i := range sh.episode {
+			sh.episode[i].Store(0)
+		}
 		p.m.emit(event.Event{
 			Type: event.PoolEmpty, Severity: event.Critical, Pool: p.Pool.Name,
 			Message:  "pool has no host in rotation",
@@ -118,10 +123,14 @@ func (p *Pool) trackEmpty(now time.Time) {
 		d := now.Sub(sh.emptySince)
 		sh.emptyTotal += d
 		sh.mu.Unlock()
+		ev := map[string]any{"empty_seconds": d.Seconds(), "available": avail, "panic_answers": sh.panicAnswers.Load()}
+		for i, n := range byNames {
+			ev["answered_by_"+n] = sh.episode[i].Load()
+		}
 		p.m.emit(event.Event{
 			Type: event.PoolRestored, Pool: p.Pool.Name,
 			Message:  fmt.Sprintf("pool has hosts in rotation again after %s", d.Round(time.Millisecond)),
-			Evidence: map[string]any{"empty_seconds": d.Seconds(), "available": avail},
+			Evidence: ev,
 		})
 	}
 	if avail > 0 && sh.panic.CompareAndSwap(true, false) {

@@ -95,7 +95,7 @@ func (rr *roundRobin) pick(p *Pool, _ uint64, t *Tried) *Host {
 	start := rr.next.Add(1)
 	for i := range n {
 		h := p.Hosts[rr.schedule[(start+i)%n]]
-		if usable(h, t) {
+		if p.usable(h, t) {
 			return h
 		}
 	}
@@ -112,7 +112,7 @@ func (lc *leastConn) pick(p *Pool, _ uint64, t *Tried) *Host {
 	var best *Host
 	for i := range n {
 		h := p.Hosts[(start+i)%n]
-		if !usable(h, t) {
+		if !p.usable(h, t) {
 			continue
 		}
 		if best == nil || h.InFlight()*int64(best.Weight) < best.InFlight()*int64(h.Weight) {
@@ -142,7 +142,7 @@ func (randomTwo) pick(p *Pool, _ uint64, t *Tried) *Host {
 func weightedRandom(p *Pool, t *Tried) *Host {
 	total := 0
 	for _, h := range p.Hosts {
-		if usable(h, t) {
+		if p.usable(h, t) {
 			total += h.Weight
 		}
 	}
@@ -151,7 +151,7 @@ func weightedRandom(p *Pool, t *Tried) *Host {
 	}
 	r := rand.IntN(total)
 	for _, h := range p.Hosts {
-		if !usable(h, t) {
+		if !p.usable(h, t) {
 			continue
 		}
 		if r -= h.Weight; r < 0 {
@@ -196,7 +196,7 @@ func (r *ring) pick(p *Pool, key uint64, t *Tried) *Host {
 	i, _ := slices.BinarySearch(r.points, key)
 	for j := range n {
 		h := p.Hosts[r.owners[(i+j)%n]]
-		if usable(h, t) {
+		if p.usable(h, t) {
 			return h
 		}
 	}

@@ -168,9 +168,12 @@ func (s *State) Release() { s.inflight.Add(-1) }
 
 // Pool is an immutable set of hosts with a balancing policy.
 type Pool struct {
-	Name   string
-	Hosts  []*Host
-	policy policy
+	Name  string
+	Hosts []*Host
+	// MaxInFlight caps requests in flight per host (a connection limit, for
+	// HTTP/1.1 upstreams); a host at its cap is skipped. 0 means no cap.
+	MaxInFlight int64
+	policy      policy
 }
 
 // policy picks one host among those not yet tried. Policies skip
@@ -219,7 +222,17 @@ func (t *Tried) Len() int {
 // available hosts not yet tried, or nil when none is left. key feeds hash
 // balancing; other policies ignore it.
 func (p *Pool) Next(key uint64, tried *Tried) *Host {
-	return p.policy.pick(p, key, tried)
+	if h := p.policy.pick(p, key, tried); h != nil {
+		return h
+	}
+	// Slow start only shifts load to peers; with no peer to take it, a
+	// host in slow start takes the request.
+	for _, h := range p.Hosts {
+		if !tried.Has(h) && h.Mode().InRotation() && (p.MaxInFlight == 0 || h.InFlight() < p.MaxInFlight) {
+			return h
+		}
+	}
+	return nil
 }
 
 // Panic returns the host to try when no host is available but some are out
@@ -242,7 +255,9 @@ func (p *Pool) Panic(tried *Tried) *Host {
 
 // usable reports whether h may be picked for a request that already tried
 // the hosts in t.
-func usable(h *Host, t *Tried) bool { return !t.Has(h) && h.Available() }
+func (p *Pool) usable(h *Host, t *Tried) bool {
+	return !t.Has(h) && (p.MaxInFlight == 0 || h.InFlight() < p.MaxInFlight) && h.Available()
+}
 
 // AvailableCount is the number of hosts in rotation.
 func (p *Pool) AvailableCount() int {

@@ -25,11 +25,6 @@ func writeNoRoute(w http.ResponseWriter) int {
 	return writeText(w, http.StatusNotFound, "404 Not Found: no route matches this host and path, and no default route is configured.\n")
 }
 
-func writeNoHost(w http.ResponseWriter, route string) int {
-	w.Header()["Retry-After"] = []string{"5"}
-	return writeText(w, http.StatusServiceUnavailable, "503 Service Unavailable: route "+strconv.Quote(route)+" has no backend available right now. Try again shortly.\n")
-}
-
 func writeEdgeError(w http.ResponseWriter, status int, route, why string) int {
 	return writeText(w, status, strconv.Itoa(status)+" "+http.StatusText(status)+": route "+strconv.Quote(route)+": "+why+".\n")
 }
@@ -69,6 +64,13 @@ func writeUpstreamError(w http.ResponseWriter, route string, c outcome.Class) in
 // backends: the request is the likely cause, and no backend is charged.
 func writeRequestFailed(w http.ResponseWriter, route string, c outcome.Class) int {
 	return writeUpstreamStatus(w, StatusFor(c), route, "this request failed the same way on two backends ("+c.String()+": "+explain[c]+"); it was not retried further and no backend was marked down")
+}
+
+// writeBusy refuses a request at once because a limit is full: the proxy's
+// decision, charged to no backend.
+func writeBusy(w http.ResponseWriter, route, why string) int {
+	w.Header()["Retry-After"] = []string{"1"}
+	return writeEdgeError(w, http.StatusServiceUnavailable, route, why+"; try again in a moment")
 }
 
 // writeShedClient refuses a client whose own failures were attributed to it.

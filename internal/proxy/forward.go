@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 	"time"
 
 	"github.com/sturdyproxy/sturdy/internal/health"
@@ -17,8 +18,22 @@ import (
 // maxTries bounds Route.Tries; it sizes the per-request failure list.
 const maxTries = 10
 
+// failure is why an exchange produced no response to pass on.
+type failure uint8
+
+const (
+	failNone     failure = iota
+	failNoHost           // no host in rotation, nor one to panic-route to
+	failFull             // hosts in rotation, all at their connection limit
+	failUpstream         // attempts were made and failed (see class, sameTwice)
+	failTooLarge         // the request body exceeded the route's limit
+	failCancel           // the client went away
+	failBadBody          // the request body was shorter than declared
+)
+
 // forwarder carries one request through its attempts. It lives on the
-// stack of ServeHTTP.
+// stack of ServeHTTP (or, for a cache's background revalidation, on the
+// heap for one fetch).
 type forwarder struct {
 	h    *Handler
 	snap *Snapshot
@@ -26,6 +41,7 @@ type forwarder struct {
 	w    http.ResponseWriter
 	r    *http.Request
 	now  time.Time
+	ctx  context.Context
 
 	body     *replayBody // the request body when it cannot be replayed
 	buffered []byte      // the request body when it was read for replay
@@ -46,10 +62,10 @@ type forwarder struct {
 
 func (f *forwarder) serve() {
 	r, rt := f.r, f.rt
-	ctx := r.Context()
+	f.ctx = r.Context()
 	if rt.Total > 0 {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, rt.Total)
+		f.ctx, cancel = context.WithTimeout(f.ctx, rt.Total)
 		defer cancel()
 	}
 	f.clientKey = clientKey(r, rt.Monitor)
@@ -59,21 +75,52 @@ func (f *forwarder) serve() {
 		f.status = writeShedClient(f.w, rt.Name)
 		return
 	}
-	if status := f.prepare(ctx); status != 0 {
-		f.status = status
+	if rt.Cache != nil && upgradeType(r.Header) == "" {
+		f.serveCached()
 		return
 	}
-	ph := rt.Health
+	resp, host, fl := f.fetch()
+	if resp != nil {
+		f.status = f.respond(host, resp)
+		return
+	}
+	f.status = f.answer(fl)
+}
+
+// fetch walks the route's pool and, when it has no host at all, the
+// fallback pool.
+func (f *forwarder) fetch() (*http.Response, *pool.Host, failure) {
+	rt := f.rt
+	if fl := f.prepare(); fl != failNone {
+		return nil, nil, fl
+	}
+	resp, host, fl := f.exchange(rt.Pool, rt.Health)
+	if fl == failNoHost && rt.Fallback != nil {
+		rt.Stats.Answer(AnswerFallback)
+		rt.Health.EpisodeAnswer(health.ByFallback)
+		f.tried = pool.Tried{}
+		resp, host, fl = f.exchange(rt.Fallback.Pool, rt.Fallback.Health)
+	}
+	return resp, host, fl
+}
+
+// exchange runs the attempts on one pool: the balancing policy's order,
+// panic routing when no host is in rotation, retries when they are safe and
+// within budget. It returns the response to pass on (a failing one too,
+// when a backend gave one), or why there is none.
+func (f *forwarder) exchange(p *pool.Pool, ph *health.Pool) (*http.Response, *pool.Host, failure) {
+	rt := f.rt
 	ph.Budget.Request(f.now)
 	key := f.hashKey()
-	idempotent := isIdempotent(r.Method)
+	idempotent := isIdempotent(f.out.Method)
+	f.nfails, f.sameTwice = 0, false
 
 	var held *http.Response // a failing answer kept to pass on if nothing better comes
 	var heldHost *pool.Host
 	for attempt := 0; attempt < rt.Tries; attempt++ {
-		host := rt.Pool.Next(key, &f.tried)
+		host := p.Next(key, &f.tried)
 		if host == nil {
-			if host = rt.Pool.Panic(&f.tried); host != nil {
+			if host = p.Panic(&f.tried); host != nil {
 				ph.PanicPick(f.now)
 				rt.Stats.Answer(AnswerPanic)
 			}
@@ -100,18 +147,15 @@ func (f *forwarder) serve() {
 		switch {
 		case class == outcome.OK:
 			ph.Success(host, f.clientBit, rt.Tracker.Bit(), f.now)
-			f.settle()
-			f.status = f.respond(host, resp)
-			return
+			f.settle(ph)
+			return resp, host, failNone
 		case class == outcome.ClientCancel:
 			host.Attempts[class].Add(1)
-			f.settle()
-			f.status = 499
-			return
+			f.settle(ph)
+			return nil, nil, failCancel
 		case isBodyTooLarge(err):
-			f.settle()
-			f.status = writeEdgeError(f.w, http.StatusRequestEntityTooLarge, rt.Name, "the request body is larger than this route allows")
-			return
+			f.settle(ph)
+			return nil, nil, failTooLarge
 		case !class.Sent():
 			ph.ConnectFailed(host, class, f.now)
 			if f.body != nil && f.body.started() {
@@ -142,27 +186,67 @@ func (f *forwarder) serve() {
 			break
 		}
 	}
-	f.settle()
+	f.settle(ph)
 	switch {
 	case held != nil:
 		// A backend's own answer, even a failing one, says more than ours.
-		f.status = f.respond(heldHost, held)
-	case f.tried.Len() == 0:
-		rt.Stats.Answer(AnswerSorry)
-		f.status = writeNoHost(f.w, rt.Name)
-	case f.sameTwice:
-		f.status = writeRequestFailed(f.w, rt.Name, f.class)
-	default:
-		f.status = writeUpstreamError(f.w, rt.Name, f.class)
+		return held, heldHost, failNone
+	case f.nfails > 0:
+		return nil, nil, failUpstream
+	case f.tried.Len() == 0 && p.AvailableCount() > 0:
+		return nil, nil, failFull
 	}
+	// No backend could even be reached: as far as this request can tell,
+	// the pool is empty, and the empty-pool chain answers.
+	return nil, nil, failNoHost
+}
+
+// answer writes the client's answer for a failure and returns its status.
+func (f *forwarder) answer(fl failure) int {
+	rt := f.rt
+	switch fl {
+	case failCancel:
+		return 499
+	case failTooLarge:
+		return writeEdgeError(f.w, http.StatusRequestEntityTooLarge, rt.Name, "the request body is larger than this route allows")
+	case failBadBody:
+		return writeEdgeError(f.w, http.StatusBadRequest, rt.Name, "the request body ended before its declared length")
+	case failFull:
+		rt.Stats.Answer(AnswerShed)
+		return writeBusy(f.w, rt.Name, "every backend is at its connection limit")
+	case failNoHost:
+		return f.sorry()
+	case failUpstream:
+		if f.sameTwice {
+			return writeRequestFailed(f.w, rt.Name, f.class)
+		}
+		return writeUpstreamError(f.w, rt.Name, f.class)
+	}
+	return writeUpstreamError(f.w, rt.Name, f.class)
+}
+
+// sorry answers with the route's sorry page: the end of the empty-pool
+// chain, never a bare 502.
+func (f *forwarder) sorry() int {
+	rt := f.rt
+	rt.Stats.Answer(AnswerSorry)
+	rt.Health.EpisodeAnswer(health.BySorry)
+	h := f.w.Header()
+	h["Content-Type"] = []string{rt.Sorry.ContentType}
+	h["Retry-After"] = []string{rt.Sorry.RetryAfter}
+	h["Cache-Control"] = []string{"no-store"}
+	h["Content-Length"] = []string{strconv.Itoa(len(rt.Sorry.Body))}
+	f.w.WriteHeader(rt.Sorry.Status)
+	f.w.Write(rt.Sorry.Body)
+	return rt.Sorry.Status
 }
 
 // settle hands the request's failed attempts to attribution.
-func (f *forwarder) settle() {
+func (f *forwarder) settle(ph *health.Pool) {
 	if f.nfails == 0 {
 		return
 	}
-	req := health.Request{Pool: f.rt.Health, Route: f.rt.Tracker, ClientKey: f.clientKey, ClientBit: f.clientBit}
+	req := health.Request{Pool: ph, Route: f.rt.Tracker, ClientKey: f.clientKey, ClientBit: f.clientBit}
 	f.attr = f.rt.Monitor.Settle(&req, f.fails[:f.nfails], f.sameTwice, f.now)
 }
 
@@ -221,8 +305,7 @@ func clientKey(r *http.Request, m *health.Monitor) string {
 
 // prepare builds the outbound request once; attempts only change its URL
 // host. The outbound header map is new; the inbound one is never modified.
-// It returns a status when it answered the client itself.
-func (f *forwarder) prepare(ctx context.Context) int {
+func (f *forwarder) prepare() failure {
 	r := f.r
 	f.url = url.URL{Scheme: "http", Path: r.URL.Path, RawPath: r.URL.RawPath, RawQuery: r.URL.RawQuery}
 	out := http.Request{
@@ -253,17 +336,17 @@ func (f *forwarder) prepare(ctx context.Context) int {
 		buf := make([]byte, r.ContentLength)
 		if _, err := io.ReadFull(r.Body, buf); err != nil {
 			if isBodyTooLarge(err) {
-				return writeEdgeError(f.w, http.StatusRequestEntityTooLarge, f.rt.Name, "the request body is larger than this route allows")
+				return failTooLarge
 			}
-			return writeEdgeError(f.w, http.StatusBadRequest, f.rt.Name, "the request body ended before its declared length")
+			return failBadBody
 		}
 		f.buffered = buf
 	default:
 		f.body = &replayBody{rc: r.Body}
 		out.Body = f.body
 	}
-	f.out = out.WithContext(ctx)
-	return 0
+	f.out = out.WithContext(f.ctx)
+	return failNone
 }
 
 func (f *forwarder) hashKey() uint64 {

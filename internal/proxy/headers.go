@@ -141,6 +141,21 @@ func isTrusted(a netip.Addr, trusted []netip.Prefix) bool {
 	return false
 }
 
+// removeHopHeaders deletes hop-by-hop fields, and those named in
+// Connection, from h in place.
+func removeHopHeaders(h http.Header) {
+	for _, v := range h["Connection"] {
+		for tok := range strings.SplitSeq(v, ",") {
+			if tok = strings.TrimSpace(tok); tok != "" {
+				delete(h, http.CanonicalHeaderKey(tok))
+			}
+		}
+	}
+	for _, k := range hopHeaders {
+		delete(h, k)
+	}
+}
+
 // copyResponseHeader copies the upstream response header to the client's,
 // dropping hop-by-hop fields. Values are shared, not copied: the response
 // is ours and is not used after this.

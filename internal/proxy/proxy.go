@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/sturdyproxy/sturdy/internal/cache"
 	"github.com/sturdyproxy/sturdy/internal/health"
 	"github.com/sturdyproxy/sturdy/internal/pool"
 	"github.com/sturdyproxy/sturdy/internal/route"
@@ -55,6 +56,30 @@ type Route struct {
 	// HashKind and HashName select the hash balancing key: "client_ip",
 	// "header" (HashName is the canonical header name) or "cookie".
 	HashKind, HashName string
+	// MaxInFlight bounds concurrent requests on the route; 0 means none.
+	MaxInFlight int64
+	// Fallback is the pool tried while the route's own pool is empty; nil
+	// means none.
+	Fallback *Fallback
+	// Sorry is the answer when nothing else can answer. Required.
+	Sorry Sorry
+	// Cache, when set, answers through the shared cache with CachePolicy.
+	Cache       *cache.Cache
+	CachePolicy *cache.Policy
+}
+
+// Fallback is a route's fallback pool.
+type Fallback struct {
+	Pool   *pool.Pool
+	Health *health.Pool
+}
+
+// Sorry is a route's sorry page.
+type Sorry struct {
+	Status      int
+	RetryAfter  string // seconds
+	ContentType string
+	Body        []byte
 }
 
 // Snapshot is everything the request path reads, swapped as one pointer on
@@ -93,11 +118,18 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		r.Body = http.MaxBytesReader(w, r.Body, rt.MaxBodyBytes)
 	}
 	start := time.Now()
-	rt.Stats.InFlight.Add(1)
+	n := rt.Stats.InFlight.Add(1)
 	fw := forwarder{h: h, snap: snap, rt: rt, w: w, r: r, now: start}
 	defer func() {
 		rt.Stats.InFlight.Add(-1)
 		rt.Stats.observe(fw.status, time.Since(start))
 	}()
+	if rt.MaxInFlight > 0 && n > rt.MaxInFlight {
+		// The route's bulkhead is full: answer at once rather than queue,
+		// so a slow route cannot take workers from the others.
+		rt.Stats.Answer(AnswerShed)
+		fw.status = writeBusy(w, rt.Name, "this route is at its limit of requests in flight")
+		return
+	}
 	fw.serve()
 }

@@ -6,8 +6,10 @@ import (
 	"net/http"
 	"net/netip"
 	"net/textproto"
+	"strconv"
 	"time"
 
+	"github.com/sturdyproxy/sturdy/internal/cache"
 	"github.com/sturdyproxy/sturdy/internal/config"
 	"github.com/sturdyproxy/sturdy/internal/health"
 	"github.com/sturdyproxy/sturdy/internal/pool"
@@ -44,7 +46,7 @@ func stateKey(pool, addr string) string { return pool + "|" + addr }
 
 // build compiles cfg. prev (nil on first load) lends host state and
 // transports for whatever the two configs share.
-func build(cfg *config.Config, prev *runtime, mon *health.Monitor) (*runtime, error) {
+func build(cfg *config.Config, prev *runtime, mon *health.Monitor, store *cache.Cache) (*runtime, error) {
 	rt := &runtime{
 		pools:      map[string]*pool.Pool{},
 		healthBy:   map[string]*health.Pool{},
@@ -72,6 +74,7 @@ func build(cfg *config.Config, prev *runtime, mon *health.Monitor) (*runtime, er
 		if err != nil {
 			return nil, err
 		}
+		p.MaxInFlight = int64(pc.MaxConnsPerHost)
 		rt.pools[pc.Name] = p
 		hp := mon.NewPool(p, pc.Health)
 		rt.health = append(rt.health, hp)
@@ -135,6 +138,19 @@ func build(cfg *config.Config, prev *runtime, mon *health.Monitor) (*runtime, er
 			Tracker:      tracker,
 			Monitor:      mon,
 			Stats:        stats,
+			MaxInFlight:  int64(rc.Limits.MaxInFlight),
+			Sorry: proxy.Sorry{
+				Status:      rc.Sorry.Status,
+				RetryAfter:  strconv.Itoa(int(max(rc.Sorry.RetryAfter.D().Seconds(), 1))),
+				ContentType: rc.Sorry.ContentType,
+				Body:        rc.Sorry.Loaded,
+			},
+		}
+		if fp := rc.Fallback.Pool; fp != "" {
+			r.Fallback = &proxy.Fallback{Pool: rt.pools[fp], Health: rt.healthBy[fp]}
+		}
+		if rc.Cache.Enabled {
+			r.Cache, r.CachePolicy = store, cachePolicy(rc, pc)
 		}
 		if pc.Balance == config.BalanceHash {
 			kind, name, err := config.ParseHashKey(pc.HashKey)
@@ -164,6 +180,26 @@ func build(cfg *config.Config, prev *runtime, mon *health.Monitor) (*runtime, er
 	return rt, nil
 }
 
+// cachePolicy maps a route's cache settings to the cache's policy. In the
+// config 0s turns a stale kind off; in the policy that is a negative cap.
+func cachePolicy(rc config.Route, pc config.Pool) *cache.Policy {
+	off := func(d config.Duration) time.Duration {
+		if d == 0 {
+			return -1
+		}
+		return d.D()
+	}
+	return &cache.Policy{
+		Route:                   rc.Name,
+		StaleIfErrorMax:         off(rc.Cache.StaleIfErrorMax),
+		StaleWhileRevalidateMax: off(rc.Cache.StaleWhileRevalidateMax),
+		CacheAuthorized:         rc.Cache.CacheAuthorized,
+		IgnoreCookies:           rc.Cache.IgnoreCookies,
+		BypassPaths:             rc.Cache.BypassPaths,
+		FailStatuses:            pc.Health.FailStatuses,
+	}
+}
+
 // newTransport makes the upstream client for one pool and timeout set. It
 // never uses proxy environment variables, never asks for compression the
 // client did not ask for, and keeps a bounded number of idle connections.
@@ -173,7 +209,6 @@ func newTransport(k transportKey) *http.Transport {
 		Proxy:                  nil,
 		DialContext:            d.DialContext,
 		MaxIdleConnsPerHost:    k.maxIdle,
-		MaxConnsPerHost:        k.maxConns,
 		IdleConnTimeout:        k.idleTimeout,
 		ResponseHeaderTimeout:  k.responseHeader,
 		ExpectContinueTimeout:  time.Second,

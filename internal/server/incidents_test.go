@@ -482,10 +482,11 @@ pools:
 	if n := s.rt.pools["web"].AvailableCount(); n != 0 {
 		t.Fatalf("%d hosts still in rotation", n)
 	}
-	// Every host out: requests are still tried on them (and fail: 502, not
-	// "no live upstreams").
+	// Every host out: requests are still tried on them; none can be
+	// reached, so the empty-pool chain answers (the sorry page), not a
+	// bare "no live upstreams" 502.
 	resp, body := get(t, http.DefaultClient, url+"/")
-	if resp.StatusCode != 502 || ev.get(event.PanicEntered) != 1 {
+	if resp.StatusCode != 503 || resp.Header.Get("Retry-After") == "" || ev.get(event.PanicEntered) != 1 {
 		t.Fatalf("%d %q; events:%s", resp.StatusCode, body, ev)
 	}
 	a.start()

@@ -246,14 +246,18 @@ func TestUpstreamErrorsNameRouteAndClass(t *testing.T) {
 		case <-r.Context().Done():
 		}
 	}))
-	dead := deadAddr(t)
-	_, url, _ := startSturdy(t, parseConfig(t, twoRouteConfig, map[string]string{"dead": dead, "slow": addr(slow)}))
+	resetter := backend(t, "127.1.0.3", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		conn, _, _ := http.NewResponseController(w).Hijack()
+		conn.(*net.TCPConn).SetLinger(0)
+		conn.Close()
+	}))
+	_, url, _ := startSturdy(t, parseConfig(t, twoRouteConfig, map[string]string{"dead": addr(resetter), "slow": addr(slow)}))
 
 	resp, body := get(t, http.DefaultClient, url+"/dead/x")
-	if resp.StatusCode != 502 || !strings.Contains(body, `route "dead"`) || !strings.Contains(body, "connect_refused") {
+	if resp.StatusCode != 502 || !strings.Contains(body, `route "dead"`) || !strings.Contains(body, "reset") {
 		t.Errorf("dead: %d %q", resp.StatusCode, body)
 	}
-	if strings.Contains(body, dead) || strings.Contains(body, "127.") {
+	if strings.Contains(body, addr(resetter)) || strings.Contains(body, "127.") {
 		t.Errorf("error body leaks an internal address: %q", body)
 	}
 	start := time.Now()

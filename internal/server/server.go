@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/sturdyproxy/sturdy/internal/cache"
 	"github.com/sturdyproxy/sturdy/internal/config"
 	"github.com/sturdyproxy/sturdy/internal/event"
 	"github.com/sturdyproxy/sturdy/internal/health"
@@ -27,6 +28,7 @@ type Server struct {
 	snap    atomic.Pointer[proxy.Snapshot]
 	bus     *event.Bus
 	monitor *health.Monitor
+	cache   *cache.Cache // shared by every route that opts in
 	started time.Time
 
 	// draining is set once shutdown begins; /readyz reports it.
@@ -55,15 +57,41 @@ type listener struct {
 func New(cfg *config.Config, log *slog.Logger) (*Server, error) {
 	bus := event.NewBus(log, 200, nil)
 	mon := health.NewMonitor(cfg.Attribution, bus, 0)
-	rt, err := build(cfg, nil, mon)
+	store := newCache(cfg.Cache, bus)
+	rt, err := build(cfg, nil, mon, store)
 	if err != nil {
 		mon.Close()
+		store.Close()
 		return nil, err
 	}
 	mon.Apply(rt.health)
-	s := &Server{log: log, cfg: cfg, rt: rt, listeners: map[string]*listener{}, bus: bus, monitor: mon, started: time.Now()}
+	s := &Server{log: log, cfg: cfg, rt: rt, listeners: map[string]*listener{}, bus: bus, monitor: mon, cache: store, started: time.Now()}
 	s.snap.Store(rt.snap)
 	return s, nil
+}
+
+// newCache makes the shared cache; its stale-masking episodes become events.
+// Its size is fixed for the process: a reload that changes cache.max_bytes
+// takes effect on restart.
+func newCache(c config.Cache, bus *event.Bus) *cache.Cache {
+	return cache.New(cache.Options{
+		MaxBytes:       int64(c.MaxBytes),
+		MaxObjectBytes: int64(c.MaxObjectBytes),
+		OnEvent: func(e cache.Event) {
+			ev := event.Event{Route: e.Route, Time: e.At, Evidence: map[string]any{
+				"stale_answers": e.StaleAnswers, "origin_errors": e.OriginErrors, "evidence": e.Evidence,
+			}}
+			if e.Kind == cache.EventMaskingStarted {
+				ev.Type, ev.Severity = event.StaleStarted, event.Warning
+				ev.Message = "route answers with stale copies because its origin fails"
+			} else {
+				ev.Type = event.StaleEnded
+				ev.Message = "route stopped answering with stale copies"
+				ev.Evidence["stale_seconds"] = e.Duration.Seconds()
+			}
+			bus.Emit(ev)
+		},
+	})
 }
 
 // Events is the server's event bus.
@@ -177,7 +205,7 @@ func sameSocket(a, b config.Listener) bool {
 func (s *Server) Reload(cfg *config.Config) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	rt, err := build(cfg, s.rt, s.monitor)
+	rt, err := build(cfg, s.rt, s.monitor, s.cache)
 	if err != nil {
 		return err
 	}
@@ -272,6 +300,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	}
 	wg.Wait()
 	s.monitor.Close()
+	s.cache.Close()
 	s.mu.Lock()
 	for _, tr := range s.rt.transports {
 		tr.CloseIdleConnections()
@@ -294,6 +323,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 func (s *Server) Run(ctx context.Context, reload <-chan *config.Config) error {
 	if err := s.Start(); err != nil {
 		s.monitor.Close()
+		s.cache.Close()
 		return err
 	}
 	for {

@@ -1,0 +1,117 @@
+package proxy
+
+import (
+	"errors"
+	"io"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/sturdyproxy/sturdy/internal/health"
+	"github.com/sturdyproxy/sturdy/internal/outcome"
+	"github.com/sturdyproxy/sturdy/internal/pool"
+)
+
+// serveCached answers through the route's cache. The cache asks the origin
+// through fetch (the same attempts, fallback pool included) and answers
+// from its store when it may; what it cannot answer, the chain answers: a
+// stale copy within the route's bound when the pool is empty, then the
+// sorry page.
+func (f *forwarder) serveCached() {
+	rt := f.rt
+	sw := &statusWriter{ResponseWriter: f.w}
+	res := rt.Cache.Serve(sw, f.r, rt.CachePolicy, f.cacheFetch)
+	if res.Written() {
+		f.status = sw.status
+		if res.Stale {
+			rt.Stats.Answer(AnswerStale)
+			if res.OriginError {
+				rt.Health.EpisodeAnswer(health.ByStale)
+			}
+		}
+		return
+	}
+	var fe *fetchError
+	if !errors.As(res.OriginErr, &fe) {
+		// The client left while waiting for another request's fetch.
+		f.status = 499
+		return
+	}
+	f.class, f.sameTwice = fe.class, fe.sameTwice
+	if fe.fl == failNoHost && rt.Cache.ServeStale(sw, f.r, rt.CachePolicy, "no backend available") {
+		rt.Stats.Answer(AnswerStale)
+		rt.Health.EpisodeAnswer(health.ByStale)
+		f.status = sw.status
+		return
+	}
+	f.status = f.answer(fe.fl)
+}
+
+// fetchError carries an exchange's failure through the cache.
+type fetchError struct {
+	fl        failure
+	class     outcome.Class
+	sameTwice bool
+}
+
+func (e *fetchError) Error() string { return "no response from the backends: " + e.class.String() }
+
+// cacheFetch is the cache's way to the origin. The cache may call it after
+// the client's request is over (a background revalidation), so each call
+// gets a forwarder of its own for the request the cache built.
+func (f *forwarder) cacheFetch(r *http.Request) (*http.Response, error) {
+	fw := &forwarder{h: f.h, snap: f.snap, rt: f.rt, r: r, now: time.Now(), ctx: r.Context(),
+		clientKey: f.clientKey, clientBit: f.clientBit}
+	resp, host, fl := fw.fetch()
+	if resp == nil {
+		return nil, &fetchError{fl: fl, class: fw.class, sameTwice: fw.sameTwice}
+	}
+	removeHopHeaders(resp.Header)
+	resp.Header["Via"] = append(resp.Header["Via"], via[0])
+	resp.Body = &releasingBody{ReadCloser: resp.Body, host: host}
+	return resp, nil
+}
+
+// releasingBody releases the host's in-flight slot when the cache is done
+// with the response body.
+type releasingBody struct {
+	io.ReadCloser
+	host *pool.Host
+	once sync.Once
+}
+
+func (b *releasingBody) Close() error {
+	err := b.ReadCloser.Close()
+	b.once.Do(b.host.Release)
+	return err
+}
+
+// statusWriter remembers the status written, for the route's counters.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 && code >= 200 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(p []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(p)
+}
+
+// Unwrap lets http.ResponseController reach the real writer (Flush, ...).
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// Flush passes flushes on for streamed answers.
+func (w *statusWriter) Flush() {
+	if fl, ok := w.ResponseWriter.(http.Flusher); ok {
+		fl.Flush()
+	}
+}
