@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/sturdyproxy/sturdy/internal/config"
+	"github.com/sturdyproxy/sturdy/internal/edge"
 	"github.com/sturdyproxy/sturdy/internal/health"
 	"github.com/sturdyproxy/sturdy/internal/pool"
 	"github.com/sturdyproxy/sturdy/internal/route"
@@ -60,6 +61,7 @@ func newBenchHandler(b *testing.B, up Upstream) *Handler {
 	snap := &Snapshot{
 		Tables:  map[string]*route.Table[*Route]{"web": route.New([]*route.Entry[*Route]{{Path: "/", Default: true, Value: rt}})},
 		Trusted: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")},
+		Edge:    edge.New(false, nil, nil, nil),
 	}
 	var ptr atomic.Pointer[Snapshot]
 	ptr.Store(snap)

@@ -9,10 +9,12 @@ package proxy
 import (
 	"net/http"
 	"net/netip"
+	"strconv"
 	"sync/atomic"
 	"time"
 
 	"github.com/sturdyproxy/sturdy/internal/cache"
+	"github.com/sturdyproxy/sturdy/internal/edge"
 	"github.com/sturdyproxy/sturdy/internal/health"
 	"github.com/sturdyproxy/sturdy/internal/pool"
 	"github.com/sturdyproxy/sturdy/internal/route"
@@ -89,6 +91,8 @@ type Snapshot struct {
 	Tables map[string]*route.Table[*Route]
 	// Trusted lists the peers whose X-Forwarded-* headers are believed.
 	Trusted []netip.Prefix
+	// Edge decides what never reaches a backend. Required.
+	Edge *edge.Edge
 }
 
 // Handler serves one listener. Its zero value is not usable; set Listener
@@ -104,6 +108,10 @@ type Handler struct {
 
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	snap := h.Snapshot.Load()
+	if status, why := snap.Edge.Check(r); status != 0 {
+		writeText(w, status, strconv.Itoa(status)+" "+http.StatusText(status)+": "+why+".\n")
+		return
+	}
 	e, ok := snap.Tables[h.Listener].Match(r.Host, r.URL.Path)
 	if !ok {
 		writeNoRoute(w)

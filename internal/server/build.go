@@ -11,6 +11,7 @@ import (
 
 	"github.com/sturdyproxy/sturdy/internal/cache"
 	"github.com/sturdyproxy/sturdy/internal/config"
+	"github.com/sturdyproxy/sturdy/internal/edge"
 	"github.com/sturdyproxy/sturdy/internal/health"
 	"github.com/sturdyproxy/sturdy/internal/pool"
 	"github.com/sturdyproxy/sturdy/internal/proxy"
@@ -46,7 +47,7 @@ func stateKey(pool, addr string) string { return pool + "|" + addr }
 
 // build compiles cfg. prev (nil on first load) lends host state and
 // transports for whatever the two configs share.
-func build(cfg *config.Config, prev *runtime, mon *health.Monitor, store *cache.Cache) (*runtime, error) {
+func build(cfg *config.Config, prev *runtime, mon *health.Monitor, store *cache.Cache, counters *edge.Counters) (*runtime, error) {
 	rt := &runtime{
 		pools:      map[string]*pool.Pool{},
 		healthBy:   map[string]*health.Pool{},
@@ -173,11 +174,41 @@ func build(cfg *config.Config, prev *runtime, mon *health.Monitor, store *cache.
 			perListener[ln] = append(perListener[ln], e)
 		}
 	}
-	rt.snap = &proxy.Snapshot{Tables: map[string]*route.Table[*proxy.Route]{}, Trusted: trusted}
+	deny, err := denyList(cfg.Edge)
+	if err != nil {
+		return nil, err
+	}
+	rt.snap = &proxy.Snapshot{
+		Tables:  map[string]*route.Table[*proxy.Route]{},
+		Trusted: trusted,
+		Edge:    edge.New(cfg.Edge.NonASCII == config.NonASCIIReject, deny, trusted, counters),
+	}
 	for _, l := range cfg.Listeners {
 		rt.snap.Tables[l.Name] = route.New(perListener[l.Name])
 	}
 	return rt, nil
+}
+
+// denyList merges the inline deny list and the deny file (re-read on every
+// reload).
+func denyList(e config.Edge) ([]netip.Prefix, error) {
+	entries := e.Deny
+	if e.DenyFile != "" {
+		more, err := config.LoadDenyFile(e.DenyFile)
+		if err != nil {
+			return nil, err
+		}
+		entries = append(entries[:len(entries):len(entries)], more...)
+	}
+	out := make([]netip.Prefix, 0, len(entries))
+	for _, s := range entries {
+		p, err := config.ParsePrefix(s)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, p)
+	}
+	return out, nil
 }
 
 // cachePolicy maps a route's cache settings to the cache's policy. In the

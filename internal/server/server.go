@@ -17,6 +17,7 @@ import (
 
 	"github.com/sturdyproxy/sturdy/internal/cache"
 	"github.com/sturdyproxy/sturdy/internal/config"
+	"github.com/sturdyproxy/sturdy/internal/edge"
 	"github.com/sturdyproxy/sturdy/internal/event"
 	"github.com/sturdyproxy/sturdy/internal/health"
 	"github.com/sturdyproxy/sturdy/internal/proxy"
@@ -29,6 +30,7 @@ type Server struct {
 	bus     *event.Bus
 	monitor *health.Monitor
 	cache   *cache.Cache // shared by every route that opts in
+	edge    *edge.Counters
 	started time.Time
 
 	// draining is set once shutdown begins; /readyz reports it.
@@ -58,14 +60,15 @@ func New(cfg *config.Config, log *slog.Logger) (*Server, error) {
 	bus := event.NewBus(log, 200, nil)
 	mon := health.NewMonitor(cfg.Attribution, bus, 0)
 	store := newCache(cfg.Cache, bus)
-	rt, err := build(cfg, nil, mon, store)
+	counters := new(edge.Counters)
+	rt, err := build(cfg, nil, mon, store, counters)
 	if err != nil {
 		mon.Close()
 		store.Close()
 		return nil, err
 	}
 	mon.Apply(rt.health)
-	s := &Server{log: log, cfg: cfg, rt: rt, listeners: map[string]*listener{}, bus: bus, monitor: mon, cache: store, started: time.Now()}
+	s := &Server{log: log, cfg: cfg, rt: rt, listeners: map[string]*listener{}, bus: bus, monitor: mon, cache: store, edge: counters, started: time.Now()}
 	s.snap.Store(rt.snap)
 	return s, nil
 }
@@ -205,7 +208,7 @@ func sameSocket(a, b config.Listener) bool {
 func (s *Server) Reload(cfg *config.Config) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	rt, err := build(cfg, s.rt, s.monitor, s.cache)
+	rt, err := build(cfg, s.rt, s.monitor, s.cache, s.edge)
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,308 @@
+// Package edge decides, before any backend is asked, whether a request may
+// go on: denied client addresses get 403, malformed request targets get 400
+// or are re-encoded and normalised so that the path routed on is the path
+// forwarded. Nothing decided here is ever charged to a backend.
+//
+// net/http accepts raw bytes >= 0x80 in the request target and a proxy that
+// forwards them raw hands every backend a request it may choke on: that was
+// incident 003.
+package edge
+
+import (
+	"net/http"
+	"net/netip"
+	"strings"
+	"sync/atomic"
+)
+
+// Counters count edge decisions since start; they survive reloads.
+type Counters struct {
+	Denied      atomic.Uint64 // 403 by the deny list
+	Rejected    atomic.Uint64 // 400 for a malformed target
+	Reencoded   atomic.Uint64 // raw non-ASCII bytes percent-encoded
+	Normalized  atomic.Uint64 // dot segments resolved
+	TooLarge    atomic.Uint64 // 413 (counted by the proxy)
+	HeaderLarge atomic.Uint64 // 431 (counted by net/http; kept for the view)
+}
+
+// Edge is one config's edge rules. It is immutable.
+type Edge struct {
+	reject  bool // non_ascii: reject
+	deny    []netip.Prefix
+	trusted []netip.Prefix
+	C       *Counters
+}
+
+// New builds the rules. deny and trusted are parsed prefixes; c may be
+// shared with the previous config's Edge so that counts carry on.
+func New(rejectNonASCII bool, deny, trusted []netip.Prefix, c *Counters) *Edge {
+	if c == nil {
+		c = new(Counters)
+	}
+	return &Edge{reject: rejectNonASCII, deny: deny, trusted: trusted, C: c}
+}
+
+// Check inspects r and may rewrite its URL. It returns 0 when the request
+// may go on, or the status and a reason for the client.
+func (e *Edge) Check(r *http.Request) (int, string) {
+	if len(e.deny) > 0 {
+		if ip, ok := ClientIP(r, e.trusted); ok && contains(e.deny, ip) {
+			e.C.Denied.Add(1)
+			return http.StatusForbidden, "requests from this address are refused"
+		}
+	}
+	if r.Method == http.MethodConnect || r.RequestURI == "*" {
+		return 0, ""
+	}
+	target := r.RequestURI
+	if clean(target) {
+		return 0, ""
+	}
+	status, why := e.fix(r, target)
+	if status != 0 {
+		e.C.Rejected.Add(1)
+	}
+	return status, why
+}
+
+// clean reports whether a request target needs no closer look: only
+// printable ASCII, no percent sign, no dot segment. Most requests are.
+func clean(t string) bool {
+	inQuery := false
+	for i := 0; i < len(t); i++ {
+		c := t[i]
+		switch {
+		case c <= 0x20 || c >= 0x7f || c == '%':
+			return false
+		case inQuery:
+		case c == '?':
+			inQuery = true
+		case c == '\\', c == '.' && i > 0 && t[i-1] == '/':
+			return false
+		}
+	}
+	return true
+}
+
+// fix validates the target and rewrites r.URL to the form that is both
+// routed on and forwarded.
+func (e *Edge) fix(r *http.Request, target string) (int, string) {
+	// Absolute-form targets (proxies) carry scheme and host; the URL parser
+	// already took them apart, so work on path and query alone.
+	rawPath, rawQuery, hasQuery := strings.Cut(target, "?")
+	if i := strings.Index(rawPath, "://"); i >= 0 {
+		rest := rawPath[i+3:]
+		if j := strings.IndexByte(rest, '/'); j >= 0 {
+			rawPath = rest[j:]
+		} else {
+			rawPath = "/"
+		}
+	}
+	if i := strings.IndexByte(rawQuery, '#'); i >= 0 {
+		rawQuery = rawQuery[:i]
+	}
+	for _, part := range []string{rawPath, rawQuery} {
+		if status, why := checkBytes(part, e.reject); status != 0 {
+			return status, why
+		}
+	}
+	lower := strings.ToLower(rawPath)
+	switch {
+	case strings.Contains(lower, "%2f"), strings.Contains(lower, "%5c"), strings.Contains(rawPath, "\\"):
+		return http.StatusBadRequest, "encoded or back slashes in the path are ambiguous"
+	case strings.Contains(lower, "%00"), strings.Contains(rawQuery, "%00"):
+		return http.StatusBadRequest, "NUL (%00) in the request target"
+	}
+	path, pre := reencode(rawPath)
+	query, qre := reencode(rawQuery)
+	if pre || qre {
+		e.C.Reencoded.Add(1)
+	}
+	// Resolve dot segments, plain or encoded (a "." is unreserved, so %2e
+	// is the same segment), so that /api/../admin is routed, and forwarded,
+	// as /admin.
+	if strings.Contains(lower, "%2e") {
+		path = strings.NewReplacer("%2e", ".", "%2E", ".").Replace(path)
+	}
+	resolved := removeDotSegments(path)
+	if resolved != path {
+		e.C.Normalized.Add(1)
+	}
+	if resolved != rawPath {
+		decoded, err := unescape(resolved)
+		if err != nil {
+			return http.StatusBadRequest, "invalid percent-encoding in the path"
+		}
+		r.URL.Path, r.URL.RawPath = decoded, resolved
+	}
+	if hasQuery && qre {
+		r.URL.RawQuery = query
+	}
+	return 0, ""
+}
+
+// checkBytes rejects control bytes and broken percent-encodings, and raw
+// non-ASCII bytes in reject mode.
+func checkBytes(s string, rejectNonASCII bool) (int, string) {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c < 0x20 || c == 0x7f:
+			return http.StatusBadRequest, "control characters in the request target"
+		case c >= 0x80 && rejectNonASCII:
+			return http.StatusBadRequest, "raw non-ASCII bytes in the request target; percent-encode them"
+		case c == '%':
+			if i+2 >= len(s) || !ishex(s[i+1]) || !ishex(s[i+2]) {
+				return http.StatusBadRequest, "invalid percent-encoding in the request target"
+			}
+		}
+	}
+	return 0, ""
+}
+
+func ishex(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
+}
+
+// reencode percent-encodes raw bytes >= 0x80 and spaces.
+func reencode(s string) (string, bool) {
+	n := 0
+	for i := 0; i < len(s); i++ {
+		if s[i] >= 0x80 || s[i] == ' ' {
+			n++
+		}
+	}
+	if n == 0 {
+		return s, false
+	}
+	const hexdigits = "0123456789ABCDEF"
+	b := make([]byte, 0, len(s)+2*n)
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= 0x80 || c == ' ' {
+			b = append(b, '%', hexdigits[c>>4], hexdigits[c&15])
+			continue
+		}
+		b = append(b, c)
+	}
+	return string(b), true
+}
+
+func hasDotSegment(p string) bool {
+	for seg := range strings.SplitSeq(p, "/") {
+		if seg == "." || seg == ".." {
+			return true
+		}
+	}
+	return false
+}
+
+// removeDotSegments is RFC 3986 section 5.2.4 for an absolute path: "."
+// segments go, ".." removes the segment before it, never above the root. A
+// trailing "/." or "/.." leaves a trailing slash.
+func removeDotSegments(p string) string {
+	if !hasDotSegment(p) {
+		return p
+	}
+	segs := strings.Split(p, "/")
+	out := make([]string, 0, len(segs))
+	for i, s := range segs {
+		last := i == len(segs)-1
+		switch s {
+		case ".":
+			if last {
+				out = append(out, "")
+			}
+		case "..":
+			if len(out) > 1 {
+				out = out[:len(out)-1]
+			}
+			if last {
+				out = append(out, "")
+			}
+		default:
+			out = append(out, s)
+		}
+	}
+	r := strings.Join(out, "/")
+	if !strings.HasPrefix(r, "/") {
+		r = "/" + r
+	}
+	return r
+}
+
+// unescape decodes percent-encodings (validated before).
+func unescape(s string) (string, error) {
+	if !strings.Contains(s, "%") {
+		return s, nil
+	}
+	b := make([]byte, 0, len(s))
+	for i := 0; i < len(s); i++ {
+		if s[i] == '%' {
+			if i+2 >= len(s) || !ishex(s[i+1]) || !ishex(s[i+2]) {
+				return "", errBadEscape
+			}
+			b = append(b, unhex(s[i+1])<<4|unhex(s[i+2]))
+			i += 2
+			continue
+		}
+		b = append(b, s[i])
+	}
+	return string(b), nil
+}
+
+type escapeError struct{}
+
+func (escapeError) Error() string { return "invalid percent-encoding" }
+
+var errBadEscape error = escapeError{}
+
+func unhex(c byte) byte {
+	switch {
+	case '0' <= c && c <= '9':
+		return c - '0'
+	case 'a' <= c && c <= 'f':
+		return c - 'a' + 10
+	}
+	return c - 'A' + 10
+}
+
+// ClientIP is the client's address: the peer, or, when the peer is a
+// trusted proxy, the nearest untrusted address in X-Forwarded-For.
+func ClientIP(r *http.Request, trusted []netip.Prefix) (netip.Addr, bool) {
+	ap, err := netip.ParseAddrPort(r.RemoteAddr)
+	if err != nil {
+		return netip.Addr{}, false
+	}
+	ip := ap.Addr().Unmap()
+	if !contains(trusted, ip) {
+		return ip, true
+	}
+	xff := strings.Join(r.Header["X-Forwarded-For"], ",")
+	for xff != "" {
+		i := strings.LastIndexByte(xff, ',')
+		hop := strings.TrimSpace(xff[i+1:])
+		xff = xff[:max(i, 0)]
+		a, err := netip.ParseAddr(hop)
+		if err != nil {
+			break
+		}
+		ip = a.Unmap()
+		if !contains(trusted, ip) {
+			break
+		}
+		if i < 0 {
+			break
+		}
+	}
+	return ip, true
+}
+
+func contains(ps []netip.Prefix, ip netip.Addr) bool {
+	for _, p := range ps {
+		if p.Contains(ip) {
+			return true
+		}
+	}
+	return false
+}
