@@ -96,6 +96,23 @@ func (b *Bus) Subscribe(fn func(Event)) {
 	b.subs = append(b.subs, fn)
 }
 
+// SubscribeWithHistory is Subscribe, but fn first gets the events still
+// remembered, oldest first, so that no event falls between looking and
+// subscribing.
+func (b *Bus) SubscribeWithHistory(fn func(Event)) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	n := len(b.recent)
+	for i := range n {
+		idx := i
+		if n == cap(b.recent) {
+			idx = (b.next + i) % n
+		}
+		fn(b.recent[idx])
+	}
+	b.subs = append(b.subs, fn)
+}
+
 // Emit stamps e with a sequence number and time (if unset) and delivers it.
 func (b *Bus) Emit(e Event) {
 	b.mu.Lock()

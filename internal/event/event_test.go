@@ -32,3 +32,16 @@ func TestBusOrderRingAndLog(t *testing.T) {
 		t.Fatalf("recent before full: %+v", r)
 	}
 }
+
+func TestSubscribeWithHistoryReplaysInOrder(t *testing.T) {
+	b := NewBus(nil, 3, nil)
+	for i := 0; i < 5; i++ {
+		b.Emit(Event{Type: HostDown})
+	}
+	var got []uint64
+	b.SubscribeWithHistory(func(e Event) { got = append(got, e.Seq) })
+	b.Emit(Event{Type: HostUp})
+	if len(got) != 4 || got[0] != 3 || got[2] != 5 || got[3] != 6 {
+		t.Fatalf("got %v, want [3 4 5 6]", got)
+	}
+}

@@ -130,6 +130,7 @@ func TestIncident001EmptyDefaultPool(t *testing.T) {
 				t.Fatalf("%d default hosts still in rotation; events:%s", n, ev)
 			}
 
+			attemptsBefore := deadPoolAttempts(s)
 			var wg sync.WaitGroup
 			var sorry []int
 			var sorryDur []time.Duration
@@ -146,19 +147,17 @@ func TestIncident001EmptyDefaultPool(t *testing.T) {
 					t.Fatalf("unmatched request %d: %d, want the sorry page (503)", i, st)
 				}
 			}
-			// Latency is measured, not asserted; what is asserted is that
-			// nobody waited on the dead pool (its timeouts are 300ms).
+			// Latency is measured, not asserted (this machine is shared and
+			// noisy); what is asserted is that no request waited on the dead
+			// pool: not one attempt was made on it during the episode.
 			t.Logf("sorry page p99 %s; shop p99 %s before, %s during", p99(sorryDur), p99(baseline), p99(during))
-			if d := p99(sorryDur); d >= 300*time.Millisecond {
-				t.Errorf("sorry page p99 %s: it waited on the dead pool", d)
+			if n := deadPoolAttempts(s) - attemptsBefore; n != 0 {
+				t.Errorf("%d attempts on the dead pool while it was out of rotation", n)
 			}
 			for i, st := range shop {
 				if st != 200 {
 					t.Fatalf("shop request %d: %d", i, st)
 				}
-			}
-			if d := p99(during); d >= 300*time.Millisecond {
-				t.Errorf("shop p99 %s during the episode: the dead pool's timeouts reached it", d)
 			}
 			resp, body := get(t, http.DefaultClient, url+"/", "Host", "other.example")
 			if resp.Header.Get("Retry-After") != "20" || body != "<h1>Back soon</h1>" || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/html") {
@@ -172,6 +171,16 @@ func TestIncident001EmptyDefaultPool(t *testing.T) {
 			}
 		})
 	}
+}
+
+func deadPoolAttempts(s *Server) uint64 {
+	var n uint64
+	for _, h := range s.rt.pools["default"].Hosts {
+		for i := range h.Attempts {
+			n += h.Attempts[i].Load()
+		}
+	}
+	return n
 }
 
 const fallbackConfig = `

@@ -16,8 +16,8 @@ import (
 	"github.com/sturdyproxy/sturdy/internal/pool"
 )
 
-// eventCounter counts the server's events by type from the moment it is
-// made.
+// eventCounter counts the server's events by type since the server
+// started.
 type eventCounter struct {
 	mu  sync.Mutex
 	n   map[string]int
@@ -26,7 +26,7 @@ type eventCounter struct {
 
 func countEvents(s *Server) *eventCounter {
 	c := &eventCounter{n: map[string]int{}}
-	s.Events().Subscribe(func(e event.Event) {
+	s.Events().SubscribeWithHistory(func(e event.Event) {
 		c.mu.Lock()
 		c.n[e.Type]++
 		c.all = append(c.all, e)
