@@ -1,0 +1,148 @@
+package nginx
+
+import (
+	"net"
+	"net/url"
+	"strconv"
+	"strings"
+)
+
+// Reading server, listen and location blocks into the typed view.
+
+func (s *Site) newServer(d *Directive) *Server {
+	srv := &Server{Scope: &Scope{Dir: d, Parent: s.HTTP, list: d.Children}}
+	for _, c := range d.Children {
+		switch c.Name {
+		case "server_name":
+			srv.Names = append(srv.Names, c.Args...)
+		case "listen":
+			srv.Listens = append(srv.Listens, newListen(c))
+		case "location":
+			if c.IsBlock {
+				s.addLocations(srv, srv.Scope, c)
+			}
+		}
+	}
+	if len(srv.Names) == 0 {
+		srv.Names = []string{""}
+	}
+	if len(srv.Listens) == 0 {
+		srv.Listens = []*Listen{{Dir: d, Addr: "*:80", Host: "*", Port: "80", Implicit: true}}
+	}
+	return srv
+}
+
+func (s *Site) addLocations(srv *Server, parent *Scope, d *Directive) {
+	loc := &Location{Scope: &Scope{Dir: d, Parent: parent, list: d.Children}, Server: srv}
+	switch len(d.Args) {
+	case 1:
+		a := d.Args[0]
+		switch {
+		case strings.HasPrefix(a, "@"):
+			loc.Named, loc.Path = true, a
+		case strings.HasPrefix(a, "^~"):
+			loc.Modifier, loc.Path = "^~", a[2:]
+		case strings.HasPrefix(a, "~*"):
+			loc.Modifier, loc.Path = "~*", a[2:]
+		case strings.HasPrefix(a, "~"):
+			loc.Modifier, loc.Path = "~", a[1:]
+		case strings.HasPrefix(a, "="):
+			loc.Modifier, loc.Path = "=", a[1:]
+		default:
+			loc.Path = a
+		}
+	default:
+		loc.Modifier, loc.Path = d.Arg(0), d.Arg(1)
+	}
+	if pp := loc.Local("proxy_pass"); len(pp) > 0 {
+		loc.ProxyPass = pp[len(pp)-1]
+		loc.Target = s.decodeTarget(loc.ProxyPass.Arg(0))
+	}
+	srv.Locations = append(srv.Locations, loc)
+	for _, c := range d.Children {
+		if c.Name == "location" && c.IsBlock {
+			s.addLocations(srv, loc.Scope, c)
+		}
+	}
+}
+
+func (s *Site) decodeTarget(raw string) *ProxyTarget {
+	t := &ProxyTarget{Variable: strings.Contains(raw, "$")}
+	scheme, rest, ok := strings.Cut(raw, "://")
+	if !ok {
+		return t
+	}
+	t.Scheme = strings.ToLower(scheme)
+	if strings.HasPrefix(rest, "unix:") {
+		t.Unix = true
+		t.Host = rest
+		return t
+	}
+	host, uri := rest, ""
+	if i := strings.IndexByte(rest, '/'); i >= 0 {
+		host, uri = rest[:i], rest[i:]
+	}
+	t.Host, t.URI = host, uri
+	if !t.Variable {
+		t.Upstream = s.upstreams[host]
+	}
+	return t
+}
+
+// HostPort returns the target as host:port for a direct address (no
+// upstream block), adding the scheme's default port.
+func (t *ProxyTarget) HostPort() string {
+	if _, _, err := net.SplitHostPort(t.Host); err == nil {
+		return t.Host
+	}
+	port := "80"
+	if t.Scheme == "https" {
+		port = "443"
+	}
+	if u, err := url.Parse("http://" + t.Host); err == nil && u.Hostname() != "" {
+		return net.JoinHostPort(u.Hostname(), port)
+	}
+	return net.JoinHostPort(t.Host, port)
+}
+
+func newListen(d *Directive) *Listen {
+	l := &Listen{Dir: d}
+	a := d.Arg(0)
+	switch {
+	case strings.HasPrefix(a, "unix:"):
+		l.Addr, l.Host, l.Unix = a, a, true
+	default:
+		host, port, err := net.SplitHostPort(a)
+		if err != nil {
+			if _, perr := strconv.Atoi(a); perr == nil {
+				host, port = "*", a
+			} else {
+				host, port = a, "80"
+			}
+		}
+		if host == "" {
+			host = "*"
+		}
+		l.Host, l.Port = host, port
+		if strings.Contains(host, ":") {
+			l.Addr = "[" + host + "]:" + port
+		} else {
+			l.Addr = host + ":" + port
+		}
+	}
+	for _, p := range d.Args[min(1, len(d.Args)):] {
+		switch p {
+		case "ssl":
+			l.SSL = true
+		case "http2":
+			l.HTTP2 = true
+		case "quic":
+			l.QUIC = true
+		case "default_server", "default":
+			l.Default = true
+		case "proxy_protocol":
+			l.ProxyProto = true
+		}
+	}
+	return l
+}

@@ -1,0 +1,221 @@
+package translate
+
+import (
+	"fmt"
+	"net"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/sturdyproxy/sturdy/internal/nginx"
+)
+
+// listener is a sturdy listener made from one or more nginx listen
+// directives on the same address.
+type listener struct {
+	name     string
+	listen   string
+	ssl      bool
+	cert     string
+	key      string
+	from     []*nginx.Directive
+	comments []string
+	// idle and readHeader carry client-side timeouts (0: sturdy's default).
+	idle, readHeader time.Duration
+}
+
+// sturdyAddr maps an nginx listen address to a Go listen address: nginx's
+// "*:80" and "[::]:80" are both ":80" (Go listens on both families).
+func sturdyAddr(l *nginx.Listen) string {
+	switch l.Host {
+	case "*", "[::]", "::", "0.0.0.0":
+		return ":" + l.Port
+	}
+	return net.JoinHostPort(strings.Trim(l.Host, "[]"), l.Port)
+}
+
+func (t *translator) listeners() {
+	t.listenerOf = map[string]*listener{}
+	byAddr := map[string]*listener{}
+	for _, srv := range t.site.Servers {
+		for _, l := range srv.Listens {
+			if l.Implicit {
+				continue
+			}
+			switch {
+			case l.Unix:
+				t.skip(l.Dir, "unix-domain socket listeners: sturdy listens on TCP addresses only")
+				continue
+			case l.QUIC:
+				t.skip(l.Dir, "HTTP/3 (quic) listeners are not supported by sturdy")
+				continue
+			case l.ProxyProto:
+				t.skip(l.Dir, "the PROXY protocol is not supported by sturdy; put it behind a load balancer that sets X-Forwarded-For and list that balancer in trusted_proxies")
+				continue
+			}
+			addr := sturdyAddr(l)
+			if !validAddr(addr) || !printable(addr) {
+				t.skip(l.Dir, fmt.Sprintf("invalid listen address %q", addr))
+				continue
+			}
+			ln, ok := byAddr[addr]
+			if !ok {
+				ln = &listener{listen: addr, ssl: l.SSL}
+				byAddr[addr] = ln
+				t.listenersOut = append(t.listenersOut, ln)
+			}
+			ln.ssl = ln.ssl || l.SSL
+			ln.from = append(ln.from, l.Dir)
+			t.listenerOf[l.Addr] = ln
+			t.use(l.Dir)
+		}
+		// A server without listen directives listens on *:80.
+		if len(srv.Listens) == 1 && srv.Listens[0].Implicit {
+			l := srv.Listens[0]
+			addr := sturdyAddr(l)
+			ln, ok := byAddr[addr]
+			if !ok {
+				ln = &listener{listen: addr}
+				byAddr[addr] = ln
+				t.listenersOut = append(t.listenersOut, ln)
+			}
+			ln.comments = appendOnce(ln.comments, fmt.Sprintf("server at %s has no listen directive: nginx listens on *:80 for it", srv.Dir.Pos()))
+			t.listenerOf[l.Addr] = ln
+		}
+	}
+	t.certificates()
+	taken := map[string]bool{}
+	kept := t.listenersOut[:0]
+	for _, ln := range t.listenersOut {
+		if ln.ssl && ln.cert == "" {
+			for _, d := range ln.from {
+				t.items = append(t.items, Item{File: d.File, Line: d.Line, Directive: d.String(), Reason: "listens with ssl but no server on it has an ssl_certificate: nginx cannot complete a TLS handshake here (incident 001's latent bug); the listener was left out, add tls.cert and tls.key to bring it back"})
+			}
+			for a, l := range t.listenerOf {
+				if l == ln {
+					delete(t.listenerOf, a)
+				}
+			}
+			continue
+		}
+		_, port, _ := net.SplitHostPort(ln.listen)
+		scheme := "http"
+		if ln.ssl {
+			scheme = "https"
+		}
+		host, _, _ := net.SplitHostPort(ln.listen)
+		switch {
+		case host == "" && (port == "80" && !ln.ssl || port == "443" && ln.ssl):
+			ln.name = name(taken, scheme)
+		case host == "":
+			ln.name = name(taken, scheme, port)
+		default:
+			ln.name = name(taken, scheme, host, port)
+		}
+		kept = append(kept, ln)
+	}
+	t.listenersOut = kept
+	t.clientTimeouts()
+}
+
+// certificates picks each TLS listener's certificate: the first server on
+// it (default server first) that has one. sturdy serves one certificate per
+// listener, so other servers' certificates are listed as not translated.
+func (t *translator) certificates() {
+	for _, ln := range t.listenersOut {
+		if !ln.ssl {
+			continue
+		}
+		var servers []*nginx.Server
+		for _, srv := range t.site.Servers {
+			for _, l := range srv.Listens {
+				if t.listenerOf[l.Addr] == ln && l.SSL {
+					if len(srv.DefaultFor) > 0 {
+						servers = append([]*nginx.Server{srv}, servers...)
+					} else {
+						servers = append(servers, srv)
+					}
+					break
+				}
+			}
+		}
+		for _, srv := range servers {
+			certs := srv.Get("ssl_certificate")
+			keys := srv.Get("ssl_certificate_key")
+			if len(certs) == 0 || len(keys) == 0 {
+				continue
+			}
+			cert, key := certs[0], keys[0]
+			if strings.Contains(cert.Arg(0), "$") || strings.HasPrefix(cert.Arg(0), "data:") {
+				t.skip(cert, "certificates chosen by variables or inlined as data: are not supported; sturdy loads one certificate file per listener")
+				continue
+			}
+			if ln.cert == "" {
+				ln.cert, ln.key = t.certPath(cert.Arg(0)), t.certPath(key.Arg(0))
+				ln.comments = append(ln.comments, fmt.Sprintf("certificate from %s, of the %s", cert.Pos(), strings.TrimSuffix(strings.SplitN(serverLabel(srv), " (", 2)[0], ",")))
+				t.use(cert, key)
+				for _, extra := range certs[1:] {
+					t.skip(extra, "a second certificate (e.g. ECDSA next to RSA): sturdy serves one certificate per listener")
+				}
+				continue
+			}
+			if t.certPath(cert.Arg(0)) != ln.cert && !t.used[cert] {
+				t.skip(cert, fmt.Sprintf("per-server certificates (SNI): sturdy serves one certificate per listener, that of the %s", serverLabel(servers[0])))
+				t.use(key)
+			} else {
+				t.use(cert, key)
+			}
+		}
+	}
+}
+
+// certPath resolves a certificate path as nginx does (relative paths
+// against the configuration prefix) and warns when the file is missing.
+func (t *translator) certPath(p string) string {
+	if !filepath.IsAbs(p) {
+		p = filepath.Join(t.opt.ConfigDir, p)
+	}
+	if !t.opt.Exists(p) {
+		t.warnings = appendOnce(t.warnings, fmt.Sprintf("%s does not exist on this machine; `sturdy check` loads certificates and will fail until it does", p))
+	}
+	return p
+}
+
+// clientTimeouts carries http-level client timeouts to every listener.
+func (t *translator) clientTimeouts() {
+	if t.site.HTTP == nil {
+		return
+	}
+	if d := last(t.site.HTTP.Local("keepalive_timeout")); d != nil {
+		if v, err := nginx.ParseTime(d.Arg(0)); err == nil && v > 0 {
+			for _, ln := range t.listenersOut {
+				ln.idle = v
+			}
+			t.use(d)
+		}
+	}
+	if d := last(t.site.HTTP.Local("client_header_timeout")); d != nil {
+		if v, err := nginx.ParseTime(d.Arg(0)); err == nil && v > 0 {
+			for _, ln := range t.listenersOut {
+				ln.readHeader = v
+			}
+			t.use(d)
+		}
+	}
+}
+
+func last(ds []*nginx.Directive) *nginx.Directive {
+	if len(ds) == 0 {
+		return nil
+	}
+	return ds[len(ds)-1]
+}
+
+func appendOnce(list []string, s string) []string {
+	for _, x := range list {
+		if x == s {
+			return list
+		}
+	}
+	return append(list, s)
+}

@@ -1,0 +1,386 @@
+package translate
+
+import (
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/sturdyproxy/sturdy/internal/config"
+	"github.com/sturdyproxy/sturdy/internal/nginx"
+)
+
+// pool is a sturdy pool made from an upstream block or a proxy_pass address.
+type pool struct {
+	name     string
+	balance  string
+	hashKey  string
+	hosts    []host
+	maxIdle  int
+	maxConns int
+	idle     time.Duration
+	passive  passive
+	active   *config.ActiveCheck
+	comments []string
+	// fallback is the pool made of the upstream's backup servers, nil when none.
+	fallback *pool
+}
+
+type host struct {
+	addr    string
+	weight  int
+	comment string
+}
+
+// passive is what nginx's max_fails/fail_timeout become.
+type passive struct {
+	off       bool          // max_fails=0 everywhere: nginx never ejected
+	ejectTime time.Duration // fail_timeout when written, else 0 (sturdy's default)
+	comment   string
+}
+
+// poolFor returns the pool for a proxy_pass target, building it on first use.
+// It returns nil (after recording why) when the target cannot be a pool.
+func (t *translator) poolFor(l *nginx.Location) *pool {
+	tg := l.Target
+	key := tg.Host
+	if tg.Upstream != nil {
+		key = "upstream " + tg.Upstream.Name
+	}
+	if p, ok := t.poolIdx[key]; ok {
+		return p
+	}
+	var p *pool
+	if tg.Upstream != nil {
+		p = t.upstreamPool(tg.Upstream)
+	} else {
+		addr := tg.HostPort()
+		if !validBackend(addr) {
+			t.poolIdx[key] = nil
+			return nil
+		}
+		p = &pool{name: "direct", hosts: []host{{addr: addr, weight: 1}}, comments: []string{fmt.Sprintf("proxy_pass %s (%s) names one address, not an upstream block", l.ProxyPass.Arg(0), l.ProxyPass.Pos())}}
+		p.name = addr
+	}
+	if p == nil {
+		t.poolIdx[key] = nil
+		return nil
+	}
+	taken := map[string]bool{}
+	for _, q := range t.pools {
+		taken[q.name] = true
+	}
+	p.name = name(taken, p.name)
+	t.pools = append(t.pools, p)
+	if p.fallback != nil {
+		p.fallback.name = name(taken, p.fallback.name)
+		t.pools = append(t.pools, p.fallback)
+	}
+	t.poolIdx[key] = p
+	return p
+}
+
+func (t *translator) upstreamPool(u *nginx.Upstream) *pool {
+	p := &pool{name: u.Name}
+	var backups []*nginx.UpstreamServer
+	p.comments = append(p.comments, fmt.Sprintf("upstream %s (%s)", u.Name, u.Dir.Pos()))
+	t.use(u.Dir)
+	for _, s := range u.Servers {
+		t.use(s.Dir)
+		switch {
+		case s.Unix:
+			t.skip(s.Dir, "unix-domain socket backends: sturdy connects to host:port addresses")
+			continue
+		case s.Down:
+			p.comments = append(p.comments, fmt.Sprintf("%s is marked down in nginx (%s) and was left out", s.Addr, s.Dir.Pos()))
+			continue
+		case s.Backup:
+			backups = append(backups, s)
+			continue
+		}
+		if !validBackend(s.Addr) {
+			t.skip(s.Dir, fmt.Sprintf("invalid server address %q", s.Addr))
+			continue
+		}
+		h := host{addr: s.Addr, weight: min(max(s.Weight, 1), config.MaxWeight)}
+		if s.Weight > config.MaxWeight {
+			h.comment = fmt.Sprintf("nginx weight %d capped at %d", s.Weight, config.MaxWeight)
+		}
+		if s.Resolve {
+			h.comment = "nginx re-resolved this name (resolve); sturdy resolves it too and keeps the last good answer when DNS fails"
+		}
+		for _, o := range s.Other {
+			k, _, _ := strings.Cut(o, "=")
+			t.items = append(t.items, Item{File: s.Dir.File, Line: s.Dir.Line, Directive: s.Dir.String(), Reason: fmt.Sprintf("server parameter %s has no sturdy equivalent", k)})
+		}
+		if s.MaxConns > p.maxConns {
+			p.maxConns = s.MaxConns
+		}
+		if dup := hasHost(p.hosts, h.addr); dup {
+			p.comments = append(p.comments, fmt.Sprintf("%s is listed twice in nginx (%s); weights were added", h.addr, s.Dir.Pos()))
+			for i := range p.hosts {
+				if p.hosts[i].addr == h.addr {
+					p.hosts[i].weight = min(p.hosts[i].weight+h.weight, config.MaxWeight)
+				}
+			}
+			continue
+		}
+		p.hosts = append(p.hosts, h)
+	}
+	if len(p.hosts) == 0 {
+		t.items = append(t.items, Item{File: u.Dir.File, Line: u.Dir.Line, Directive: u.Dir.String(), Reason: "no server of this upstream can be translated (all unix sockets, backup or down); the routes to it were left out"})
+		return nil
+	}
+	if len(backups) > 0 {
+		fb := &pool{name: u.Name + "-backup", comments: []string{fmt.Sprintf("the backup servers of upstream %s (%s): the routes of %s fall back to them while it has no host to try", u.Name, u.Dir.Pos(), u.Name)}}
+		for _, s := range backups {
+			if !validBackend(s.Addr) || hasHost(fb.hosts, s.Addr) {
+				t.skip(s.Dir, fmt.Sprintf("invalid or repeated backup server address %q", s.Addr))
+				continue
+			}
+			fb.hosts = append(fb.hosts, host{addr: s.Addr, weight: min(max(s.Weight, 1), config.MaxWeight)})
+		}
+		fb.passive.comment = "defaults: a fallback pool has the same attributed passive health as any pool"
+		if len(fb.hosts) > 0 {
+			p.fallback = fb
+		}
+	}
+	t.balance(p, u)
+	t.keepalive(p, u)
+	t.passiveHealth(p, u)
+	t.activeHealth(p, u)
+	for _, c := range u.Dir.Children {
+		switch c.Name {
+		case "zone", "server", "keepalive", "keepalive_timeout", "keepalive_requests", "keepalive_time", "resolver", "resolver_timeout":
+			t.use(c)
+		}
+	}
+	return p
+}
+
+func hasHost(hs []host, addr string) bool {
+	for _, h := range hs {
+		if h.addr == addr {
+			return true
+		}
+	}
+	return false
+}
+
+func (t *translator) balance(p *pool, u *nginx.Upstream) {
+	b := u.Balance
+	if b == nil {
+		return
+	}
+	t.use(b)
+	switch b.Name {
+	case "least_conn":
+		p.balance = config.BalanceLeastConn
+	case "ip_hash":
+		p.balance, p.hashKey = config.BalanceHash, "client_ip"
+		p.comments = append(p.comments, "ip_hash pinned each client to a server; sturdy's hash is consistent, so ejecting a host moves only its clients, spread over all the others")
+	case "hash":
+		key := hashKey(b.Arg(0))
+		if key == "" {
+			t.skip(b, fmt.Sprintf("hash on %q: sturdy hashes on client_ip, header:NAME or cookie:NAME; round robin is used", b.Arg(0)))
+			return
+		}
+		p.balance, p.hashKey = config.BalanceHash, key
+		if len(b.Args) < 2 || b.Args[1] != "consistent" {
+			p.comments = append(p.comments, "sturdy's hash balancing is always consistent (nginx's was not unless `consistent` was given)")
+		}
+	case "random":
+		p.balance = config.BalanceRandomTwo
+		if len(b.Args) == 0 {
+			p.comments = append(p.comments, "nginx picked uniformly at random; sturdy's random_two picks the less loaded of two random hosts")
+		}
+	case "least_time":
+		p.balance = config.BalanceLeastConn
+		p.comments = append(p.comments, "least_time (NGINX Plus) became least_conn")
+	default:
+		t.skip(b, b.Name+" has no sturdy equivalent; round robin is used")
+	}
+}
+
+// hashKey maps an nginx hash key to sturdy's, "" when it cannot.
+func hashKey(v string) string {
+	switch {
+	case v == "$remote_addr" || v == "$binary_remote_addr":
+		return "client_ip"
+	case strings.HasPrefix(v, "$http_") && !strings.ContainsAny(v[6:], "$ "):
+		return "header:" + headerName(v[6:])
+	case strings.HasPrefix(v, "$cookie_") && !strings.ContainsAny(v[8:], "$ "):
+		return "cookie:" + v[8:]
+	}
+	return ""
+}
+
+// headerName turns nginx's $http_x_user_id spelling back into X-User-Id.
+func headerName(v string) string {
+	parts := strings.Split(v, "_")
+	for i, p := range parts {
+		if p != "" {
+			parts[i] = strings.ToUpper(p[:1]) + p[1:]
+		}
+	}
+	return strings.Join(parts, "-")
+}
+
+func (t *translator) keepalive(p *pool, u *nginx.Upstream) {
+	if d := last(u.Dir.All("keepalive_timeout")); d != nil {
+		if v, err := nginx.ParseTime(d.Arg(0)); err == nil && v > 0 {
+			p.idle = v
+		}
+	}
+	if u.Keepalive <= 0 {
+		return
+	}
+	per := (u.Keepalive + len(p.hosts) - 1) / len(p.hosts)
+	if per <= config.DefaultMaxIdleConnsPerHost {
+		p.maxIdle = per
+		p.comments = append(p.comments, fmt.Sprintf("keepalive %d (per nginx worker, all servers) became %d idle connections per host", u.Keepalive, per))
+		return
+	}
+	p.comments = append(p.comments, fmt.Sprintf("keepalive %d (per nginx worker) is far above what %d hosts need; sturdy keeps its default of %d idle connections per host (incident 001 ran 10240 and saw no latency change at 256)", u.Keepalive, len(p.hosts), config.DefaultMaxIdleConnsPerHost))
+}
+
+func (t *translator) passiveHealth(p *pool, u *nginx.Upstream) {
+	var maxFails []int
+	var failTimeout time.Duration
+	explicit := false
+	for _, s := range u.Servers {
+		if s.Backup || s.Down || s.Unix {
+			continue
+		}
+		maxFails = append(maxFails, s.MaxFails)
+		explicit = explicit || s.MaxFailsSet || s.FailTimeoutSet
+		if s.FailTimeoutSet {
+			failTimeout = max(failTimeout, s.FailTimeout)
+		}
+	}
+	allZero := len(maxFails) > 0
+	for _, n := range maxFails {
+		allZero = allZero && n == 0
+	}
+	s := u.Servers[0]
+	switch {
+	case allZero:
+		p.passive.off = true
+		p.passive.comment = "nginx: max_fails=0, so nginx never ejected these servers on errors. Passive evidence stays\noff here too; turning it on is safe, because sturdy attributes failures before counting them."
+	default:
+		p.passive.comment = fmt.Sprintf("nginx: max_fails=%d fail_timeout=%s", s.MaxFails, fmtDur(s.FailTimeout))
+		if !explicit {
+			p.passive.comment += " (nginx's defaults)"
+		}
+		if failTimeout > 0 && failTimeout != config.DefaultEjectTime {
+			p.passive.ejectTime = failTimeout
+			p.passive.comment += "; eject_time is nginx's fail_timeout"
+		}
+	}
+}
+
+// activeHealth translates nginx_upstream_check_module's `check` (Tengine,
+// many ingress builds) into an active readiness probe.
+func (t *translator) activeHealth(p *pool, u *nginx.Upstream) {
+	c := u.Check
+	if c == nil {
+		return
+	}
+	t.use(c)
+	params := map[string]string{}
+	for _, a := range c.Args {
+		k, v, _ := strings.Cut(a, "=")
+		params[k] = v
+	}
+	if typ := params["type"]; typ != "http" {
+		t.items = append(t.items, Item{File: c.File, Line: c.Line, Directive: c.String(), Reason: fmt.Sprintf("type=%s checks only that the port answers; sturdy's active checks are HTTP readiness probes (\"the port is open\" is not readiness), so none was configured", typ)})
+		return
+	}
+	a := &config.ActiveCheck{Path: "/"}
+	if send := last(u.Dir.All("check_http_send")); send != nil {
+		t.use(send)
+		line, _, _ := strings.Cut(send.Arg(0), "\r\n")
+		if f := strings.Fields(line); len(f) >= 2 {
+			if f[0] == "HEAD" {
+				a.Method = "HEAD"
+			}
+			a.Path = f[1]
+		}
+		for _, h := range strings.Split(send.Arg(0), "\r\n") {
+			if v, ok := cutHeader(h, "Host"); ok {
+				a.Host = v
+			}
+		}
+	}
+	if exp := last(u.Dir.All("check_http_expect_alive")); exp != nil {
+		t.use(exp)
+		lo, hi := 0, 0
+		for _, s := range exp.Args {
+			if len(s) == 8 && strings.HasPrefix(s, "http_") && strings.HasSuffix(s, "xx") {
+				d := int(s[5]-'0') * 100
+				if lo == 0 || d < lo {
+					lo = d
+				}
+				hi = max(hi, d+99)
+			}
+		}
+		if lo > 0 && (lo != 200 || hi != 399) {
+			a.ExpectStatus = fmt.Sprintf("%d-%d", lo, hi)
+		}
+	}
+	ms := func(k string) time.Duration {
+		n, err := strconv.Atoi(params[k])
+		if err != nil || n <= 0 {
+			return 0
+		}
+		return time.Duration(n) * time.Millisecond
+	}
+	a.Interval, a.Timeout = config.Duration(ms("interval")), config.Duration(ms("timeout"))
+	interval := a.Interval
+	if interval == 0 {
+		interval = config.Duration(config.DefaultCheckInterval)
+	}
+	if a.Timeout >= interval {
+		a.Timeout = interval / 2
+	}
+	a.Rise, _ = strconv.Atoi(params["rise"])
+	a.Fall, _ = strconv.Atoi(params["fall"])
+	a.Rise, a.Fall = max(a.Rise, 0), max(a.Fall, 0)
+	if !strings.HasPrefix(a.Path, "/") || strings.ContainsAny(a.Path, " \t") {
+		a.Path = "/"
+	}
+	if a.ExpectStatus != "" {
+		if _, _, err := config.ParseStatusRange(a.ExpectStatus); err != nil {
+			a.ExpectStatus = ""
+		}
+	}
+	p.active = a
+}
+
+func cutHeader(line, name string) (string, bool) {
+	k, v, ok := strings.Cut(line, ":")
+	if !ok || !strings.EqualFold(strings.TrimSpace(k), name) {
+		return "", false
+	}
+	v = strings.TrimSpace(v)
+	if h, _, err := net.SplitHostPort(v); err == nil {
+		v = h
+	}
+	return v, true
+}
+
+// fmtDur prints durations the way both configs write them.
+func fmtDur(d time.Duration) string {
+	switch {
+	case d == 0:
+		return "0s"
+	case d%time.Hour == 0:
+		return fmt.Sprintf("%dh", d/time.Hour)
+	case d%time.Minute == 0:
+		return fmt.Sprintf("%dm", d/time.Minute)
+	case d%time.Second == 0:
+		return fmt.Sprintf("%ds", d/time.Second)
+	}
+	return d.String()
+}

@@ -1,0 +1,423 @@
+package translate
+
+import (
+	"bytes"
+	"fmt"
+	"net"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/sturdyproxy/sturdy/internal/config"
+)
+
+// node helpers for building a commented YAML document.
+
+func str(s string) *yaml.Node { return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: s} }
+func num(n int) *yaml.Node {
+	return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!int", Value: strconv.Itoa(n)}
+}
+func yes() *yaml.Node { return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!bool", Value: "true"} }
+func no() *yaml.Node  { return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!bool", Value: "false"} }
+func dur(d time.Duration) *yaml.Node {
+	return str(fmtDur(d))
+}
+
+func mapping(comment ...string) *yaml.Node {
+	return &yaml.Node{Kind: yaml.MappingNode, HeadComment: wrapComment(comment)}
+}
+
+// clean makes text safe inside a YAML comment: control characters and
+// invalid UTF-8 (from hostile or binary configs) become \xNN.
+func clean(s string) string {
+	if printable(s) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		if (r == utf8.RuneError && n <= 1) || r < 0x20 || r == 0x7f {
+			fmt.Fprintf(&b, `\x%02X`, s[i])
+			i++
+			continue
+		}
+		b.WriteRune(r)
+		i += n
+	}
+	return b.String()
+}
+
+// cleanBlock cleans each line of a multi-line comment.
+func cleanBlock(s string) string {
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		lines[i] = clean(l)
+	}
+	return strings.Join(lines, "\n")
+}
+
+// wrapComment joins comment lines, wrapping each at about 100 columns.
+func wrapComment(lines []string) string {
+	const width = 96
+	var out []string
+	for _, l := range lines {
+		l = cleanBlock(l)
+		for len(l) > width {
+			i := strings.LastIndexByte(l[:width], ' ')
+			if i <= 0 {
+				break
+			}
+			out = append(out, l[:i])
+			l = "  " + l[i+1:]
+		}
+		out = append(out, l)
+	}
+	return strings.Join(out, "\n")
+}
+
+func flowList(items []string) *yaml.Node {
+	n := &yaml.Node{Kind: yaml.SequenceNode, Style: yaml.FlowStyle}
+	for _, s := range items {
+		n.Content = append(n.Content, str(s))
+	}
+	return n
+}
+
+// set adds key: value to mapping m; comment goes above the key, line
+// after the value.
+func set(m *yaml.Node, key string, v *yaml.Node, comment, line string) {
+	k := str(key)
+	k.Tag = ""
+	k.HeadComment = cleanBlock(comment)
+	v.LineComment = clean(line)
+	m.Content = append(m.Content, k, v)
+}
+
+func (t *translator) render() ([]byte, error) {
+	root := mapping()
+	admin := mapping()
+	set(admin, "listen", str(t.adminListen()), "", "")
+	set(root, "admin", admin, "sturdy's own status page, Prometheus metrics and runtime API (nginx's stub_status, and much more).", "")
+
+	lns := &yaml.Node{Kind: yaml.SequenceNode}
+	for _, ln := range t.listenersOut {
+		lns.Content = append(lns.Content, t.renderListener(ln))
+	}
+	set(root, "listeners", lns, "Listeners accept client connections: one per nginx listen address.", "")
+
+	if len(t.trusted) > 0 {
+		set(root, "trusted_proxies", flowList(t.trusted), fmt.Sprintf("From set_real_ip_from (%s): only these peers' X-Forwarded-* headers are believed.", t.trustedFrom[0].Pos()), "")
+	}
+
+	edge := mapping()
+	set(edge, "non_ascii", str(config.NonASCIIReencode), "", "")
+	if len(t.deny) > 0 {
+		set(edge, "deny", flowList(t.deny), wrapComment(append([]string{"From nginx's deny directives."}, t.denyNotes...)), "")
+	}
+	set(root, "edge", edge, "Request hygiene, decided before any backend is tried (incident 003): raw non-ASCII bytes in a URL\nare percent-encoded instead of reaching (and killing) a backend.", "")
+	if t.dnsRefresh > 0 {
+		dns := mapping()
+		set(dns, "refresh", dur(t.dnsRefresh), "", "")
+		set(root, "dns", dns, wrapComment([]string{t.dnsNote}), "")
+	}
+	if slices.ContainsFunc(t.routesOut, func(r *route) bool { return r.cache != nil }) {
+		c := mapping()
+		set(c, "max_bytes", str("64MiB"), "", "")
+		set(root, "cache", c, "sturdy's shared cache is in memory and bounded; nginx's proxy_cache_path was on disk. Size it here.", "")
+	}
+
+	routes := &yaml.Node{Kind: yaml.SequenceNode}
+	for _, r := range t.routesOut {
+		routes.Content = append(routes.Content, t.renderRoute(r))
+	}
+	set(root, "routes", routes, strings.Join([]string{
+		"Routes: one per nginx location with proxy_pass. Among the routes whose hosts match, the",
+		"longest path prefix wins, like nginx's prefix locations.",
+		"timeouts: nginx's proxy_connect_timeout and proxy_read_timeout where they were set; otherwise",
+		"  sturdy's defaults, connect 5s and response_header 30s (nginx waited 60s for each). Timeouts",
+		"  and in-flight limits are per route: a slow route sheds with 503 and cannot eject the pool's hosts",
+		"  for the other routes (incident 002).",
+		"max_body_bytes: nginx's client_max_body_size (nginx's default 1m where it was not set).",
+		"retry: nginx retried error and timeout on every server; sturdy retries once (tries: 2), only when",
+		"  nothing reached a backend or the method is idempotent, within a 20% retry budget.",
+	}, "\n"), "")
+
+	pools := &yaml.Node{Kind: yaml.SequenceNode}
+	for _, p := range t.pools {
+		pools.Content = append(pools.Content, t.renderPool(p))
+	}
+	set(root, "pools", pools, strings.Join([]string{
+		"Pools: one per nginx upstream block (or proxy_pass address).",
+		"health.passive replaces max_fails/fail_timeout. nginx ejected a server after max_fails failed",
+		"attempts within fail_timeout, whoever caused them: one client (incident 000), one slow route (002),",
+		"one malformed request (003). sturdy first attributes a failure to the client, route or request when",
+		"it follows one across hosts; only what remains counts against a host, which is ejected when its",
+		"failure rate is clearly worse than its peers' (50% over 30s, at least 10 requests from 3 clients) or",
+		"after 3 refused connections in a row. Ejections back off from eject_time up to 5m, and passive",
+		"evidence never ejects more than half of a pool.",
+	}, "\n"), "")
+
+	doc := &yaml.Node{Kind: yaml.DocumentNode, HeadComment: t.header(), Content: []*yaml.Node{root}}
+	var b bytes.Buffer
+	enc := yaml.NewEncoder(&b)
+	enc.SetIndent(2)
+	if err := enc.Encode(doc); err != nil {
+		return nil, fmt.Errorf("cannot write the sturdy config: %w", err)
+	}
+	if err := enc.Close(); err != nil {
+		return nil, fmt.Errorf("cannot write the sturdy config: %w", err)
+	}
+	return b.Bytes(), nil
+}
+
+func (t *translator) header() string {
+	var h []string
+	h = append(h,
+		"sturdy configuration translated from nginx by `sturdy import nginx`.",
+		fmt.Sprintf("Source: %s (%s).", t.site.Config.Main, plural(len(t.site.Config.Files), "file", "files")),
+		"Check it with `sturdy check FILE`, read the comments, and run it next to nginx before switching.",
+	)
+	if len(t.warnings) > 0 {
+		h = append(h, "", "WARNINGS")
+		for _, w := range t.warnings {
+			h = append(h, "  "+w)
+		}
+	}
+	if len(t.items) > 0 {
+		h = append(h, "", fmt.Sprintf("NOT TRANSLATED (%d): what nginx does that this file does not, grouped by reason", len(t.items)))
+		for _, g := range groupItems(t.items) {
+			h = append(h, "", "  "+g.reason+":")
+			for _, it := range g.items {
+				h = append(h, fmt.Sprintf("    %s:%d: %s", it.File, it.Line, clipDirective(it.Directive)))
+			}
+		}
+	}
+	for i, l := range h {
+		h[i] = strings.TrimRight("# "+clean(l), " ")
+	}
+	return strings.Join(h, "\n")
+}
+
+type itemGroup struct {
+	reason string
+	items  []Item
+}
+
+// groupItems groups items by reason, groups in order of their first item's
+// position, items in file order.
+func groupItems(items []Item) []itemGroup {
+	sorted := append([]Item(nil), items...)
+	sort.SliceStable(sorted, func(i, j int) bool {
+		if sorted[i].File != sorted[j].File {
+			return sorted[i].File < sorted[j].File
+		}
+		return sorted[i].Line < sorted[j].Line
+	})
+	var out []itemGroup
+	idx := map[string]int{}
+	for _, it := range sorted {
+		i, ok := idx[it.Reason]
+		if !ok {
+			i = len(out)
+			idx[it.Reason] = i
+			out = append(out, itemGroup{reason: it.Reason})
+		}
+		out[i].items = append(out[i].items, it)
+	}
+	return out
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return strconv.Itoa(n) + " " + many
+}
+
+func clipDirective(s string) string {
+	s = strings.ReplaceAll(s, "\n", `\n`)
+	if len(s) > 90 {
+		return s[:87] + "..."
+	}
+	return s
+}
+
+func (t *translator) renderListener(ln *listener) *yaml.Node {
+	var from []string
+	for _, d := range ln.from {
+		from = append(from, fmt.Sprintf("%s (%s)", strings.TrimSuffix(d.String(), ";"), d.Pos()))
+	}
+	comment := append([]string{"nginx: " + strings.Join(from, ", ")}, ln.comments...)
+	m := mapping(comment...)
+	set(m, "name", str(ln.name), "", "")
+	set(m, "listen", str(ln.listen), "", "")
+	if ln.ssl {
+		tls := mapping()
+		set(tls, "cert", str(ln.cert), "", "")
+		set(tls, "key", str(ln.key), "", "")
+		set(m, "tls", tls, "HTTPS with HTTP/2; `sturdy check` loads the pair, a listener without one is a config error.", "")
+	}
+	if ln.idle > 0 {
+		set(m, "idle_timeout", dur(ln.idle), "", "nginx keepalive_timeout")
+	}
+	if ln.readHeader > 0 {
+		set(m, "read_header_timeout", dur(ln.readHeader), "", "nginx client_header_timeout")
+	}
+	return m
+}
+
+func (t *translator) renderRoute(r *route) *yaml.Node {
+	m := mapping(r.comments...)
+	set(m, "name", str(r.name), "", "")
+	set(m, "listeners", flowList(r.listeners), "", "")
+	if len(r.hosts) > 0 {
+		set(m, "hosts", flowList(r.hosts), "", "")
+	}
+	set(m, "path", str(r.path), "", "")
+	if r.def {
+		set(m, "default", yes(), "", "")
+	}
+	set(m, "pool", str(r.pool.name), "", "")
+	tm := mapping()
+	if r.connect > 0 {
+		set(tm, "connect", dur(r.connect), "", "nginx proxy_connect_timeout")
+	} else {
+		set(tm, "connect", dur(config.DefaultConnectTimeout), "", "")
+	}
+	if r.response > 0 {
+		set(tm, "response_header", dur(r.response), "", "nginx proxy_read_timeout")
+	} else {
+		set(tm, "response_header", dur(config.DefaultResponseHeader), "", "")
+	}
+	set(m, "timeouts", tm, "", "")
+	if r.maxBody != "" {
+		note := "nginx client_max_body_size"
+		if r.maxBodyDefault {
+			note = "nginx's default client_max_body_size"
+		}
+		set(m, "max_body_bytes", str(r.maxBody), "", note)
+	}
+	if r.tries > 0 {
+		rt := mapping()
+		set(rt, "tries", num(r.tries), "", "")
+		set(m, "retry", rt, "", "")
+	}
+	if r.pool.fallback != nil {
+		fb := mapping()
+		set(fb, "pool", str(r.pool.fallback.name), "", "")
+		set(m, "fallback", fb, "nginx's backup servers of this upstream.", "")
+	}
+	if r.sorryFile != "" {
+		sm := mapping()
+		set(sm, "body_file", str(r.sorryFile), "", "")
+		set(m, "sorry", sm, "nginx's error_page for 502/503/504; sturdy answers it with 503 and Retry-After.", "")
+	}
+	if c := r.cache; c != nil {
+		cm := mapping()
+		set(cm, "enabled", yes(), "", "")
+		if !c.staleOnError {
+			set(cm, "stale_if_error_max", str("0s"), "", "")
+		}
+		set(m, "cache", cm, wrapComment([]string{c.comment}), "")
+	}
+	return m
+}
+
+func (t *translator) renderPool(p *pool) *yaml.Node {
+	m := mapping(p.comments[0])
+	set(m, "name", str(p.name), "", "")
+	if p.balance != "" {
+		set(m, "balance", str(p.balance), "", "")
+	}
+	if p.hashKey != "" {
+		set(m, "hash_key", str(p.hashKey), "", "")
+	}
+	hosts := &yaml.Node{Kind: yaml.SequenceNode}
+	for _, h := range p.hosts {
+		hm := &yaml.Node{Kind: yaml.MappingNode, Style: yaml.FlowStyle}
+		set(hm, "addr", str(h.addr), "", "")
+		if h.weight != 1 {
+			set(hm, "weight", num(h.weight), "", "")
+		}
+		hm.LineComment = h.comment
+		hosts.Content = append(hosts.Content, hm)
+	}
+	set(m, "hosts", hosts, strings.Join(p.comments[1:], "\n"), "")
+	if p.maxIdle > 0 {
+		set(m, "max_idle_conns_per_host", num(p.maxIdle), "", "")
+	}
+	if p.maxConns > 0 {
+		set(m, "max_conns_per_host", num(p.maxConns), "", "nginx max_conns")
+	}
+	if p.idle > 0 {
+		set(m, "idle_conn_timeout", dur(p.idle), "", "nginx keepalive_timeout (upstream)")
+	}
+	health := mapping()
+	ps := mapping()
+	if p.passive.off {
+		set(ps, "enabled", no(), "", "")
+	} else {
+		eject := config.DefaultEjectTime
+		if p.passive.ejectTime > 0 {
+			eject = p.passive.ejectTime
+		}
+		set(ps, "eject_time", dur(eject), "", "")
+		if eject > config.DefaultMaxEjectTime {
+			set(ps, "max_eject_time", dur(eject), "", "")
+		}
+		set(ps, "min_clients", num(config.DefaultMinClients), "", "one client can never eject a host")
+		set(ps, "max_ejected", str("50%"), "", "passive evidence never empties the pool")
+	}
+	set(health, "passive", ps, p.passive.comment, "")
+	if a := p.active; a != nil {
+		am := mapping()
+		set(am, "path", str(a.Path), "", "")
+		if a.Method != "" {
+			set(am, "method", str(a.Method), "", "")
+		}
+		if a.Host != "" {
+			set(am, "host", str(a.Host), "", "")
+		}
+		if a.ExpectStatus != "" {
+			set(am, "expect_status", str(a.ExpectStatus), "", "")
+		}
+		if a.Interval > 0 {
+			set(am, "interval", dur(a.Interval.D()), "", "")
+		}
+		if a.Timeout > 0 {
+			set(am, "timeout", dur(a.Timeout.D()), "", "")
+		}
+		if a.Rise > 0 {
+			set(am, "rise", num(a.Rise), "", "")
+		}
+		if a.Fall > 0 {
+			set(am, "fall", num(a.Fall), "", "")
+		}
+		set(health, "active", am, "From nginx's `check` (upstream check module). With an active check, passive evidence only\nmakes a host suspect and probes it at once; the probe decides.", "")
+	}
+	hc := ""
+	if p.active == nil {
+		hc = "nginx had no active check here; consider health.active with a readiness path (e.g. /healthz\nthat checks the database), so that a probe, not traffic, decides."
+	}
+	set(m, "health", health, hc, "")
+	return m
+}
+
+// adminListen is sturdy's default admin address, moved to the next port
+// when a translated listener already uses it.
+func (t *translator) adminListen() string {
+	host, port, _ := net.SplitHostPort(config.DefaultAdminListen)
+	n, _ := strconv.Atoi(port)
+	for {
+		addr := net.JoinHostPort(host, strconv.Itoa(n))
+		if !slices.ContainsFunc(t.listenersOut, func(l *listener) bool { return l.listen == addr }) {
+			return addr
+		}
+		n++
+	}
+}
