@@ -25,11 +25,15 @@ type command struct {
 
 func commands() map[string]command {
 	return map[string]command{
-		"run":      {"serve with a config file until SIGINT/SIGTERM (SIGHUP reloads)", cmdRun},
-		"check":    {"validate a config file and print errors and warnings", cmdCheck},
-		"validate": {"alias of check", cmdCheck},
-		"demo":     {"start three demo backends and sturdy in front of them", cmdDemo},
-		"version":  {"print the version", cmdVersion},
+		"run":         {"serve with a config file until SIGINT/SIGTERM (SIGHUP reloads)", cmdRun},
+		"check":       {"validate a config file and print errors and warnings", cmdCheck},
+		"validate":    {"alias of check", cmdCheck},
+		"demo":        {"start three demo backends and sturdy in front of them", cmdDemo},
+		"healthcheck": {"query /readyz and exit 0 when ready (for container HEALTHCHECK)", cmdHealthcheck},
+		"version":     {"print the version", cmdVersion},
+		"doctor":      {"diagnose an nginx config and its logs against the five incidents", cmdDoctor},
+		"import":      {"translate an nginx config into a sturdy config", cmdImport},
+		"drill":       {"re-enact the five incidents on loopback and report what clients saw", cmdDrill},
 	}
 }
 

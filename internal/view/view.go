@@ -29,6 +29,11 @@ type Status struct {
 	Reloads    Reloads       `json:"reloads"`
 	Attributed Attribution   `json:"attributed_failures"`
 	Retries    Retries       `json:"retries"`
+	// Webhooks reports each configured webhook's delivery counts (from
+	// alert.Dispatcher.Stats).
+	Webhooks []Webhook `json:"webhooks,omitempty"`
+	// AccessLog reports the access log's counts (from accesslog.Logger.Stats).
+	AccessLog AccessLog `json:"access_log"`
 }
 
 // Host states.
@@ -49,8 +54,8 @@ type Pool struct {
 	Available   int       `json:"available"`
 	Empty       bool      `json:"empty"`
 	EmptySince  time.Time `json:"empty_since,omitzero"`
-	EmptySecs   float64   `json:"empty_seconds_total"` // cumulative
-	Panic       bool      `json:"panic"`               // routing to passively ejected hosts because none is left
+	EmptySecs   float64   `json:"empty_seconds_total"`    // cumulative
+	Panic       bool      `json:"panic"`                  // routing to passively ejected hosts because none is left
 	ActiveCheck string    `json:"active_check,omitempty"` // e.g. "GET /healthz every 5s"
 }
 
@@ -66,7 +71,7 @@ type Host struct {
 	// Window figures (the passive window, e.g. the last 30s).
 	WindowRequests uint64 `json:"window_requests"`
 	WindowFailures uint64 `json:"window_failures"` // host-attributed only
-	Ejections      uint64 `json:"ejections"`      // total times ejected
+	Ejections      uint64 `json:"ejections"`       // total times ejected
 	// Attempts counts every upstream attempt by outcome class name (ok,
 	// connect_refused, ..., see internal/outcome), since start.
 	Attempts map[string]uint64 `json:"attempts"`
@@ -101,9 +106,13 @@ type Route struct {
 	// Cache counts cache results: "hit", "miss", "stale", "bypass",
 	// "revalidated"; OriginErrors counts origin failures on cached routes,
 	// including those a stale answer hid.
-	Cache        map[string]uint64 `json:"cache,omitempty"`
-	OriginErrors uint64            `json:"origin_errors"`
-	HiddenErrors uint64            `json:"origin_errors_hidden_by_stale"`
+	Cache map[string]uint64 `json:"cache,omitempty"`
+	// OriginRequests counts fetches from the origin made on behalf of the
+	// cache (including background revalidations): the denominator of the
+	// origin error ratio.
+	OriginRequests uint64 `json:"origin_requests"`
+	OriginErrors   uint64 `json:"origin_errors"`
+	HiddenErrors   uint64 `json:"origin_errors_hidden_by_stale"`
 }
 
 // Histogram is cumulative like Prometheus: Counts[i] is the number of
@@ -139,4 +148,27 @@ type Reloads struct {
 	Failed  uint64    `json:"failed"`
 	Last    time.Time `json:"last,omitzero"`
 	LastErr string    `json:"last_error,omitempty"`
+}
+
+// Webhook is one webhook's delivery counts, since start.
+type Webhook struct {
+	Name    string `json:"name"`
+	Format  string `json:"format"`
+	Queued  int    `json:"queued"`  // waiting to be sent now
+	Sent    uint64 `json:"sent"`    // delivered (2xx)
+	Failed  uint64 `json:"failed"`  // given up after retries or refused by the receiver
+	Dropped uint64 `json:"dropped"` // not sent: the queue was full, or sturdy stopped first
+	Retries uint64 `json:"retries"` // attempts after the first
+	// LastError is the last delivery failure, "" when the last attempt
+	// succeeded.
+	LastError     string    `json:"last_error,omitempty"`
+	LastErrorTime time.Time `json:"last_error_time,omitzero"`
+}
+
+// AccessLog is the access log's counts, since start.
+type AccessLog struct {
+	Enabled bool   `json:"enabled"`
+	Written uint64 `json:"written"` // records written
+	Dropped uint64 `json:"dropped"` // records dropped because the writer fell behind
+	Errors  uint64 `json:"errors"`  // write errors (disk full, ...)
 }

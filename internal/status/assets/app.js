@@ -1,0 +1,449 @@
+// sturdy status page: polls api/status every 2 s and renders it. Rates are
+// computed here from counter deltas over the last few snapshots, so the
+// server keeps nothing per viewer. Every value from the snapshot is put in
+// the page with textContent, never as HTML: client keys, messages and
+// evidence may hold anything a client sent.
+"use strict";
+
+const POLL_MS = 2000;
+const WINDOW = 6; // snapshots kept for rates: about 10 s
+const history = []; // [{t: ms, st}] oldest first
+let lastOK = null; // time of the last successful poll
+let failing = null; // error text while polls fail
+
+// ---- small DOM helpers ----------------------------------------------------
+
+function el(tag, attrs, ...kids) {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (v === undefined || v === null || v === false) continue;
+    if (k === "class") e.className = v;
+    else if (k === "title") e.title = v;
+    else e.setAttribute(k, v);
+  }
+  for (const k of kids.flat(Infinity)) {
+    if (k === undefined || k === null || k === false) continue;
+    e.append(k instanceof Node ? k : document.createTextNode(String(k)));
+  }
+  return e;
+}
+
+function replace(id, ...kids) {
+  const node = document.getElementById(id);
+  node.replaceChildren(...kids.flat(Infinity).filter((k) => k !== null && k !== undefined));
+  return node;
+}
+
+function badge(state, text) {
+  return el("span", { class: "badge s-" + state, "data-state": state }, text || state);
+}
+
+// ---- formatting -------------------------------------------------------------
+
+function sum(m) {
+  let n = 0;
+  for (const v of Object.values(m || {})) n += v;
+  return n;
+}
+
+function dur(ms) {
+  if (!(ms >= 0)) return "";
+  let s = Math.floor(ms / 1000);
+  const d = Math.floor(s / 86400); s -= d * 86400;
+  const h = Math.floor(s / 3600); s -= h * 3600;
+  const m = Math.floor(s / 60); s -= m * 60;
+  if (d) return d + "d " + h + "h";
+  if (h) return h + "h " + m + "m";
+  if (m) return m + "m " + s + "s";
+  return s + "s";
+}
+
+function clock(iso) {
+  const t = new Date(iso);
+  return t.toLocaleTimeString([], { hour12: false });
+}
+
+function isSet(iso) {
+  return iso && !iso.startsWith("0001-");
+}
+
+// since renders "for 4m 12s" measured on the server's clock, with the exact
+// time on hover, so that a skewed laptop clock cannot mislead.
+function since(iso, now) {
+  if (!isSet(iso)) return null;
+  return el("span", { class: "since", title: new Date(iso).toString() },
+    "for " + dur(Date.parse(now) - Date.parse(iso)) + " (since " + clock(iso) + ")");
+}
+
+function rate(v) {
+  if (v === null || v === undefined || isNaN(v)) return "–";
+  if (v === 0) return "0";
+  if (v < 0.1) return v.toFixed(3);
+  if (v < 10) return v.toFixed(1);
+  return Math.round(v).toLocaleString();
+}
+
+function pct(part, whole) {
+  if (!whole) return "–";
+  const p = (100 * part) / whole;
+  return (p < 1 && p > 0 ? p.toFixed(2) : p.toFixed(1)) + "%";
+}
+
+function seconds(s) {
+  if (s === null || s === undefined) return "–";
+  if (s < 0) return "> " + seconds(-s);
+  if (s < 1) return Math.round(s * 1000) + " ms";
+  return s.toFixed(1) + " s";
+}
+
+// ---- rates from counter deltas ------------------------------------------
+
+function oldest() {
+  return history.length > 1 ? history[0] : null;
+}
+
+function windowSeconds() {
+  const o = oldest();
+  if (!o) return 0;
+  return (Date.parse(history[history.length - 1].st.time) - Date.parse(o.st.time)) / 1000;
+}
+
+function findRoute(st, name) {
+  return (st.routes || []).find((r) => r.name === name);
+}
+
+function findHost(st, pool, addr) {
+  const p = (st.pools || []).find((x) => x.name === pool);
+  return p && (p.hosts || []).find((h) => h.addr === addr);
+}
+
+// delta returns now-then per second over the window, or null without one.
+function delta(now, then) {
+  const w = windowSeconds();
+  if (!w || then === undefined) return null;
+  return Math.max(0, now - then) / w;
+}
+
+// quantile estimates the q-quantile of the observations between two
+// cumulative histograms, interpolating inside the bucket like PromQL.
+function quantile(q, h, prev) {
+  if (!h || !h.bounds || !h.bounds.length) return null;
+  const counts = h.counts.map((c, i) => c - ((prev && prev.counts && prev.counts[i]) || 0));
+  const total = h.count - ((prev && prev.count) || 0);
+  if (total <= 0) return null;
+  const rank = q * total;
+  let lower = 0, below = 0;
+  for (let i = 0; i < counts.length; i++) {
+    if (counts[i] >= rank) {
+      const inBucket = counts[i] - below;
+      return lower + (h.bounds[i] - lower) * (inBucket ? (rank - below) / inBucket : 1);
+    }
+    lower = h.bounds[i];
+    below = counts[i];
+  }
+  return -h.bounds[h.bounds.length - 1]; // above the last bound: negative marks "more than"
+}
+
+// ---- sections -------------------------------------------------------------
+
+const recoveries = new Set(["host_restored", "host_up", "host_ready", "pool_restored", "panic_left",
+  "client_released", "route_recovered", "stale_ended", "reload_applied", "dns_recovered"]);
+
+const servingWords = {
+  panic: "routing to passively ejected hosts (panic mode)",
+  fallback: "answering from its fallback pool",
+  stale: "answering with stale cached copies",
+  sorry: "answering with the sorry page (503)",
+};
+
+function problems(st) {
+  const out = [];
+  const add = (level, what, detail, when) => out.push({ level, what, detail, when });
+  if (st.draining) add("warning", "Shutting down", "in-flight requests are finishing; /readyz answers 503");
+  else if (!st.ready) add("critical", "Not ready", (st.not_ready || []).join("; ") || "/readyz answers 503");
+  for (const p of st.pools || []) {
+    if (p.empty) add("critical", "Pool " + p.name + " is empty", "no host takes requests", p.empty_since);
+    else if (p.panic) add("critical", "Pool " + p.name + " in panic mode", "every host is passively ejected; trying them anyway");
+  }
+  for (const r of st.routes || []) {
+    if (r.serving && r.serving !== "normal") add(r.serving === "sorry" ? "critical" : "warning",
+      "Route " + r.name + " " + (servingWords[r.serving] || "answering by " + r.serving), "pool " + r.pool, r.serving_since);
+    if (r.degraded) add("warning", "Route " + r.name + " degraded", r.degraded_reason || "failures attributed to the route", r.degraded_since);
+  }
+  for (const p of st.pools || []) {
+    for (const h of p.hosts || []) {
+      if (h.state === "healthy") continue;
+      const level = h.state === "suspect" || h.state === "drained" || h.state === "maintenance" ? "info" :
+        h.state === "down" ? "critical" : "warning";
+      add(level, p.name + " / " + h.addr + " " + h.state, [h.reason, h.evidence].filter(Boolean).join(" — "), h.since);
+    }
+  }
+  const clients = st.attributed_clients || [];
+  if (clients.length) add("info", clients.length + (clients.length === 1 ? " client" : " clients") + " attributed",
+    "their failures are theirs, not the hosts'; " + clients.filter((c) => c.shed).length + " shed");
+  if (st.reloads && st.reloads.last_error) add("warning", "Last config reload refused", st.reloads.last_error, st.reloads.last);
+  for (const w of st.webhooks || []) {
+    if (w.last_error) add("warning", "Webhook " + w.name + " failing", w.last_error, w.last_error_time);
+  }
+  return out;
+}
+
+const levelRank = { critical: 0, warning: 1, info: 2 };
+
+function renderProblems(st, list) {
+  list.sort((a, b) => levelRank[a.level] - levelRank[b.level]);
+  if (!list.length) {
+    replace("problems", el("li", { class: "ok" }, el("span", { class: "what" }, "Nothing needs attention"),
+      el("span", { class: "detail" }, "every route answers normally and every host is healthy")));
+    return;
+  }
+  replace("problems", list.map((p) => el("li", { class: p.level, "data-level": p.level },
+    el("span", { class: "what" }, p.what), p.detail ? el("span", { class: "detail" }, p.detail) : null, since(p.when, st.time))));
+}
+
+function renderHeader(st, list) {
+  const crit = list.filter((p) => p.level === "critical").length;
+  const warn = list.filter((p) => p.level === "warning").length;
+  const v = document.getElementById("verdict");
+  if (crit) { v.className = "verdict critical"; v.textContent = crit + (crit === 1 ? " critical problem" : " critical problems"); }
+  else if (warn) { v.className = "verdict warning"; v.textContent = warn + (warn === 1 ? " warning" : " warnings"); }
+  else { v.className = "verdict ok"; v.textContent = "All good"; }
+  document.title = (crit ? "✖ " : warn ? "▲ " : "✔ ") + v.textContent + " · sturdy";
+  replace("meta",
+    el("b", {}, st.version || "sturdy"), " · up ", dur(Date.parse(st.time) - Date.parse(st.started)),
+    " · config ", el("b", { title: st.config_file || "" }, st.config_hash || "–"),
+    st.ready ? " · ready" : " · not ready");
+}
+
+function card(label, value, cls, title) {
+  return el("div", { class: "card " + (cls || ""), title }, el("div", { class: "label" }, label), el("div", { class: "value" }, value));
+}
+
+function renderSummary(st) {
+  const o = oldest();
+  let req = 0, reqPrev = 0, err = 0, errPrev = 0, deg = 0, degPrev = 0;
+  for (const r of st.routes || []) {
+    req += sum(r.requests); err += (r.requests || {})["5xx"] || 0; deg += sum(r.answers);
+    const p = o && findRoute(o.st, r.name);
+    if (p) { reqPrev += sum(p.requests); errPrev += (p.requests || {})["5xx"] || 0; degPrev += sum(p.answers); }
+  }
+  let hosts = 0, avail = 0;
+  for (const p of st.pools || []) { hosts += (p.hosts || []).length; avail += p.available; }
+  const rps = o ? delta(req, reqPrev) : null;
+  const eps = o ? delta(err, errPrev) : null;
+  const dps = o ? delta(deg, degPrev) : null;
+  const clients = (st.attributed_clients || []).length;
+  replace("summary",
+    card("Requests / s", rate(rps)),
+    card("5xx answers", rps ? pct(eps, rps) : "–", eps > 0 ? "bad" : "good", "share of answers with a 5xx status"),
+    card("Degraded answers / s", rate(dps), dps > 0 ? "warn" : "", "panic, fallback, stale, sorry or shed"),
+    card("Hosts available", avail + " / " + hosts, avail < hosts ? (avail === 0 ? "bad" : "warn") : "good"),
+    card("Attributed clients", String(clients), clients ? "warn" : ""),
+    card("Recent events", String((st.events || []).length)));
+}
+
+function renderRoutes(st) {
+  const o = oldest();
+  const head = el("tr", {}, ["Route", "Pool", "Answering", "Req/s", "5xx", "p95", "In flight", "Degraded/s", "Cache hits", "Origin errors/s", "Notes"]
+    .map((h, i) => el("th", { class: i >= 3 && i <= 9 ? "num" : "" }, h)));
+  const rows = (st.routes || []).map((r) => {
+    const p = o && findRoute(o.st, r.name);
+    const rps = p ? delta(sum(r.requests), sum(p.requests)) : null;
+    const e5 = p ? delta((r.requests || {})["5xx"] || 0, (p.requests || {})["5xx"] || 0) : null;
+    const dps = p ? delta(sum(r.answers), sum(p.answers)) : null;
+    const p95 = quantile(0.95, r.duration, p && p.duration);
+    const cacheTotal = sum(r.cache);
+    const oe = p ? delta(r.origin_errors || 0, p.origin_errors || 0) : null;
+    const hidden = p ? delta(r.origin_errors_hidden_by_stale || 0, p.origin_errors_hidden_by_stale || 0) : null;
+    const serving = r.serving || "normal";
+    const answers = Object.entries(r.answers || {}).filter(([, v]) => v > 0).map(([k, v]) => k + " " + v).join(", ");
+    return el("tr", { class: "row-" + serving, "data-route": r.name },
+      el("td", {}, el("b", {}, r.name), r.default ? [" ", badge("default", "default")] : null),
+      el("td", {}, r.pool),
+      el("td", {}, badge(serving), " ", serving !== "normal" ? since(r.serving_since, st.time) : null),
+      el("td", { class: "num" }, rate(rps)),
+      el("td", { class: "num" + (e5 > 0 ? " bad-text" : "") }, rps ? pct(e5, rps) : "–"),
+      el("td", { class: "num" }, seconds(p95)),
+      el("td", { class: "num" }, String(r.in_flight || 0)),
+      el("td", { class: "num" + (dps > 0 ? " warn-text" : ""), title: answers ? "since start: " + answers : "" }, rate(dps)),
+      el("td", { class: "num" }, r.cache ? pct((r.cache.hit || 0) + (r.cache.revalidated || 0), cacheTotal) : "–"),
+      el("td", { class: "num" + (oe > 0 ? " bad-text" : ""), title: "counted even when a stale copy hid the error" },
+        r.cache || r.origin_errors ? rate(oe) + (hidden > 0 ? " (" + rate(hidden) + " hidden)" : "") : "–"),
+      el("td", { class: "why" }, r.degraded ? [badge("degraded"), " ", r.degraded_reason || "", " ", since(r.degraded_since, st.time)] : null));
+  });
+  replace("routes", el("thead", {}, head), el("tbody", {}, rows.length ? rows : el("tr", {}, el("td", { class: "empty", colspan: 11 }, "no routes"))));
+}
+
+const stateColor = { healthy: "--ok", suspect: "--warn", ejected: "--bad", down: "--crit", drained: "--info", maintenance: "--maint" };
+
+function stateBar(hosts) {
+  const bar = el("span", { class: "bar", title: hosts.map((h) => h.addr + ": " + h.state).join("\n") });
+  for (const h of hosts) {
+    const s = el("span");
+    s.style.width = 100 / hosts.length + "%";
+    s.style.background = "var(" + (stateColor[h.state] || "--muted") + ")";
+    bar.append(s);
+  }
+  return bar;
+}
+
+function renderPools(st) {
+  const o = oldest();
+  const cards = (st.pools || []).map((p) => {
+    const hosts = p.hosts || [];
+    const head = el("div", { class: "pool-head" },
+      el("span", { class: "name" }, p.name),
+      stateBar(hosts),
+      el("span", { class: "facts" }, p.available + " of " + hosts.length + " available · " + (p.balance || "") +
+        (p.active_check ? " · active check " + p.active_check : " · passive checks only")),
+      p.empty ? [badge("empty", "EMPTY"), since(p.empty_since, st.time)] : null,
+      p.panic ? badge("panic", "PANIC ROUTING") : null);
+    const th = el("tr", {}, ["Host", "State", "Why", "In flight", "Attempts/s", "Failed/s", "Window", "Ejections", "Last check"]
+      .map((h, i) => el("th", { class: i >= 3 && i <= 7 ? "num" : "" }, h)));
+    const rows = hosts.map((h) => {
+      const prev = o && findHost(o.st, p.name, h.addr);
+      const att = sum(h.attempts);
+      const fail = att - ((h.attempts || {}).ok || 0) - ((h.attempts || {}).client_cancel || 0);
+      let pAtt, pFail;
+      if (prev) {
+        pAtt = sum(prev.attempts);
+        pFail = pAtt - ((prev.attempts || {}).ok || 0) - ((prev.attempts || {}).client_cancel || 0);
+      }
+      const fps = prev ? delta(fail, pFail) : null;
+      return el("tr", { class: "row-" + h.state, "data-host": p.name + "/" + h.addr, "data-state": h.state },
+        el("td", { class: "addr" }, h.addr, h.weight > 1 ? el("span", { class: "since" }, " ×" + h.weight) : null),
+        el("td", {}, badge(h.state), " ", h.state !== "healthy" ? since(h.since, st.time) : null),
+        el("td", { class: "why" }, h.reason || (h.state === "healthy" ? "" : "–"), h.evidence ? el("span", { class: "evidence" }, h.evidence) : null),
+        el("td", { class: "num" }, String(h.in_flight || 0)),
+        el("td", { class: "num" }, rate(prev ? delta(att, pAtt) : null)),
+        el("td", { class: "num" + (fps > 0 ? " bad-text" : "") }, rate(fps)),
+        el("td", { class: "num", title: "passive window: host-attributed failures / requests" },
+          h.window_requests ? h.window_failures + " / " + h.window_requests : "–"),
+        el("td", { class: "num" }, String(h.ejections || 0)),
+        el("td", { title: h.check_detail || "" }, isSet(h.last_check) ?
+          [badge(h.last_check_ok ? "healthy" : "down", h.last_check_ok ? "pass" : "fail"), " ", el("span", { class: "since" }, clock(h.last_check))] : "–"));
+    });
+    return el("div", { class: "pool" + (p.empty ? " is-empty" : ""), "data-pool": p.name }, head,
+      el("div", { class: "scroll" }, el("table", {}, el("thead", {}, th), el("tbody", {}, rows))));
+  });
+  replace("pools", cards.length ? cards : el("div", { class: "empty" }, "no pools"));
+}
+
+function renderEvents(st) {
+  const evs = st.events || [];
+  if (!evs.length) {
+    replace("events", el("li", { class: "empty" }, "no events since start"));
+    return;
+  }
+  replace("events", evs.map((e) => {
+    const subject = [e.pool, e.host, e.route, e.client].filter(Boolean).join(" ");
+    const evidence = Object.entries(e.evidence || {}).map(([k, v]) => k + "=" + (typeof v === "object" ? JSON.stringify(v) : v)).join("  ");
+    const dot = recoveries.has(e.type) ? "recovered" : e.severity;
+    return el("li", { "data-event-type": e.type, "data-seq": e.seq },
+      el("time", { datetime: e.time, title: new Date(e.time).toString() }, clock(e.time)),
+      el("span", { class: "dot " + dot, title: e.severity }),
+      el("div", {}, el("span", { class: "type" }, e.type), subject ? el("span", { class: "subject" }, subject) : null,
+        el("div", {}, e.message), evidence ? el("span", { class: "evidence" }, evidence) : null));
+  }));
+}
+
+function renderClients(st) {
+  const cs = st.attributed_clients || [];
+  const head = el("tr", {}, ["Client", "Since", "Evidence", "Shed"].map((h) => el("th", {}, h)));
+  const rows = cs.map((c) => el("tr", { "data-client": c.key },
+    el("td", { class: "key" }, c.key), el("td", {}, since(c.since, st.time)), el("td", { class: "why" }, c.evidence),
+    el("td", {}, c.shed ? badge("shed", "shed") : "no")));
+  replace("clients", el("thead", {}, head), el("tbody", {}, rows.length ? rows : el("tr", {}, el("td", { class: "empty", colspan: 4 }, "none: no client's failures are its own"))));
+}
+
+function dl(pairs) {
+  return el("dl", {}, pairs.filter(Boolean).map(([k, v]) => [el("dt", {}, k), el("dd", {}, v)]));
+}
+
+function renderOps(st) {
+  const rl = st.reloads || {};
+  const blocks = [
+    el("div", {}, el("h3", {}, "Process"), dl([
+      ["version", st.version || "–"], ["started", isSet(st.started) ? new Date(st.started).toLocaleString() : "–"],
+      ["config", (st.config_file || "–") + " (" + (st.config_hash || "–") + ")"], ["ready", st.ready ? "yes" : "no"],
+      ["draining", st.draining ? "yes" : "no"]])),
+    el("div", {}, el("h3", {}, "Config reloads"), dl([
+      ["applied", String(rl.ok || 0)], ["refused", String(rl.failed || 0)],
+      ["last", isSet(rl.last) ? new Date(rl.last).toLocaleString() : "never"],
+      rl.last_error ? ["last error", rl.last_error] : null])),
+  ];
+  const retries = (st.retries && st.retries.made) || {};
+  const refused = (st.retries && st.retries.refused_by_budget) || {};
+  const pools = Object.keys(Object.assign({}, retries, refused)).sort();
+  blocks.push(el("div", {}, el("h3", {}, "Retries (since start)"),
+    pools.length ? dl(pools.map((p) => [p, (retries[p] || 0) + " made, " + (refused[p] || 0) + " refused by budget"])) : el("div", { class: "empty" }, "none")));
+  const attr = st.attributed_failures || {};
+  blocks.push(el("div", {}, el("h3", {}, "Failures by attribution (since start)"),
+    dl(["host", "client", "request", "route"].map((k) => [k, String(attr[k] || 0)]))));
+  for (const w of st.webhooks || []) {
+    blocks.push(el("div", { "data-webhook": w.name }, el("h3", {}, "Webhook " + w.name + " (" + w.format + ")"), dl([
+      ["sent", String(w.sent)], ["queued", String(w.queued)], ["retries", String(w.retries)],
+      ["failed", String(w.failed)], ["dropped", String(w.dropped)],
+      w.last_error ? ["last error", w.last_error] : null])));
+  }
+  const al = st.access_log || {};
+  blocks.push(el("div", {}, el("h3", {}, "Access log"), al.enabled ?
+    dl([["written", String(al.written)], ["dropped", String(al.dropped)], ["write errors", String(al.errors)]]) :
+    el("div", { class: "empty" }, "off")));
+  replace("ops", blocks);
+}
+
+// ---- polling --------------------------------------------------------------
+
+function render(st) {
+  const list = problems(st);
+  renderHeader(st, list);
+  renderProblems(st, list);
+  renderSummary(st);
+  renderRoutes(st);
+  renderPools(st);
+  renderEvents(st);
+  renderClients(st);
+  renderOps(st);
+  const w = windowSeconds();
+  for (const n of document.querySelectorAll(".window")) n.textContent = w ? Math.round(w) + " s" : "…";
+}
+
+function renderConn() {
+  const c = document.getElementById("conn");
+  document.body.classList.toggle("offline", failing !== null);
+  if (failing !== null) {
+    c.className = "conn down";
+    c.textContent = "admin unreachable (" + failing + ")" + (lastOK ? "; showing data from " + dur(Date.now() - lastOK) + " ago" : "");
+    if (!lastOK) {
+      const v = document.getElementById("verdict");
+      v.className = "verdict critical";
+      v.textContent = "no data";
+    }
+  } else {
+    c.className = "conn";
+    c.textContent = "live · every " + POLL_MS / 1000 + " s";
+  }
+}
+
+async function poll() {
+  try {
+    const resp = await fetch("api/status", { cache: "no-store", headers: { Accept: "application/json" } });
+    if (!resp.ok) throw new Error("HTTP " + resp.status);
+    const st = await resp.json();
+    const last = history[history.length - 1];
+    // A restarted process starts its counters again: forget the old ones.
+    if (last && last.st.started !== st.started) history.length = 0;
+    history.push({ t: Date.now(), st });
+    while (history.length > WINDOW) history.shift();
+    lastOK = Date.now();
+    failing = null;
+    render(st);
+  } catch (err) {
+    failing = err && err.message ? err.message : String(err);
+  }
+  renderConn();
+  setTimeout(poll, POLL_MS);
+}
+
+poll();
