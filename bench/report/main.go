@@ -1,0 +1,468 @@
+// Command report turns the benchmark's raw measurements into a markdown table.
+//
+//	report wrk FILE       parse one `wrk --latency` output and print
+//	                      "requests rps p50_us p99_us errors"
+//	report table FILE     read result lines (see below) and print the table of
+//	                      medians and the issue-7 targets
+//
+// A result line, one per measured cell, written by bench/run.sh:
+//
+//	round proxy body conns requests rps p50_us p99_us cpu_us rss_kib hwm_kib errors other_pct
+//
+// cpu_us is the proxy's utime+stime over the run in µs, rss_kib its VmRSS
+// sampled in the middle of the run and hwm_kib its VmHWM at the end (both
+// summed over the proxy's processes); "-" where there is no proxy (direct).
+// other_pct is the share of the proxy core that other processes used during
+// the run (a shared machine's noise).
+// Ratios are computed within a round, then the median over rounds is taken.
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"math"
+	"os"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+func main() {
+	if len(os.Args) != 3 {
+		fmt.Fprintln(os.Stderr, "usage: report wrk FILE | report table FILE")
+		os.Exit(2)
+	}
+	var err error
+	switch os.Args[1] {
+	case "wrk":
+		err = cmdWrk(os.Args[2])
+	case "table":
+		err = cmdTable(os.Args[2])
+	default:
+		err = fmt.Errorf("unknown mode %q", os.Args[1])
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "report:", err)
+		os.Exit(1)
+	}
+}
+
+// ---- wrk output ----
+
+var (
+	reRequests = regexp.MustCompile(`(?m)^\s*(\d+) requests in `)
+	reRPS      = regexp.MustCompile(`(?m)^Requests/sec:\s*([\d.]+)`)
+	reP50      = regexp.MustCompile(`(?m)^\s*50%\s+([\d.]+)(us|ms|s|m|h)\s*$`)
+	reP99      = regexp.MustCompile(`(?m)^\s*99%\s+([\d.]+)(us|ms|s|m|h)\s*$`)
+	reSocket   = regexp.MustCompile(`Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)`)
+	reNon2xx   = regexp.MustCompile(`Non-2xx or 3xx responses: (\d+)`)
+)
+
+func cmdWrk(path string) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	s := string(b)
+	req, rps := reRequests.FindStringSubmatch(s), reRPS.FindStringSubmatch(s)
+	p50, p99 := reP50.FindStringSubmatch(s), reP99.FindStringSubmatch(s)
+	if req == nil || rps == nil || p50 == nil || p99 == nil {
+		return fmt.Errorf("%s: not a complete `wrk --latency` output", path)
+	}
+	errs := 0
+	if m := reSocket.FindStringSubmatch(s); m != nil {
+		for _, v := range m[1:] {
+			n, _ := strconv.Atoi(v)
+			errs += n
+		}
+	}
+	if m := reNon2xx.FindStringSubmatch(s); m != nil {
+		n, _ := strconv.Atoi(m[1])
+		errs += n
+	}
+	fmt.Printf("%s %s %.1f %.1f %d\n", req[1], rps[1], micros(p50[1], p50[2]), micros(p99[1], p99[2]), errs)
+	return nil
+}
+
+func micros(v, unit string) float64 {
+	f, _ := strconv.ParseFloat(v, 64)
+	switch unit {
+	case "ms":
+		f *= 1e3
+	case "s":
+		f *= 1e6
+	case "m":
+		f *= 60e6
+	case "h":
+		f *= 3600e6
+	}
+	return f
+}
+
+// ---- table ----
+
+type result struct {
+	round          int
+	proxy, body    string
+	conns          int
+	requests       float64
+	rps, p50, p99  float64
+	cpuUs          float64 // NaN when not measured
+	rssKiB, hwmKiB float64 // NaN when not measured
+	errors         int
+	other          float64
+}
+
+func (r result) cpuPerReq() float64 {
+	if math.IsNaN(r.cpuUs) || r.requests == 0 {
+		return math.NaN()
+	}
+	return r.cpuUs / r.requests
+}
+
+type cellKey struct {
+	body  string
+	conns int
+}
+
+type roundKey struct {
+	cell  cellKey
+	round int
+	proxy string
+}
+
+var proxyOrder = []string{"direct", "sturdy", "sturdy-health", "nginx", "haproxy", "caddy"}
+
+func order(p string) int {
+	for i, q := range proxyOrder {
+		if q == p {
+			return i
+		}
+	}
+	return len(proxyOrder)
+}
+
+func parseNum(s string) float64 {
+	if s == "-" {
+		return math.NaN()
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		return math.NaN()
+	}
+	return f
+}
+
+func readResults(path string) ([]result, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var out []result
+	sc := bufio.NewScanner(f)
+	for line := 1; sc.Scan(); line++ {
+		t := strings.TrimSpace(sc.Text())
+		if t == "" || strings.HasPrefix(t, "#") {
+			continue
+		}
+		fs := strings.Fields(t)
+		if len(fs) != 13 {
+			return nil, fmt.Errorf("%s:%d: want 13 fields, got %d", path, line, len(fs))
+		}
+		round, _ := strconv.Atoi(fs[0])
+		conns, _ := strconv.Atoi(fs[3])
+		errs, _ := strconv.Atoi(fs[11])
+		out = append(out, result{
+			round: round, proxy: fs[1], body: fs[2], conns: conns,
+			requests: parseNum(fs[4]), rps: parseNum(fs[5]), p50: parseNum(fs[6]), p99: parseNum(fs[7]),
+			cpuUs: parseNum(fs[8]), rssKiB: parseNum(fs[9]), hwmKiB: parseNum(fs[10]), errors: errs, other: parseNum(fs[12]),
+		})
+	}
+	return out, sc.Err()
+}
+
+// median of the non-NaN values; NaN if there are none.
+func median(xs []float64) float64 {
+	var v []float64
+	for _, x := range xs {
+		if !math.IsNaN(x) {
+			v = append(v, x)
+		}
+	}
+	if len(v) == 0 {
+		return math.NaN()
+	}
+	sort.Float64s(v)
+	if len(v)%2 == 1 {
+		return v[len(v)/2]
+	}
+	return (v[len(v)/2-1] + v[len(v)/2]) / 2
+}
+
+// summary is the medians over rounds of one proxy in one cell.
+type summary struct {
+	n                        int
+	rps, p50, p99, addedP50  float64
+	cpu, rssMiB, hwmMiB      float64
+	xDirect, xNginx, cpuXNgx float64 // ratios from the same round
+	p99XNginx, p50MinusNginx float64
+	xSturdy, cpuXSturdy      float64 // sturdy-health: rps and CPU ÷ sturdy's
+	xCaddy, cpuXCaddy        float64
+	errors                   int
+	other                    float64 // max over rounds
+	// per holds the per-round values the targets are judged on.
+	per map[string][]float64
+}
+
+// verdict judges a target round by round: met when every round meets it,
+// not met when none does, inconclusive when the rounds disagree (noise).
+func verdict(vals []float64, pass func(float64) bool) string {
+	n, ok := 0, 0
+	for _, v := range vals {
+		if math.IsNaN(v) {
+			continue
+		}
+		n++
+		if pass(v) {
+			ok++
+		}
+	}
+	switch {
+	case n == 0:
+		return "n/a"
+	case ok == n:
+		return "met"
+	case ok == 0:
+		return "not met"
+	}
+	return fmt.Sprintf("inconclusive (%d of %d rounds met it)", ok, n)
+}
+
+func inv(xs []float64) []float64 {
+	out := make([]float64, len(xs))
+	for i, x := range xs {
+		out[i] = 1 / x
+	}
+	return out
+}
+
+func cmdTable(path string) error {
+	rs, err := readResults(path)
+	if err != nil {
+		return err
+	}
+	if len(rs) == 0 {
+		return fmt.Errorf("%s: no results", path)
+	}
+	byRound := map[roundKey]result{}
+	cells := map[cellKey]bool{}
+	proxies := map[cellKey]map[string]bool{}
+	rounds := map[int]bool{}
+	for _, r := range rs {
+		c := cellKey{r.body, r.conns}
+		byRound[roundKey{c, r.round, r.proxy}] = r
+		cells[c] = true
+		rounds[r.round] = true
+		if proxies[c] == nil {
+			proxies[c] = map[string]bool{}
+		}
+		proxies[c][r.proxy] = true
+	}
+	var cellList []cellKey
+	for c := range cells {
+		cellList = append(cellList, c)
+	}
+	sort.Slice(cellList, func(i, j int) bool {
+		a, b := cellList[i], cellList[j]
+		if a.body != b.body {
+			return bodyBytes(a.body) < bodyBytes(b.body)
+		}
+		return a.conns > b.conns
+	})
+	var roundList []int
+	for r := range rounds {
+		roundList = append(roundList, r)
+	}
+	sort.Ints(roundList)
+
+	ratio := func(a, b float64) float64 {
+		if math.IsNaN(a) || math.IsNaN(b) || b == 0 {
+			return math.NaN()
+		}
+		return a / b
+	}
+	sums := map[cellKey]map[string]summary{}
+	for _, c := range cellList {
+		sums[c] = map[string]summary{}
+		for p := range proxies[c] {
+			var rps, p50, p99, added, cpu, rss, hwm, xd, xn, cxn, p99xn, p50mn, xs, cxs, xc, cxc []float64
+			s := summary{}
+			for _, rd := range roundList {
+				r, ok := byRound[roundKey{c, rd, p}]
+				if !ok {
+					continue
+				}
+				s.n++
+				s.errors += r.errors
+				if !(s.other >= r.other) {
+					s.other = r.other
+				}
+				rps, p50, p99 = append(rps, r.rps), append(p50, r.p50), append(p99, r.p99)
+				cpu = append(cpu, r.cpuPerReq())
+				rss, hwm = append(rss, r.rssKiB/1024), append(hwm, r.hwmKiB/1024)
+				get := func(q string) (result, bool) { x, ok := byRound[roundKey{c, rd, q}]; return x, ok }
+				if d, ok := get("direct"); ok {
+					xd = append(xd, ratio(r.rps, d.rps))
+					added = append(added, r.p50-d.p50)
+				}
+				if n, ok := get("nginx"); ok {
+					xn = append(xn, ratio(r.rps, n.rps))
+					cxn = append(cxn, ratio(r.cpuPerReq(), n.cpuPerReq()))
+					p99xn = append(p99xn, ratio(r.p99, n.p99))
+					p50mn = append(p50mn, r.p50-n.p50)
+				}
+				if st, ok := get("sturdy"); ok {
+					xs = append(xs, ratio(r.rps, st.rps))
+					cxs = append(cxs, ratio(r.cpuPerReq(), st.cpuPerReq()))
+				}
+				if cd, ok := get("caddy"); ok {
+					xc = append(xc, ratio(r.rps, cd.rps))
+					cxc = append(cxc, ratio(r.cpuPerReq(), cd.cpuPerReq()))
+				}
+			}
+			s.rps, s.p50, s.p99, s.addedP50 = median(rps), median(p50), median(p99), median(added)
+			s.cpu, s.rssMiB, s.hwmMiB = median(cpu), median(rss), median(hwm)
+			s.xDirect, s.xNginx, s.cpuXNgx = median(xd), median(xn), median(cxn)
+			s.p99XNginx, s.p50MinusNginx = median(p99xn), median(p50mn)
+			s.per = map[string][]float64{"cpu": cpu, "cpuXNgx": cxn, "cpuXCaddy": cxc, "p99XNginx": p99xn,
+				"p50MinusNginx": p50mn, "hwm": hwm, "cpuXSturdy": cxs}
+			s.xSturdy, s.cpuXSturdy = median(xs), median(cxs)
+			s.xCaddy, s.cpuXCaddy = median(xc), median(cxc)
+			sums[c][p] = s
+		}
+	}
+
+	fmt.Printf("Medians over %d round(s); ratios are taken within each round, then the median. "+
+		"CPU = proxy utime+stime ÷ requests served. RSS = VmRSS mid-run (VmHWM = peak during the run), summed over the proxy's processes. "+
+		"Other load = highest share of the proxy core used by unrelated processes in any round (noise; above ~10 %% the row is suspect).\n\n",
+		len(roundList))
+	fmt.Println("| body | conns | proxy | req/s | p50 | p99 | +p50 vs direct | CPU µs/req | RSS MiB (peak) | × direct | × nginx req/s | × nginx CPU | errors | other load % |")
+	fmt.Println("|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+	for _, c := range cellList {
+		var ps []string
+		for p := range proxies[c] {
+			ps = append(ps, p)
+		}
+		sort.Slice(ps, func(i, j int) bool {
+			return order(ps[i]) < order(ps[j]) || order(ps[i]) == order(ps[j]) && ps[i] < ps[j]
+		})
+		for _, p := range ps {
+			s := sums[c][p]
+			rss := "–"
+			if !math.IsNaN(s.rssMiB) {
+				rss = fmt.Sprintf("%.1f (%.1f)", s.rssMiB, s.hwmMiB)
+			}
+			added, other := "–", "–" // direct does not use the proxy core
+			if p != "direct" {
+				added, other = fmtUs(s.addedP50), fmtF(s.other, 0)
+			}
+			fmt.Printf("| %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %d | %s |\n",
+				c.body, c.conns, p, fmtInt(s.rps), fmtUs(s.p50), fmtUs(s.p99), added,
+				fmtF(s.cpu, 1), rss, fmtF(s.xDirect, 2), fmtF(s.xNginx, 2), fmtF(s.cpuXNgx, 2), s.errors, other)
+		}
+	}
+
+	printTargets(sums)
+	return nil
+}
+
+func printTargets(sums map[cellKey]map[string]summary) {
+	fmt.Println()
+	fmt.Println("Targets of issue 7 (sturdy; medians of same-round ratios; a target is met or not met only when every round agrees):")
+	fmt.Println()
+	fmt.Println("| target | measured | status |")
+	fmt.Println("|---|---|---|")
+	k64 := sums[cellKey{"1k", 64}]
+	k1 := sums[cellKey{"1k", 1}]
+	st, haveSt := k64["sturdy"]
+	row := func(target, measured, status string) {
+		fmt.Printf("| %s | %s | %s |\n", target, measured, status)
+	}
+	atLeast := func(min float64) func(float64) bool { return func(v float64) bool { return v >= min } }
+	atMost := func(max float64) func(float64) bool { return func(v float64) bool { return v <= max } }
+	na := func(target, why string) { fmt.Printf("| %s | %s | n/a |\n", target, why) }
+	if !haveSt {
+		na("all sturdy targets", "sturdy was not measured")
+	} else {
+		// "One core each": a proxy's capacity per core is 1 ÷ its CPU time per
+		// request. Measured req/s is capped by the shared load core (wrk +
+		// origin), so it is shown but does not decide.
+		if !math.IsNaN(st.cpuXCaddy) {
+			c := 1 / st.cpuXCaddy
+			row("1k/64c: per core ≥ 2 × Caddy", fmt.Sprintf("%.2f × Caddy per core (req/s %.2f ×)", c, st.xCaddy), verdict(inv(st.per["cpuXCaddy"]), atLeast(2)))
+		} else {
+			na("1k/64c: per core ≥ 2 × Caddy", "Caddy not measured")
+		}
+		if !math.IsNaN(st.cpuXNgx) {
+			c := 1 / st.cpuXNgx
+			row("1k/64c: per core ≥ 0.5 × nginx", fmt.Sprintf("%.2f × nginx per core (req/s %.2f ×)", c, st.xNginx), verdict(inv(st.per["cpuXNgx"]), atLeast(0.5)))
+			row("1k/64c: stretch, per core ≥ 0.8 × nginx", fmt.Sprintf("%.2f × nginx per core", c), verdict(inv(st.per["cpuXNgx"]), atLeast(0.8)))
+		} else {
+			na("1k/64c: per core ≥ 0.5 × nginx", "nginx not measured")
+		}
+		row("1k/64c: proxy CPU ≤ 50 µs/request", fmt.Sprintf("%s µs (nginx %s µs)", fmtF(st.cpu, 1), fmtF(k64["nginx"].cpu, 1)), verdict(st.per["cpu"], atMost(50)))
+		if !math.IsNaN(st.p99XNginx) {
+			row("1k/64c: p99 ≤ 1.5 × nginx's", fmt.Sprintf("%.2f × nginx (%s vs %s)", st.p99XNginx, fmtUs(st.p99), fmtUs(k64["nginx"].p99)), verdict(st.per["p99XNginx"], atMost(1.5)))
+		} else {
+			na("1k/64c: p99 ≤ 1.5 × nginx's", "nginx not measured")
+		}
+		if s1, ok := k1["sturdy"]; ok && !math.IsNaN(s1.p50MinusNginx) {
+			row("1k/1c: added p50 within 40 µs of nginx's", fmt.Sprintf("+%s vs direct, nginx +%s; difference %s",
+				fmtUs(s1.addedP50), fmtUs(k1["nginx"].addedP50), fmtUs(s1.p50MinusNginx)), verdict(s1.per["p50MinusNginx"], atMost(40)))
+		} else {
+			na("1k/1c: added p50 within 40 µs of nginx's", "sturdy or nginx not measured at 1 connection")
+		}
+		row("1k/64c: RSS under load ≤ 40 MiB", fmt.Sprintf("%s MiB (peak %s)", fmtF(st.rssMiB, 1), fmtF(st.hwmMiB, 1)), verdict(st.per["hwm"], atMost(40)))
+	}
+	if h, ok := k64["sturdy-health"]; ok && !math.IsNaN(h.cpuXSturdy) {
+		// Per-core throughput on ÷ off = CPU per request off ÷ on.
+		c := 1 / h.cpuXSturdy
+		row("1k/64c: health model on vs off ≤ 5 % throughput (per core)", fmt.Sprintf("on = %.3f × off per core (CPU %s vs %s µs; req/s %.2f ×)",
+			c, fmtF(h.cpu, 1), fmtF(st.cpu, 1), h.xSturdy), verdict(inv(h.per["cpuXSturdy"]), atLeast(0.95)))
+	} else {
+		na("health model on vs off ≤ 5 % throughput", "pending: sturdy-health not measured")
+	}
+}
+
+func bodyBytes(b string) int {
+	n, _ := strconv.Atoi(strings.TrimRight(b, "kK"))
+	return n
+}
+
+func fmtF(f float64, prec int) string {
+	if math.IsNaN(f) {
+		return "–"
+	}
+	return strconv.FormatFloat(f, 'f', prec, 64)
+}
+
+func fmtInt(f float64) string {
+	if math.IsNaN(f) {
+		return "–"
+	}
+	return strconv.FormatFloat(math.Round(f), 'f', 0, 64)
+}
+
+func fmtUs(us float64) string {
+	switch {
+	case math.IsNaN(us):
+		return "–"
+	case math.Abs(us) >= 10000:
+		return fmt.Sprintf("%.1f ms", us/1000)
+	case math.Abs(us) >= 1000:
+		return fmt.Sprintf("%.2f ms", us/1000)
+	}
+	return fmt.Sprintf("%.0f µs", us)
+}

@@ -1,0 +1,391 @@
+#!/usr/bin/env bash
+# bench/run.sh: side-by-side benchmark of sturdy, nginx, HAProxy and Caddy
+# (issue 7). One fixed loopback Go origin; each proxy on its own core; wrk and
+# the origin on the other; rounds interleaved; a markdown table of medians.
+#
+# Also measures sturdy with its health model on (conf/sturdy-health.yaml) vs
+# off (conf/sturdy.yaml). See docs/performance.md for how to read the table,
+# and bench/profile.sh for a CPU profile under the same load.
+#
+# Usage: bench/run.sh            (from anywhere inside the repository)
+# Environment:
+#   ROUNDS=3        rounds (each round measures every proxy in every cell)
+#   DURATION=5      seconds of each measured wrk run
+#   WARMUP=1        seconds of unmeasured wrk load before each measured run
+#   ONLY=sturdy,nginx   subset of: sturdy,sturdy-health,nginx,haproxy,caddy
+#                   ("direct" is always measured: it is the baseline)
+#   CONNS="64 1"    wrk connection counts;   BODIES="1k 64k"  body sizes
+#   NO_INSTALL=1    never call apt-get; skip what is missing
+#   NICE=-10        run everything at this niceness (root only) so that other
+#                   work on a shared machine disturbs the figures less
+#   RESULTS=DIR     where raw results and the table are kept
+#                   (default /tmp/sturdy-bench-results-DATE)
+#
+# Loopback only: the origin listens on 127.0.0.1:18080, the proxies on
+# 127.0.0.1:18081-18085. Every process started is stopped by PID on exit.
+set -euo pipefail
+
+START_TS=$(date +%s)
+NCPU=$(nproc) # before this script pins itself to one CPU
+ROUNDS=${ROUNDS:-3}
+DURATION=${DURATION:-5}
+WARMUP=${WARMUP:-1}
+ONLY=${ONLY:-sturdy,sturdy-health,nginx,haproxy,caddy}
+CONNS=${CONNS:-"64 1"}
+BODIES=${BODIES:-"1k 64k"}
+NO_INSTALL=${NO_INSTALL:-0}
+NICE=${NICE:-}
+
+log() { printf '[bench %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+die() { log "ERROR: $*"; exit 1; }
+
+case $ROUNDS in '' | *[!0-9]*) die "ROUNDS must be a number" ;; esac
+case $DURATION in '' | *[!0-9]*) die "DURATION must be a whole number of seconds" ;; esac
+case $WARMUP in '' | *[!0-9]*) die "WARMUP must be a whole number of seconds" ;; esac
+((ROUNDS >= 1 && ROUNDS <= 50)) || die "ROUNDS must be 1..50"
+((DURATION >= 1 && DURATION <= 120)) || die "DURATION must be 1..120"
+((WARMUP <= 60)) || die "WARMUP must be 0..60"
+
+BENCH_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+REPO=$(cd "$BENCH_DIR/.." && pwd)
+RESULTS=${RESULTS:-/tmp/sturdy-bench-results-$(date +%Y%m%d-%H%M%S)}
+TMP=$(mktemp -d /tmp/sturdy-bench.XXXXXX)
+mkdir -p "$RESULTS"
+
+BIND=127.0.0.1
+ORIGIN_ADDR=$BIND:18080
+declare -A PORT=([direct]=18080 [sturdy]=18081 [sturdy-health]=18082 [nginx]=18083 [haproxy]=18084 [caddy]=18085)
+
+
+# ---- processes: every PID we start is recorded and stopped on exit ----
+
+declare -A PID=()  # name -> pid
+SKIPPED=()         # human-readable notes on what was not measured
+
+stop_pid() { # stop_pid PID: TERM, wait at most 5 s, then KILL
+	local pid=$1 i
+	kill -0 "$pid" 2>/dev/null || return 0
+	kill -TERM "$pid" 2>/dev/null || true
+	for ((i = 0; i < 50; i++)); do
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.1
+	done
+	if kill -0 "$pid" 2>/dev/null; then
+		log "pid $pid did not stop on TERM; sending KILL"
+		kill -KILL "$pid" 2>/dev/null || true
+	fi
+	wait "$pid" 2>/dev/null || true
+}
+
+cleanup() {
+	local name
+	for name in "${!PID[@]}"; do
+		stop_pid "${PID[$name]}"
+	done
+	rm -rf "$TMP"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# ---- CPU pinning: proxy on CPU 1, this script, wrk and origin on CPU 0 ----
+
+PIN_LOAD=() PIN_PROXY=()
+if ((NCPU >= 2)) && command -v taskset >/dev/null; then
+	taskset -cp 0 $$ >/dev/null
+	PIN_LOAD=(taskset -c 0)
+	PIN_PROXY=(taskset -c 1)
+else
+	log "WARNING: fewer than 2 CPUs or no taskset: running unpinned; figures are not comparable to pinned runs"
+	SKIPPED+=("CPU pinning (needs 2 CPUs and taskset)")
+fi
+
+if [[ -n $NICE ]]; then
+	renice -n "$NICE" -p $$ >/dev/null || die "cannot renice to $NICE"
+fi
+
+# ---- selection ----
+
+want() { [[ $1 == direct || ",$ONLY," == *",$1,"* ]]; }
+for p in ${ONLY//,/ }; do
+	[[ -n ${PORT[$p]:-} ]] || die "ONLY: unknown proxy '$p' (choose from sturdy,sturdy-health,nginx,haproxy,caddy)"
+done
+
+# ---- tools: install from Debian when missing ----
+
+declare -A TOOL_PKG=([wrk]=wrk [nginx]=nginx [haproxy]=haproxy [caddy]=caddy [curl]=curl)
+need_tools=(wrk curl)
+for p in nginx haproxy caddy; do
+	if want "$p"; then need_tools+=("$p"); fi
+done
+missing=()
+for t in "${need_tools[@]}"; do
+	if ! command -v "$t" >/dev/null; then missing+=("${TOOL_PKG[$t]}"); fi
+done
+if ((${#missing[@]})); then
+	if [[ $NO_INSTALL == 1 ]]; then
+		log "missing: ${missing[*]} (NO_INSTALL=1: not installing)"
+	elif [[ $(id -u) -ne 0 ]] || ! command -v apt-get >/dev/null; then
+		log "missing: ${missing[*]}; cannot install (needs root and apt-get)"
+	else
+		log "installing from Debian: ${missing[*]}"
+		export DEBIAN_FRONTEND=noninteractive
+		if ! timeout 300 apt-get update -q >"$RESULTS/apt.log" 2>&1; then
+			log "apt-get update failed (see $RESULTS/apt.log)"
+		fi
+		# One package at a time, so that one failure skips only that tool.
+		for pkg in "${missing[@]}"; do
+			timeout 300 apt-get install -y -q "$pkg" >>"$RESULTS/apt.log" 2>&1 ||
+				log "apt-get install $pkg failed (see $RESULTS/apt.log)"
+		done
+	fi
+fi
+command -v wrk >/dev/null || die "wrk is required and could not be installed"
+command -v curl >/dev/null || die "curl is required and could not be installed"
+for p in nginx haproxy caddy; do
+	if want "$p" && ! command -v "$p" >/dev/null; then
+		log "SKIP $p: not installed"
+		SKIPPED+=("$p: not installed")
+	fi
+done
+
+# ---- builds ----
+
+log "building origin and report"
+(cd "$REPO" && go build -o "$TMP/origin" ./bench/origin && go build -o "$TMP/report" ./bench/report) ||
+	die "could not build bench/origin or bench/report"
+
+HAVE_STURDY=0
+if want sturdy || want sturdy-health; then
+	log "building sturdy (./cmd/sturdy)"
+	if (cd "$REPO" && go build -o "$TMP/sturdy" ./cmd/sturdy) >"$TMP/sturdy-build.log" 2>&1; then
+		HAVE_STURDY=1
+	else
+		log "SKIP sturdy: ./cmd/sturdy does not build yet:"
+		head -5 "$TMP/sturdy-build.log" | sed 's/^/    /' >&2
+		SKIPPED+=("sturdy: ./cmd/sturdy does not build")
+	fi
+fi
+HEALTH_PENDING=0
+if want sturdy-health && ! grep -Eq '^[[:space:]]*health:' "$BENCH_DIR/conf/sturdy-health.yaml"; then
+	HEALTH_PENDING=1
+	log "health comparison PENDING: bench/conf/sturdy-health.yaml has no 'health:' key yet (TODO placeholder)"
+	SKIPPED+=("sturdy-health: health comparison pending (bench/conf/sturdy-health.yaml has no health: key)")
+fi
+
+# ---- config files ----
+
+render() { # render TEMPLATE OUT PROXY
+	sed -e "s|@LISTEN@|$BIND:${PORT[$3]}|g" -e "s|@PORT@|${PORT[$3]}|g" -e "s|@BIND@|$BIND|g" \
+		-e "s|@ORIGIN@|$ORIGIN_ADDR|g" -e "s|@TMP@|$TMP|g" "$1" >"$2"
+}
+
+# ---- start / check ----
+
+wait_ready() { # wait_ready PORT PID: at most 10 s
+	local i
+	for ((i = 0; i < 100; i++)); do
+		kill -0 "$2" 2>/dev/null || return 1
+		curl -s -o /dev/null --max-time 1 "http://$BIND:$1/1k" && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+check_bodies() { # check_bodies PORT: both bodies arrive whole with 200
+	local out
+	out=$(curl -s -o /dev/null --max-time 2 -w '%{http_code} %{size_download}' "http://$BIND:$1/1k") || return 1
+	[[ $out == "200 1024" ]] || { log "  /1k gave '$out'"; return 1; }
+	out=$(curl -s -o /dev/null --max-time 2 -w '%{http_code} %{size_download}' "http://$BIND:$1/64k") || return 1
+	[[ $out == "200 65536" ]] || { log "  /64k gave '$out'"; return 1; }
+}
+
+start_proxy() { # start_proxy NAME: starts it pinned to the proxy core, records its PID
+	local name=$1 port=${PORT[$1]} pid
+	case $name in
+	sturdy | sturdy-health)
+		render "$BENCH_DIR/conf/$name.yaml" "$TMP/$name.yaml" "$name"
+		GOMAXPROCS=1 "${PIN_PROXY[@]}" "$TMP/sturdy" run -c "$TMP/$name.yaml" >"$RESULTS/$name.log" 2>&1 &
+		;;
+	nginx)
+		mkdir -p "$TMP/nginx"
+		render "$BENCH_DIR/conf/nginx.conf" "$TMP/nginx.conf" nginx
+		"${PIN_PROXY[@]}" nginx -p "$TMP/nginx/" -e "$TMP/nginx-error.log" -c "$TMP/nginx.conf" >"$RESULTS/nginx.log" 2>&1 &
+		;;
+	haproxy)
+		render "$BENCH_DIR/conf/haproxy.cfg" "$TMP/haproxy.cfg" haproxy
+		"${PIN_PROXY[@]}" haproxy -db -f "$TMP/haproxy.cfg" >"$RESULTS/haproxy.log" 2>&1 &
+		;;
+	caddy)
+		mkdir -p "$TMP/caddy"
+		render "$BENCH_DIR/conf/Caddyfile" "$TMP/Caddyfile" caddy
+		GOMAXPROCS=1 XDG_DATA_HOME="$TMP/caddy" XDG_CONFIG_HOME="$TMP/caddy" HOME="$TMP/caddy" \
+			"${PIN_PROXY[@]}" caddy run --adapter caddyfile --config "$TMP/Caddyfile" >"$RESULTS/caddy.log" 2>&1 &
+		;;
+	esac
+	pid=$!
+	PID[$name]=$pid
+	if ! wait_ready "$port" "$pid" || ! check_bodies "$port"; then
+		log "SKIP $name: did not serve both bodies on $BIND:$port (log: $RESULTS/$name.log)"
+		tail -5 "$RESULTS/$name.log" | sed 's/^/    /' >&2 || true
+		stop_pid "$pid"
+		unset "PID[$name]"
+		SKIPPED+=("$name: did not start or serve correctly")
+		return 1
+	fi
+}
+
+# ---- /proc readings ----
+
+CLK_TCK=$(getconf CLK_TCK)
+
+proc_pids() { # proc_pids PID: the process and its children (nginx master + worker)
+	echo "$1"
+	pgrep -P "$1" || true
+}
+
+cpu_ticks() { # utime+stime of the given PIDs, in clock ticks
+	local total=0 pid stat rest
+	local -a f
+	for pid in "$@"; do
+		stat=$(cat "/proc/$pid/stat" 2>/dev/null) || continue
+		rest=${stat##*) } # fields from 3 on; comm may contain spaces
+		read -r -a f <<<"$rest"
+		total=$((total + f[11] + f[12])) # fields 14 and 15
+	done
+	echo "$total"
+}
+
+mem_kib() { # mem_kib FIELD PIDs...: sum of VmRSS or VmHWM
+	local field=$1 total=0 pid v
+	shift
+	for pid in "$@"; do
+		v=$(awk -v f="$field:" '$1 == f { print $2 }' "/proc/$pid/status" 2>/dev/null) || continue
+		total=$((total + ${v:-0}))
+	done
+	echo "$total"
+}
+
+cpu1_busy() { # busy clock ticks of CPU 1 (the proxy core) since boot
+	awk '$1 == "cpu1" { print $2 + $3 + $4; exit }' /proc/stat
+}
+now_ns() { date +%s%N; }
+
+# ---- one measured cell ----
+
+run_cell() { # run_cell ROUND NAME BODY CONNS: appends one line to $RESULTS/raw.txt
+	local round=$1 name=$2 body=$3 conns=$4 port=${PORT[$2]} threads=2 url pids=() out
+	if ((conns < 2)); then threads=1; fi
+	url="http://$BIND:$port/$body"
+	if [[ $name != direct ]]; then
+		kill -0 "${PID[$name]}" 2>/dev/null || { log "  $name is gone; skipping cell"; return 0; }
+		mapfile -t pids < <(proc_pids "${PID[$name]}")
+	fi
+	if ((WARMUP > 0)); then
+		timeout $((WARMUP + 20)) "${PIN_LOAD[@]}" wrk -t"$threads" -c"$conns" -d"${WARMUP}s" "$url" >/dev/null 2>&1 || true
+	fi
+	local cpu0=0 cpu1=0 rss=- hwm=- cpu_us=-
+	if ((${#pids[@]})); then
+		for p in "${pids[@]}"; do echo 5 >"/proc/$p/clear_refs" 2>/dev/null || true; done # reset VmHWM
+		rm -f "$TMP/rss"
+		cpu0=$(cpu_ticks "${pids[@]}")
+		(sleep "$(awk -v d="$DURATION" 'BEGIN { print d / 2 }')" && mem_kib VmRSS "${pids[@]}" >"$TMP/rss") &
+		PID[sampler]=$!
+	fi
+	out="$RESULTS/wrk-r$round-$name-$body-c$conns.txt"
+	local busy0 busy1 t0 t1
+	busy0=$(cpu1_busy)
+	t0=$(now_ns)
+	timeout $((DURATION + 30)) "${PIN_LOAD[@]}" wrk -t"$threads" -c"$conns" -d"${DURATION}s" --latency "$url" >"$out" 2>&1 || true
+	t1=$(now_ns)
+	busy1=$(cpu1_busy)
+	if ((${#pids[@]})); then
+		cpu1=$(cpu_ticks "${pids[@]}")
+		wait "${PID[sampler]}" 2>/dev/null || true
+		unset "PID[sampler]"
+		rss=$(cat "$TMP/rss" 2>/dev/null || echo -)
+		hwm=$(mem_kib VmHWM "${pids[@]}")
+		cpu_us=$(((cpu1 - cpu0) * 1000000 / CLK_TCK))
+	fi
+	local w
+	if ! w=$("$TMP/report" wrk "$out" 2>&1); then
+		log "  $name $body c$conns: wrk failed: $w"
+		return 0
+	fi
+	read -r reqs rps p50 p99 errs <<<"$w"
+	# CPU time on the proxy core not used by the proxy: other engineers'
+	# builds and tests on a shared machine. Figures are suspect when high.
+	local other
+	other=$(awk -v b="$((busy1 - busy0 - (cpu1 - cpu0)))" -v ns="$((t1 - t0))" -v hz="$CLK_TCK" \
+		'BEGIN { v = 100 * b / (ns / 1e9 * hz); if (v < 0) v = 0; printf "%.0f", v }')
+	echo "$round $name $body $conns $reqs $rps $p50 $p99 $cpu_us ${rss:--} ${hwm:--} $errs $other" >>"$RESULTS/raw.txt"
+	local per=-
+	if [[ $cpu_us != - ]]; then per=$(awk -v c="$cpu_us" -v n="$reqs" 'BEGIN { printf "%.1f", c / n }'); fi
+	log "  r$round $(printf '%-13s %-3s c%-2s' "$name" "$body" "$conns") $(printf '%9.0f req/s  p50 %7.0fus  p99 %7.0fus  cpu %5s us/req  errors %s  other load on proxy core %s%%' "$rps" "$p50" "$p99" "$per" "$errs" "$other")"
+}
+
+# ---- run ----
+
+log "load average before the run: $(cut -d' ' -f1-3 /proc/loadavg) (other work on this machine skews the figures; see the 'other load' column)"
+log "results in $RESULTS; rounds=$ROUNDS duration=${DURATION}s warmup=${WARMUP}s conns='$CONNS' bodies='$BODIES'"
+for name in "${!PORT[@]}"; do
+	if curl -s -o /dev/null --max-time 1 "http://$BIND:${PORT[$name]}/"; then
+		die "port ${PORT[$name]} ($name) is already in use on $BIND; stop whatever listens there first"
+	fi
+done
+"${PIN_LOAD[@]}" "$TMP/origin" -listen "$ORIGIN_ADDR" >"$RESULTS/origin.log" 2>&1 &
+PID[origin]=$!
+if ! wait_ready 18080 "${PID[origin]}" || ! check_bodies 18080; then
+	die "origin did not start (log: $RESULTS/origin.log)"
+fi
+
+RUN=(direct)
+for name in sturdy sturdy-health nginx haproxy caddy; do
+	want "$name" || continue
+	case $name in
+	sturdy) ((HAVE_STURDY)) || continue ;;
+	sturdy-health) ((HAVE_STURDY && !HEALTH_PENDING)) || continue ;;
+	*) command -v "$name" >/dev/null || continue ;;
+	esac
+	log "starting $name on $BIND:${PORT[$name]}"
+	if start_proxy "$name"; then RUN+=("$name"); fi
+done
+log "measuring: ${RUN[*]}"
+
+: >"$RESULTS/raw.txt"
+n=${#RUN[@]}
+for ((round = 1; round <= ROUNDS; round++)); do
+	log "round $round/$ROUNDS"
+	for body in $BODIES; do
+		for conns in $CONNS; do
+			# Rotate the starting proxy each round so that no proxy always runs first.
+			for ((i = 0; i < n; i++)); do
+				run_cell "$round" "${RUN[$(((i + round - 1) % n))]}" "$body" "$conns"
+			done
+		done
+	done
+done
+
+{
+	echo "Machine: $NCPU CPUs, $(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo), Linux $(uname -r), $(date -u '+%Y-%m-%d %H:%M UTC')"
+	echo "Versions: $(go version | awk '{ print $3 }')$(
+		if command -v nginx >/dev/null; then printf ', %s' "$(nginx -v 2>&1 | sed 's/.*version: //')"; fi
+		if command -v haproxy >/dev/null; then printf ', HAProxy %s' "$(haproxy -v | awk 'NR == 1 { print $3 }')"; fi
+		if command -v caddy >/dev/null; then printf ', Caddy %s' "$(caddy version | awk '{ print $1 }')"; fi
+		printf ', %s' "$(wrk -v 2>&1 | awk 'NR == 1 { print $1, $2 }')"
+	)"
+	echo "Command: ROUNDS=$ROUNDS DURATION=$DURATION WARMUP=$WARMUP ONLY=$ONLY${NICE:+ NICE=$NICE} bench/run.sh"
+	echo
+	"$TMP/report" table "$RESULTS/raw.txt"
+	if [[ " ${RUN[*]} " == *" sturdy-health "* ]]; then
+		echo
+		echo "Active health checks received by the origin during the run: $(curl -s --max-time 2 "http://$ORIGIN_ADDR/checks" || echo unknown)"
+	fi
+} | tee "$RESULTS/table.md"
+echo
+if ((${#SKIPPED[@]})); then
+	echo "Skipped:"
+	printf -- '- %s\n' "${SKIPPED[@]}"
+	echo
+fi
+END_TS=$(date +%s)
+echo "Total run time: $((END_TS - START_TS)) s (rounds=$ROUNDS, duration=${DURATION}s, warmup=${WARMUP}s; raw results: $RESULTS)"
