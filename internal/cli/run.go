@@ -123,17 +123,20 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return serve(ctx, cfg, log, func() (*config.Config, error) { return config.Load(*file) })
 }
 
-// serve runs a server until ctx ends; SIGHUP reloads through load.
+// serve runs a server until ctx ends; SIGHUP re-reads the config through
+// load, and so does the admin API's reload.
 func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, load func() (*config.Config, error)) int {
+	server.Version = version
 	srv, err := server.New(cfg, log)
 	if err != nil {
 		log.Error("cannot start", "err", err)
 		return exitFail
 	}
-	reload := make(chan *config.Config)
+	srv.SetLoader(load)
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
+	reload := make(chan struct{})
 	go func() {
 		for {
 			select {
@@ -141,13 +144,8 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, load func(
 				return
 			case <-hup:
 			}
-			next, err := load()
-			if err != nil {
-				log.Error("reload refused: the new config is invalid; the previous config keeps serving", "errors", err.Error())
-				continue
-			}
 			select {
-			case reload <- next:
+			case reload <- struct{}{}:
 			case <-ctx.Done():
 				return
 			}

@@ -211,7 +211,8 @@ func (v *validator) listeners() {
 		v.uniqueName(p, l.Name, "listener", names, i)
 		if l.Listen == "" {
 			v.errorf(p+".listen", "missing; expected host:port, like 127.0.0.1:8080")
-		} else if v.checkAddr(p+".listen", l.Listen) {
+		} else if v.checkAddr(p+".listen", l.Listen) && !strings.HasSuffix(l.Listen, ":0") {
+			// Port 0 asks the kernel for a free port: never a clash.
 			if j, dup := addrs[l.Listen]; dup {
 				v.errorf(p+".listen", "address %s is already used by listeners[%d]", l.Listen, j)
 			}

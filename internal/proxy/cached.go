@@ -21,10 +21,12 @@ func (f *forwarder) serveCached() {
 	rt := f.rt
 	sw := &statusWriter{ResponseWriter: f.w}
 	res := rt.Cache.Serve(sw, f.r, rt.CachePolicy, f.cacheFetch)
+	f.cacheStatus = res.Status
+	defer func() { f.bytes = sw.bytes }()
 	if res.Written() {
 		f.status = sw.status
 		if res.Stale {
-			rt.Stats.Answer(AnswerStale)
+			f.answered(AnswerStale)
 			if res.OriginError {
 				rt.Health.EpisodeAnswer(health.ByStale)
 			}
@@ -39,7 +41,7 @@ func (f *forwarder) serveCached() {
 	}
 	f.class, f.sameTwice = fe.class, fe.sameTwice
 	if fe.fl == failNoHost && rt.Cache.ServeStale(sw, f.r, rt.CachePolicy, "no backend available") {
-		rt.Stats.Answer(AnswerStale)
+		f.answered(AnswerStale)
 		rt.Health.EpisodeAnswer(health.ByStale)
 		f.status = sw.status
 		return
@@ -90,6 +92,7 @@ func (b *releasingBody) Close() error {
 type statusWriter struct {
 	http.ResponseWriter
 	status int
+	bytes  int64
 }
 
 func (w *statusWriter) WriteHeader(code int) {
@@ -103,7 +106,9 @@ func (w *statusWriter) Write(p []byte) (int, error) {
 	if w.status == 0 {
 		w.status = http.StatusOK
 	}
-	return w.ResponseWriter.Write(p)
+	n, err := w.ResponseWriter.Write(p)
+	w.bytes += int64(n)
+	return n, err
 }
 
 // Unwrap lets http.ResponseController reach the real writer (Flush, ...).

@@ -55,9 +55,13 @@ type forwarder struct {
 	nfails    int
 	sameTwice bool
 
-	status int           // what the client was answered
-	class  outcome.Class // the last attempt's outcome
-	attr   health.Attribution
+	status      int           // what the client was answered
+	bytes       int64         // response body bytes sent
+	class       outcome.Class // the last attempt's outcome
+	attr        health.Attribution
+	host        *pool.Host // the last host tried
+	how         int        // 1 + the Answer* kind, when not answered normally
+	cacheStatus string
 }
 
 func (f *forwarder) serve() {
@@ -71,7 +75,7 @@ func (f *forwarder) serve() {
 	f.clientKey = clientKey(r, rt.Monitor)
 	f.clientBit = pool.Bit(pool.HashString(f.clientKey))
 	if rt.Monitor.Shed(f.clientKey) {
-		rt.Stats.Answer(AnswerShed)
+		f.answered(AnswerShed)
 		f.status = writeShedClient(f.w, rt.Name)
 		return
 	}
@@ -96,7 +100,7 @@ func (f *forwarder) fetch() (*http.Response, *pool.Host, failure) {
 	}
 	resp, host, fl := f.exchange(rt.Pool, rt.Health)
 	if fl == failNoHost && rt.Fallback != nil {
-		rt.Stats.Answer(AnswerFallback)
+		f.answered(AnswerFallback)
 		rt.Health.EpisodeAnswer(health.ByFallback)
 		f.tried = pool.Tried{}
 		resp, host, fl = f.exchange(rt.Fallback.Pool, rt.Fallback.Health)
@@ -122,7 +126,7 @@ func (f *forwarder) exchange(p *pool.Pool, ph *health.Pool) (*http.Response, *po
 		if host == nil {
 			if host = p.Panic(&f.tried); host != nil {
 				ph.PanicPick(f.now)
-				rt.Stats.Answer(AnswerPanic)
+				f.answered(AnswerPanic)
 			}
 		}
 		if host == nil {
@@ -139,6 +143,7 @@ func (f *forwarder) exchange(p *pool.Pool, ph *health.Pool) (*http.Response, *po
 			held, heldHost = nil, nil
 		}
 		f.tried.Add(host)
+		f.host = host
 		resp, class, err := f.attempt(host)
 		if class == outcome.OK && ph.FailStatus(resp.StatusCode) {
 			class = outcome.Status5xx
@@ -212,7 +217,7 @@ func (f *forwarder) answer(fl failure) int {
 	case failBadBody:
 		return writeEdgeError(f.w, http.StatusBadRequest, rt.Name, "the request body ended before its declared length")
 	case failFull:
-		rt.Stats.Answer(AnswerShed)
+		f.answered(AnswerShed)
 		return writeBusy(f.w, rt.Name, "every backend is at its connection limit")
 	case failNoHost:
 		return f.sorry()
@@ -229,7 +234,7 @@ func (f *forwarder) answer(fl failure) int {
 // chain, never a bare 502.
 func (f *forwarder) sorry() int {
 	rt := f.rt
-	rt.Stats.Answer(AnswerSorry)
+	f.answered(AnswerSorry)
 	rt.Health.EpisodeAnswer(health.BySorry)
 	h := f.w.Header()
 	h["Content-Type"] = []string{rt.Sorry.ContentType}

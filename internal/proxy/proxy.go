@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/sturdyproxy/sturdy/internal/accesslog"
 	"github.com/sturdyproxy/sturdy/internal/cache"
 	"github.com/sturdyproxy/sturdy/internal/edge"
 	"github.com/sturdyproxy/sturdy/internal/health"
@@ -68,6 +69,9 @@ type Route struct {
 	// Cache, when set, answers through the shared cache with CachePolicy.
 	Cache       *cache.Cache
 	CachePolicy *cache.Policy
+	// Agg, when set, receives the degraded answers as aggregated log lines.
+	Agg   Aggregator
+	notes [numAnswers]string // set by Prepare
 }
 
 // Fallback is a route's fallback pool.
@@ -93,6 +97,8 @@ type Snapshot struct {
 	Trusted []netip.Prefix
 	// Edge decides what never reaches a backend. Required.
 	Edge *edge.Edge
+	// Access is the access log; nil means off.
+	Access *accesslog.Logger
 }
 
 // Handler serves one listener. Its zero value is not usable; set Listener
@@ -130,12 +136,16 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	fw := forwarder{h: h, snap: snap, rt: rt, w: w, r: r, now: start}
 	defer func() {
 		rt.Stats.InFlight.Add(-1)
-		rt.Stats.observe(fw.status, time.Since(start))
+		d := time.Since(start)
+		rt.Stats.observe(fw.status, d)
+		if snap.Access != nil {
+			fw.logAccess(snap.Access, start, d)
+		}
 	}()
 	if rt.MaxInFlight > 0 && n > rt.MaxInFlight {
 		// The route's bulkhead is full: answer at once rather than queue,
 		// so a slow route cannot take workers from the others.
-		rt.Stats.Answer(AnswerShed)
+		fw.answered(AnswerShed)
 		fw.status = writeBusy(w, rt.Name, "this route is at its limit of requests in flight")
 		return
 	}

@@ -44,7 +44,9 @@ func (f *forwarder) respond(host *pool.Host, resp *http.Response) int {
 		return resp.StatusCode
 	}
 	flush := resp.ContentLength == -1 || isEventStream(resp.Header)
-	if err := copyBody(w, resp.Body, flush); err != nil {
+	n, err := copyBody(w, resp.Body, flush)
+	f.bytes = n
+	if err != nil {
 		if err == errUpstreamBody {
 			// A late failure: counted against nobody, but counted.
 			host.Attempts[outcome.BodyError].Add(1)
@@ -72,10 +74,10 @@ func isEventStream(h http.Header) bool {
 
 var errUpstreamBody = fmt.Errorf("upstream body read failed")
 
-// copyBody copies the upstream body to the client. It reports
-// errUpstreamBody when reading from upstream failed and the client's write
-// error when writing failed.
-func copyBody(w http.ResponseWriter, src io.Reader, flush bool) error {
+// copyBody copies the upstream body to the client and returns the bytes
+// written. It reports errUpstreamBody when reading from upstream failed and
+// the client's write error when writing failed.
+func copyBody(w http.ResponseWriter, src io.Reader, flush bool) (int64, error) {
 	bp := bufPool.Get().(*[]byte)
 	defer bufPool.Put(bp)
 	buf := *bp
@@ -83,23 +85,26 @@ func copyBody(w http.ResponseWriter, src io.Reader, flush bool) error {
 	if flush {
 		rc = http.NewResponseController(w)
 	}
+	var total int64
 	for {
 		n, rerr := src.Read(buf)
 		if n > 0 {
-			if _, werr := w.Write(buf[:n]); werr != nil {
-				return werr
+			m, werr := w.Write(buf[:n])
+			total += int64(m)
+			if werr != nil {
+				return total, werr
 			}
 			if flush {
 				if err := rc.Flush(); err != nil {
-					return err
+					return total, err
 				}
 			}
 		}
 		if rerr == io.EOF {
-			return nil
+			return total, nil
 		}
 		if rerr != nil {
-			return errUpstreamBody
+			return total, errUpstreamBody
 		}
 	}
 }

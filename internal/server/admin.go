@@ -6,28 +6,21 @@ import (
 	"net"
 	"net/http"
 	"time"
+
+	"github.com/sturdyproxy/sturdy/internal/admin"
+	"github.com/sturdyproxy/sturdy/internal/config"
 )
 
 // startAdmin serves the operators' endpoints on their own address, so that
 // a flood on the client listeners cannot hide the proxy's state.
-func (s *Server) startAdmin(addr string) error {
-	ln, err := net.Listen("tcp", addr)
+func (s *Server) startAdmin(a config.Admin) error {
+	ln, err := net.Listen("tcp", a.Listen)
 	if err != nil {
-		return fmt.Errorf("admin: cannot listen on %s: %w", addr, err)
+		return fmt.Errorf("admin: cannot listen on %s: %w", a.Listen, err)
 	}
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /livez", func(w http.ResponseWriter, r *http.Request) {
-		fmt.Fprintln(w, "ok")
-	})
-	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Cache-Control", "no-store")
-		if s.draining.Load() {
-			http.Error(w, "not ready: shutting down", http.StatusServiceUnavailable)
-			return
-		}
-		fmt.Fprintln(w, "ready")
-	})
-	s.admin = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second, IdleTimeout: 60 * time.Second}
+	host, _, _ := net.SplitHostPort(a.Listen)
+	h := admin.New(adminBackend{s}, admin.Options{Token: a.Token, Loopback: config.IsLoopback(host), Log: s.log})
+	s.admin = &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second, IdleTimeout: 60 * time.Second}
 	s.adminAddr = ln.Addr().String()
 	s.wg.Add(1)
 	go func() {
@@ -37,4 +30,11 @@ func (s *Server) startAdmin(addr string) error {
 		}
 	}()
 	return nil
+}
+
+func statusURL(adminAddr string) string {
+	if adminAddr == "" {
+		return ""
+	}
+	return "http://" + adminAddr + "/status"
 }

@@ -47,7 +47,8 @@ func stateKey(pool, addr string) string { return pool + "|" + addr }
 
 // build compiles cfg. prev (nil on first load) lends host state and
 // transports for whatever the two configs share.
-func build(cfg *config.Config, prev *runtime, mon *health.Monitor, store *cache.Cache, counters *edge.Counters) (*runtime, error) {
+func (s *Server) build(cfg *config.Config, prev *runtime) (*runtime, error) {
+	mon, store := s.monitor, s.cache
 	rt := &runtime{
 		pools:      map[string]*pool.Pool{},
 		healthBy:   map[string]*health.Pool{},
@@ -153,6 +154,8 @@ func build(cfg *config.Config, prev *runtime, mon *health.Monitor, store *cache.
 		if rc.Cache.Enabled {
 			r.Cache, r.CachePolicy = store, cachePolicy(rc, pc)
 		}
+		r.Agg = s.agg
+		r.Prepare()
 		if pc.Balance == config.BalanceHash {
 			kind, name, err := config.ParseHashKey(pc.HashKey)
 			if err != nil {
@@ -181,7 +184,8 @@ func build(cfg *config.Config, prev *runtime, mon *health.Monitor, store *cache.
 	rt.snap = &proxy.Snapshot{
 		Tables:  map[string]*route.Table[*proxy.Route]{},
 		Trusted: trusted,
-		Edge:    edge.New(cfg.Edge.NonASCII == config.NonASCIIReject, deny, trusted, counters),
+		Edge:    edge.New(cfg.Edge.NonASCII == config.NonASCIIReject, deny, trusted, s.edge),
+		Access:  s.access,
 	}
 	for _, l := range cfg.Listeners {
 		rt.snap.Tables[l.Name] = route.New(perListener[l.Name])

@@ -15,12 +15,16 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/sturdyproxy/sturdy/internal/accesslog"
+	"github.com/sturdyproxy/sturdy/internal/alert"
 	"github.com/sturdyproxy/sturdy/internal/cache"
 	"github.com/sturdyproxy/sturdy/internal/config"
 	"github.com/sturdyproxy/sturdy/internal/edge"
 	"github.com/sturdyproxy/sturdy/internal/event"
 	"github.com/sturdyproxy/sturdy/internal/health"
+	"github.com/sturdyproxy/sturdy/internal/logagg"
 	"github.com/sturdyproxy/sturdy/internal/proxy"
+	"github.com/sturdyproxy/sturdy/internal/view"
 )
 
 // Server runs one sturdy instance.
@@ -31,6 +35,10 @@ type Server struct {
 	monitor *health.Monitor
 	cache   *cache.Cache // shared by every route that opts in
 	edge    *edge.Counters
+	agg     *logagg.Aggregator
+	alerts  *alert.Dispatcher
+	access  *accesslog.Logger // nil when off
+	load    func() (*config.Config, error)
 	started time.Time
 
 	// draining is set once shutdown begins; /readyz reports it.
@@ -45,6 +53,7 @@ type Server struct {
 	admin     *http.Server
 	adminAddr string
 	wg        sync.WaitGroup // one per serving goroutine
+	reloads   view.Reloads
 }
 
 type listener struct {
@@ -57,20 +66,49 @@ type listener struct {
 // New compiles cfg. Nothing listens until Start; the health monitor runs
 // from here until Shutdown.
 func New(cfg *config.Config, log *slog.Logger) (*Server, error) {
-	bus := event.NewBus(log, 200, nil)
-	mon := health.NewMonitor(cfg.Attribution, bus, 0)
-	store := newCache(cfg.Cache, bus)
-	counters := new(edge.Counters)
-	rt, err := build(cfg, nil, mon, store, counters)
+	access, err := openAccessLog(cfg.Log.Access, log)
 	if err != nil {
-		mon.Close()
-		store.Close()
 		return nil, err
 	}
-	mon.Apply(rt.health)
-	s := &Server{log: log, cfg: cfg, rt: rt, listeners: map[string]*listener{}, bus: bus, monitor: mon, cache: store, edge: counters, started: time.Now()}
+	bus := event.NewBus(log, 200, nil)
+	s := &Server{
+		log: log, cfg: cfg, listeners: map[string]*listener{}, bus: bus,
+		monitor: health.NewMonitor(cfg.Attribution, bus, 0),
+		cache:   newCache(cfg.Cache, bus),
+		edge:    new(edge.Counters),
+		agg:     logagg.New(log, logagg.Options{Interval: cfg.Log.AggregateInterval.D()}),
+		access:  access,
+		started: time.Now(),
+	}
+	rt, err := s.build(cfg, nil)
+	if err != nil {
+		s.monitor.Close()
+		s.cache.Close()
+		s.access.Close()
+		return nil, err
+	}
+	s.rt = rt
+	s.monitor.Apply(rt.health)
 	s.snap.Store(rt.snap)
 	return s, nil
+}
+
+// SetLoader sets how ReloadFile (SIGHUP, the runtime API) reads the config.
+func (s *Server) SetLoader(load func() (*config.Config, error)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.load = load
+}
+
+func openAccessLog(a config.AccessLog, log *slog.Logger) (*accesslog.Logger, error) {
+	if !a.Enabled {
+		return nil, nil
+	}
+	l, err := accesslog.Open(a.Path, accesslog.Options{Log: log})
+	if err != nil {
+		return nil, fmt.Errorf("access log: %w", err)
+	}
+	return l, nil
 }
 
 // newCache makes the shared cache; its stale-masking episodes become events.
@@ -117,11 +155,14 @@ func (s *Server) Start() error {
 		s.listeners[lc.Name] = l
 	}
 	if s.cfg.Admin.Listen != "off" {
-		if err := s.startAdmin(s.cfg.Admin.Listen); err != nil {
+		if err := s.startAdmin(s.cfg.Admin); err != nil {
 			s.closeAllLocked()
 			return err
 		}
 	}
+	s.alerts = alert.New(s.cfg.Webhooks, alert.Options{Log: s.log, StatusURL: statusURL(s.adminAddr)})
+	s.bus.Subscribe(s.alerts.Notify)
+	s.agg.Start()
 	s.log.Info("sturdy started", "listeners", len(s.listeners), "admin", s.adminAddr, "config", s.cfg.File, "config_hash", s.cfg.Hash)
 	return nil
 }
@@ -208,8 +249,9 @@ func sameSocket(a, b config.Listener) bool {
 func (s *Server) Reload(cfg *config.Config) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	rt, err := build(cfg, s.rt, s.monitor, s.cache, s.edge)
+	rt, err := s.build(cfg, s.rt)
 	if err != nil {
+		s.reloadFailedLocked(err)
 		return err
 	}
 	// Bind new sockets before swapping, so that a port conflict leaves the
@@ -222,7 +264,9 @@ func (s *Server) Reload(cfg *config.Config) error {
 			if lc.TLS != nil {
 				if err := old.loadCert(); err != nil {
 					closeListeners(started)
-					return fmt.Errorf("listener %s: %w", lc.Name, err)
+					err = fmt.Errorf("listener %s: %w", lc.Name, err)
+					s.reloadFailedLocked(err)
+					return err
 				}
 			}
 			next[lc.Name] = old
@@ -231,6 +275,7 @@ func (s *Server) Reload(cfg *config.Config) error {
 		l, err := s.startListener(lc)
 		if err != nil {
 			closeListeners(started)
+			s.reloadFailedLocked(err)
 			return err
 		}
 		started = append(started, l)
@@ -247,9 +292,38 @@ func (s *Server) Reload(cfg *config.Config) error {
 		}
 	}
 	closeUnused(s.rt, rt)
+	old := s.cfg
 	s.listeners, s.rt, s.cfg = next, rt, cfg
-	s.log.Info("config reloaded", "config", cfg.File, "config_hash", cfg.Hash)
+	if s.alerts != nil {
+		s.alerts.Reconfigure(cfg.Webhooks)
+	}
+	if err := s.access.Reopen(); err != nil {
+		s.log.Warn("access log could not be reopened", "err", err)
+	}
+	s.reloads.OK++
+	s.reloads.Last, s.reloads.LastErr = time.Now(), ""
+	s.bus.Emit(event.Event{
+		Type: event.ReloadApplied, Message: "config reloaded",
+		Evidence: map[string]any{"config": cfg.File, "config_hash": cfg.Hash, "previous_hash": old.Hash},
+	})
 	return nil
+}
+
+func (s *Server) reloadFailed(err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.reloadFailedLocked(err)
+}
+
+// reloadFailedLocked counts and announces a refused reload.
+func (s *Server) reloadFailedLocked(err error) {
+	s.reloads.Failed++
+	s.reloads.Last, s.reloads.LastErr = time.Now(), err.Error()
+	s.bus.Emit(event.Event{
+		Type: event.ReloadRefused, Severity: event.Warning,
+		Message:  "reload refused; the previous config keeps serving",
+		Evidence: map[string]any{"error": err.Error(), "serving_hash": s.cfg.Hash},
+	})
 }
 
 // retire stops a listener the new config no longer has, letting its
@@ -304,6 +378,11 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	wg.Wait()
 	s.monitor.Close()
 	s.cache.Close()
+	s.agg.Stop()
+	if s.alerts != nil {
+		s.alerts.Stop(ctx)
+	}
+	s.access.Close()
 	s.mu.Lock()
 	for _, tr := range s.rt.transports {
 		tr.CloseIdleConnections()
@@ -322,19 +401,18 @@ func (s *Server) Shutdown(ctx context.Context) error {
 }
 
 // Run starts the server, serves until ctx ends, then shuts down within the
-// configured grace. reload, when it delivers, applies a new config.
-func (s *Server) Run(ctx context.Context, reload <-chan *config.Config) error {
+// configured grace. Each receive on reload re-reads the config (SIGHUP).
+func (s *Server) Run(ctx context.Context, reload <-chan struct{}) error {
 	if err := s.Start(); err != nil {
 		s.monitor.Close()
 		s.cache.Close()
+		s.access.Close()
 		return err
 	}
 	for {
 		select {
-		case cfg := <-reload:
-			if err := s.Reload(cfg); err != nil {
-				s.log.Error("reload refused; the previous config keeps serving", "err", err)
-			}
+		case <-reload:
+			s.ReloadFile() // a refusal is logged and announced as an event
 		case <-ctx.Done():
 			s.mu.Lock()
 			grace := s.cfg.ShutdownGrace.D()

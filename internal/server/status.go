@@ -1,0 +1,203 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/sturdyproxy/sturdy/internal/admin"
+	"github.com/sturdyproxy/sturdy/internal/event"
+	"github.com/sturdyproxy/sturdy/internal/health"
+	"github.com/sturdyproxy/sturdy/internal/outcome"
+	"github.com/sturdyproxy/sturdy/internal/pool"
+	"github.com/sturdyproxy/sturdy/internal/view"
+)
+
+// Version is reported in the status; the CLI sets it.
+var Version = "dev"
+
+// Status takes one snapshot of everything operators see. It reads atomics
+// and takes the server's lock briefly; the request path never waits on it.
+func (s *Server) Status() view.Status {
+	s.mu.Lock()
+	cfg, rt := s.cfg, s.rt
+	reloads := s.reloads
+	s.mu.Unlock()
+	now := time.Now()
+	st := view.Status{
+		Time: now, Started: s.started, Version: Version,
+		ConfigFile: cfg.File, ConfigHash: cfg.Hash,
+		Draining: s.draining.Load(),
+		Events:   s.bus.Recent(50),
+		Reloads:  reloads,
+		Attributed: view.Attribution{
+			"host":    s.monitor.AttributedCount(health.AttrHost),
+			"client":  s.monitor.AttributedCount(health.AttrClient),
+			"request": s.monitor.AttributedCount(health.AttrRequest),
+			"route":   s.monitor.AttributedCount(health.AttrRoute),
+		},
+		Retries: view.Retries{Made: map[string]uint64{}, Refused: map[string]uint64{}},
+	}
+	for _, pc := range cfg.Pools {
+		hp := rt.healthBy[pc.Name]
+		st.Pools = append(st.Pools, poolView(hp, pc.Balance, now))
+		st.Retries.Made[pc.Name] = hp.Budget.Made.Load()
+		st.Retries.Refused[pc.Name] = hp.Budget.Refused.Load()
+	}
+	for _, rc := range cfg.Routes {
+		r := view.Route{Name: rc.Name, Pool: rc.Pool, Default: rc.Default, Serving: "normal"}
+		rt.stats[rc.Name].View(&r)
+		if tr := rt.trackers[rc.Name]; tr.Degraded() {
+			r.Degraded = true
+			r.DegradedSince, r.DegradedReason = tr.Describe()
+		}
+		if rc.Cache.Enabled {
+			cs := s.cache.RouteStats(rc.Name)
+			r.Cache = map[string]uint64{"hit": cs.Hits, "miss": cs.Misses, "stale": cs.Stale, "bypass": cs.Bypasses, "revalidated": cs.Revalidated}
+			r.OriginErrors, r.HiddenErrors, r.OriginRequests = cs.OriginErrors, cs.ErrorsHidden, cs.OriginRequests
+			if cs.Masking {
+				r.Serving, r.ServingSince = "stale", cs.MaskingSince
+			}
+		}
+		hp := rt.healthBy[rc.Pool]
+		if empty, since, _ := hp.Empty(); empty && r.Serving == "normal" {
+			switch {
+			case hp.InPanic():
+				r.Serving = "panic"
+			case rc.Fallback.Pool != "" && rt.pools[rc.Fallback.Pool].AvailableCount() > 0:
+				r.Serving = "fallback"
+			default:
+				r.Serving = "sorry"
+			}
+			r.ServingSince = since
+		}
+		st.Routes = append(st.Routes, r)
+	}
+	for _, c := range s.monitor.Clients() {
+		st.Clients = append(st.Clients, view.Client{Key: c.Key, Since: c.Since, Evidence: c.Evidence, Shed: cfg.Attribution.ShedClients})
+	}
+	sort.Slice(st.Clients, func(i, j int) bool { return st.Clients[i].Since.Before(st.Clients[j].Since) })
+	if s.alerts != nil {
+		st.Webhooks = s.alerts.Stats()
+	}
+	st.AccessLog = s.access.Stats()
+	st.NotReady = notReady(cfg.Admin.ReadyRoutes, st.Routes)
+	if st.Draining {
+		st.NotReady = append([]string{"shutting down: draining in-flight requests"}, st.NotReady...)
+	}
+	st.Ready = len(st.NotReady) == 0
+	return st
+}
+
+func poolView(hp *health.Pool, balance string, now time.Time) view.Pool {
+	p := hp.Pool
+	empty, since, total := hp.Empty()
+	v := view.Pool{
+		Name: p.Name, Balance: balance, Available: p.AvailableCount(),
+		Empty: empty, EmptySecs: total.Seconds(), Panic: hp.InPanic(), ActiveCheck: hp.ActiveCheck(),
+	}
+	if empty {
+		v.EmptySince = since
+	}
+	for _, h := range p.Hosts {
+		v.Hosts = append(v.Hosts, hostView(h, now))
+	}
+	return v
+}
+
+func hostView(h *pool.Host, now time.Time) view.Host {
+	since, reason, evidence := h.Describe()
+	t := h.Window.Sum(now)
+	v := view.Host{
+		Addr: h.Addr, Weight: h.Weight, State: h.Mode().String(), Since: since,
+		Reason: reason, Evidence: evidence, InFlight: h.InFlight(),
+		WindowRequests: t.Requests, WindowFailures: t.Failures, Ejections: h.Ejections.Load(),
+		Attempts: make(map[string]uint64, outcome.NumClasses),
+	}
+	for _, c := range outcome.All() {
+		v.Attempts[c.String()] = h.Attempts[c].Load()
+	}
+	if c := h.LastCheck(); !c.Time.IsZero() {
+		v.LastCheck, v.LastCheckOK, v.CheckDetail = c.Time, c.OK, c.Detail
+	}
+	return v
+}
+
+// notReady lists the counted routes that can answer with nothing but the
+// sorry page. A route on its fallback pool, in panic or on stale copies
+// still answers, and counts as ready.
+func notReady(counted []string, routes []view.Route) []string {
+	count := map[string]bool{}
+	for _, n := range counted {
+		count[n] = true
+	}
+	var out []string
+	for _, r := range routes {
+		if (len(counted) == 0 || count[r.Name]) && r.Serving == "sorry" {
+			out = append(out, fmt.Sprintf("route %s: no backend can answer (pool %s is empty); only the sorry page is left", r.Name, r.Pool))
+		}
+	}
+	return out
+}
+
+// SetHostMode is the runtime API's drain / maintenance / ready.
+func (s *Server) SetHostMode(poolName, addr, mode string) error {
+	s.mu.Lock()
+	p := s.rt.pools[poolName]
+	s.mu.Unlock()
+	if p == nil {
+		return fmt.Errorf("pool %q: %w", poolName, admin.ErrUnknownHost)
+	}
+	var h *pool.Host
+	for _, c := range p.Hosts {
+		if c.Addr == addr {
+			h = c
+		}
+	}
+	if h == nil {
+		return fmt.Errorf("host %q in pool %q: %w", addr, poolName, admin.ErrUnknownHost)
+	}
+	now := time.Now()
+	to, typ, msg := pool.Healthy, event.HostReady, "host returned to service by an operator"
+	switch mode {
+	case admin.ModeDrain:
+		to, typ, msg = pool.Drained, event.HostDrained, "host drained by an operator: in-flight requests finish, no new ones"
+	case admin.ModeMaintenance:
+		to, typ, msg = pool.Maintenance, event.HostMaintenance, "host put in maintenance by an operator"
+	case admin.ModeReady:
+	default:
+		return fmt.Errorf("unknown mode %q; expected drain, maintenance or ready", mode)
+	}
+	for {
+		from := h.Mode()
+		if from == to {
+			return nil
+		}
+		if h.Transition(from, to, "operator: "+mode, "", now) {
+			s.bus.Emit(event.Event{Type: typ, Pool: poolName, Host: addr, Message: msg, Evidence: map[string]any{"was": from.String(), "in_flight": h.InFlight()}})
+			return nil
+		}
+	}
+}
+
+// ReloadFile re-reads the config through the server's loader and applies
+// it; an invalid config changes nothing.
+func (s *Server) ReloadFile() error {
+	if s.load == nil {
+		return errors.New("this server has no config file to reload")
+	}
+	cfg, err := s.load()
+	if err != nil {
+		s.reloadFailed(err)
+		return err
+	}
+	return s.Reload(cfg)
+}
+
+// adminBackend adapts the server to the admin handler.
+type adminBackend struct{ s *Server }
+
+func (b adminBackend) Status() view.Status                     { return b.s.Status() }
+func (b adminBackend) SetHostMode(pool, addr, mode string) error { return b.s.SetHostMode(pool, addr, mode) }
+func (b adminBackend) Reload() error                           { return b.s.ReloadFile() }
