@@ -32,6 +32,11 @@ type checker struct {
 func newChecker(m *Monitor, p *Pool) *checker {
 	cfg := *p.cfg.Active
 	lo, hi, _ := config.ParseStatusRange(cfg.ExpectStatus)
+	d := &net.Dialer{Timeout: cfg.Timeout.D()}
+	dial := d.DialContext
+	if m.dial != nil {
+		dial = m.dial(d)
+	}
 	c := &checker{
 		m: m, p: p, cfg: cfg, lo: lo, hi: hi,
 		// Probes use their own connections: a probe must not queue behind
@@ -39,7 +44,7 @@ func newChecker(m *Monitor, p *Pool) *checker {
 		client: &http.Client{
 			Transport: &http.Transport{
 				Proxy:               nil,
-				DialContext:         (&net.Dialer{Timeout: cfg.Timeout.D()}).DialContext,
+				DialContext:         dial,
 				MaxIdleConnsPerHost: 1,
 				DisableCompression:  true,
 			},

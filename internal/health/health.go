@@ -10,7 +10,9 @@
 package health
 
 import (
+	"context"
 	"fmt"
+	"net"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -50,7 +52,8 @@ type Monitor struct {
 	// attributed counts failed attempts by attribution since start.
 	attributed [numAttributions]atomic.Uint64
 
-	mu     sync.Mutex // guards pools, routes, checkers
+	mu     sync.Mutex // guards pools, routes, checkers, dial
+	dial   func(*net.Dialer) func(ctx context.Context, network, addr string) (net.Conn, error)
 	pools  map[string]*Pool
 	routes map[string]*RouteTracker
 	checks []*checker
@@ -77,6 +80,15 @@ func NewMonitor(attr config.Attribution, bus event.Emitter, tick time.Duration) 
 	m.wg.Add(1)
 	go m.loop(tick)
 	return m
+}
+
+// SetDialer makes probes dial through wrap (for example the background DNS
+// resolver, so that a probe sees the addresses traffic uses). It applies to
+// checkers started by later Apply calls.
+func (m *Monitor) SetDialer(wrap func(*net.Dialer) func(ctx context.Context, network, addr string) (net.Conn, error)) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.dial = wrap
 }
 
 // Close stops every goroutine the monitor started and waits for them.

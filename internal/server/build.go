@@ -15,6 +15,7 @@ import (
 	"github.com/sturdyproxy/sturdy/internal/health"
 	"github.com/sturdyproxy/sturdy/internal/pool"
 	"github.com/sturdyproxy/sturdy/internal/proxy"
+	"github.com/sturdyproxy/sturdy/internal/resolve"
 	"github.com/sturdyproxy/sturdy/internal/route"
 )
 
@@ -112,7 +113,7 @@ func (s *Server) build(cfg *config.Config, prev *runtime) (*runtime, error) {
 			tr = prev.transports[key]
 		}
 		if tr == nil {
-			tr = newTransport(key)
+			tr = newTransport(key, s.dns)
 		}
 		rt.transports[key] = tr
 		p := rt.pools[rc.Pool]
@@ -193,6 +194,20 @@ func (s *Server) build(cfg *config.Config, prev *runtime) (*runtime, error) {
 	return rt, nil
 }
 
+// resolveNames hands the pools' host names to the background resolver; a
+// name that never resolved is a warning at load.
+func (s *Server) resolveNames(cfg *config.Config) {
+	var addrs []string
+	for _, pc := range cfg.Pools {
+		for _, h := range pc.Hosts {
+			addrs = append(addrs, h.Addr)
+		}
+	}
+	for _, name := range s.dns.Set(addrs) {
+		s.log.Warn("a pool host name does not resolve; its host fails with dns_error until it does", "name", name)
+	}
+}
+
 // denyList merges the inline deny list and the deny file (re-read on every
 // reload).
 func denyList(e config.Edge) ([]netip.Prefix, error) {
@@ -238,11 +253,11 @@ func cachePolicy(rc config.Route, pc config.Pool) *cache.Policy {
 // newTransport makes the upstream client for one pool and timeout set. It
 // never uses proxy environment variables, never asks for compression the
 // client did not ask for, and keeps a bounded number of idle connections.
-func newTransport(k transportKey) *http.Transport {
+func newTransport(k transportKey, dns *resolve.Resolver) *http.Transport {
 	d := &net.Dialer{Timeout: k.connect, KeepAlive: 30 * time.Second}
 	return &http.Transport{
 		Proxy:                  nil,
-		DialContext:            d.DialContext,
+		DialContext:            dns.DialContext(d),
 		MaxIdleConnsPerHost:    k.maxIdle,
 		IdleConnTimeout:        k.idleTimeout,
 		ResponseHeaderTimeout:  k.responseHeader,

@@ -24,6 +24,7 @@ import (
 	"github.com/sturdyproxy/sturdy/internal/health"
 	"github.com/sturdyproxy/sturdy/internal/logagg"
 	"github.com/sturdyproxy/sturdy/internal/proxy"
+	"github.com/sturdyproxy/sturdy/internal/resolve"
 	"github.com/sturdyproxy/sturdy/internal/view"
 )
 
@@ -38,6 +39,7 @@ type Server struct {
 	agg     *logagg.Aggregator
 	alerts  *alert.Dispatcher
 	access  *accesslog.Logger // nil when off
+	dns     *resolve.Resolver
 	load    func() (*config.Config, error)
 	started time.Time
 
@@ -63,9 +65,23 @@ type listener struct {
 	cert atomic.Pointer[tls.Certificate]
 }
 
+// Option adjusts a Server at construction.
+type Option func(*options)
+
+type options struct {
+	lookup resolve.Lookup
+}
+
+// WithLookup replaces the system resolver for pool host names (tests).
+func WithLookup(l resolve.Lookup) Option { return func(o *options) { o.lookup = l } }
+
 // New compiles cfg. Nothing listens until Start; the health monitor runs
 // from here until Shutdown.
-func New(cfg *config.Config, log *slog.Logger) (*Server, error) {
+func New(cfg *config.Config, log *slog.Logger, opts ...Option) (*Server, error) {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
 	access, err := openAccessLog(cfg.Log.Access, log)
 	if err != nil {
 		return nil, err
@@ -78,8 +94,10 @@ func New(cfg *config.Config, log *slog.Logger) (*Server, error) {
 		edge:    new(edge.Counters),
 		agg:     logagg.New(log, logagg.Options{Interval: cfg.Log.AggregateInterval.D()}),
 		access:  access,
+		dns:     resolve.New(o.lookup, cfg.DNS.Refresh.D(), cfg.DNS.Timeout.D(), bus),
 		started: time.Now(),
 	}
+	s.monitor.SetDialer(s.dns.DialContext)
 	rt, err := s.build(cfg, nil)
 	if err != nil {
 		s.monitor.Close()
@@ -88,6 +106,7 @@ func New(cfg *config.Config, log *slog.Logger) (*Server, error) {
 		return nil, err
 	}
 	s.rt = rt
+	s.resolveNames(cfg)
 	s.monitor.Apply(rt.health)
 	s.snap.Store(rt.snap)
 	return s, nil
@@ -163,6 +182,7 @@ func (s *Server) Start() error {
 	s.alerts = alert.New(s.cfg.Webhooks, alert.Options{Log: s.log, StatusURL: statusURL(s.adminAddr)})
 	s.bus.Subscribe(s.alerts.Notify)
 	s.agg.Start()
+	s.dns.Start()
 	s.log.Info("sturdy started", "listeners", len(s.listeners), "admin", s.adminAddr, "config", s.cfg.File, "config_hash", s.cfg.Hash)
 	return nil
 }
@@ -283,6 +303,7 @@ func (s *Server) Reload(cfg *config.Config) error {
 	}
 	// Publish the routes first so that a reused listener never sees a
 	// snapshot without its table, then retire what is gone.
+	s.resolveNames(cfg)
 	s.monitor.Configure(cfg.Attribution)
 	s.monitor.Apply(rt.health)
 	s.snap.Store(rt.snap)
@@ -377,6 +398,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	}
 	wg.Wait()
 	s.monitor.Close()
+	s.dns.Close()
 	s.cache.Close()
 	s.agg.Stop()
 	if s.alerts != nil {
@@ -405,6 +427,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 func (s *Server) Run(ctx context.Context, reload <-chan struct{}) error {
 	if err := s.Start(); err != nil {
 		s.monitor.Close()
+		s.dns.Close()
 		s.cache.Close()
 		s.access.Close()
 		return err

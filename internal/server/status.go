@@ -82,6 +82,9 @@ func (s *Server) Status() view.Status {
 		st.Webhooks = s.alerts.Stats()
 	}
 	st.AccessLog = s.access.Stats()
+	for _, n := range s.dns.Names() {
+		st.DNS = append(st.DNS, view.DNSName{Name: n.Name, Addresses: n.Addresses, Failing: n.Failing, Failures: n.Failures, LastOK: n.LastOK, LastError: n.LastError})
+	}
 	st.NotReady = notReady(cfg.Admin.ReadyRoutes, st.Routes)
 	if st.Draining {
 		st.NotReady = append([]string{"shutting down: draining in-flight requests"}, st.NotReady...)

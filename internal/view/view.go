@@ -32,6 +32,8 @@ type Status struct {
 	// Webhooks reports each configured webhook's delivery counts (from
 	// alert.Dispatcher.Stats).
 	Webhooks []Webhook `json:"webhooks,omitempty"`
+	// DNS reports each host name pools use, resolved in the background.
+	DNS []DNSName `json:"dns,omitempty"`
 	// AccessLog reports the access log's counts (from accesslog.Logger.Stats).
 	AccessLog AccessLog `json:"access_log"`
 }
@@ -171,4 +173,14 @@ type AccessLog struct {
 	Written uint64 `json:"written"` // records written
 	Dropped uint64 `json:"dropped"` // records dropped because the writer fell behind
 	Errors  uint64 `json:"errors"`  // write errors (disk full, ...)
+}
+
+// DNSName is one backend host name and its last good addresses.
+type DNSName struct {
+	Name      string    `json:"name"`
+	Addresses []string  `json:"addresses"`
+	Failing   bool      `json:"failing"`  // the last lookup failed; the addresses are the last good ones
+	Failures  uint64    `json:"failures"` // failed lookups since start
+	LastOK    time.Time `json:"last_ok,omitzero"`
+	LastError string    `json:"last_error,omitempty"`
 }
