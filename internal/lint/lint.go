@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"time"
 
 	"github.com/sturdyproxy/sturdy/internal/config"
 )
@@ -52,13 +53,41 @@ func (l *linter) routes() {
 	for i, r := range l.c.Routes {
 		p := fmt.Sprintf("routes[%d]", i)
 		hasDefault = hasDefault || r.Default
-		if t := r.Timeouts; t.Total > 0 && t.Total < t.ResponseHeader {
-			l.warn(p+".timeouts.total", "total %s is shorter than response_header %s, so response_header never applies", t.Total, t.ResponseHeader)
+		if t := r.Timeouts; t.Total > 0 && t.Total <= t.ResponseHeader {
+			l.warn(p+".timeouts.total", "total %s is not longer than response_header %s (the per-try timeout), so a retry can never happen in time", t.Total, t.ResponseHeader)
+		}
+		if n := l.poolSize(r.Pool); n > 0 && r.Retry.Tries > n {
+			l.warn(p+".retry.tries", "%d tries but pool %q has %d hosts; a request is never sent to the same host twice, so the extra tries do nothing", r.Retry.Tries, r.Pool, n)
+		}
+		if r.Cache.Enabled && r.Cache.StaleIfErrorMax.D() > time.Hour {
+			l.warn(p+".cache.stale_if_error_max", "stale copies may hide a failing origin for %s; incident 004's monitors saw green for hours this way", r.Cache.StaleIfErrorMax)
+		}
+		if r.Cache.Enabled && r.Cache.BypassPaths != nil && !hasHealthPath(r.Cache.BypassPaths) {
+			l.warn(p+".cache.bypass_paths", "the list replaces the default and names no health path (/healthz, /health, /readyz, /livez, /ping, /status): health checks through this route could be answered from cache")
 		}
 	}
 	if !hasDefault && len(l.c.Routes) > 0 {
 		l.warn("routes", "no route is default: requests for hosts no route names get 404; mark one route default: true to answer them")
 	}
+}
+
+func (l *linter) poolSize(name string) int {
+	for _, p := range l.c.Pools {
+		if p.Name == name {
+			return len(p.Hosts)
+		}
+	}
+	return 0
+}
+
+func hasHealthPath(paths []string) bool {
+	for _, p := range paths {
+		switch p {
+		case "/healthz", "/health", "/readyz", "/livez", "/ping", "/status":
+			return true
+		}
+	}
+	return false
 }
 
 func (l *linter) pools() {
@@ -76,6 +105,9 @@ func (l *linter) pools() {
 		}
 		if p.HashKey != "" && p.Balance != config.BalanceHash {
 			l.warn(pp+".hash_key", "hash_key only applies to balance: hash; this pool uses %s", p.Balance)
+		}
+		if pa := p.Health.Passive; p.Health.Active == nil && pa.On() && pa.MaxEjected > 0 && len(p.Hosts) > 1 {
+			l.warn(pp+".health", "pool %q ejects hosts on passive evidence alone; add health.active (a readiness probe) so that a probe confirms before a host leaves rotation, especially behind a WAF or other middle tier", p.Name)
 		}
 		if p.MaxIdleConnsPerHost > 1024 {
 			l.warn(pp+".max_idle_conns_per_host", "%d idle connections per host is far above what a backend needs; with many workers it exhausts backend sockets (incident 001 ran 10240)", p.MaxIdleConnsPerHost)
