@@ -294,7 +294,7 @@ func TestPanicEpisodeAndPoolEmptyEvents(t *testing.T) {
 		t.Fatal("no pool_empty event")
 	}
 	var tr pool.Tried
-	h := hp.Pool.Panic(&tr)
+	h := hp.Pool.Panic(tr)
 	if h == nil {
 		t.Fatal("no panic pick among passively ejected hosts")
 	}

@@ -90,7 +90,7 @@ func newRoundRobin(hosts []*Host) *roundRobin {
 	return rr
 }
 
-func (rr *roundRobin) pick(p *Pool, _ uint64, t *Tried) *Host {
+func (rr *roundRobin) pick(p *Pool, _ uint64, t Tried) *Host {
 	n := uint64(len(rr.schedule))
 	start := rr.next.Add(1)
 	for i := range n {
@@ -106,7 +106,7 @@ func (rr *roundRobin) pick(p *Pool, _ uint64, t *Tried) *Host {
 // weight; ties go round robin so idle pools spread evenly.
 type leastConn struct{ next atomic.Uint64 }
 
-func (lc *leastConn) pick(p *Pool, _ uint64, t *Tried) *Host {
+func (lc *leastConn) pick(p *Pool, _ uint64, t Tried) *Host {
 	n := len(p.Hosts)
 	start := int(lc.next.Add(1) % uint64(n))
 	var best *Host
@@ -126,7 +126,7 @@ func (lc *leastConn) pick(p *Pool, _ uint64, t *Tried) *Host {
 // ("power of two choices"): nearly least_conn's balance without scanning.
 type randomTwo struct{}
 
-func (randomTwo) pick(p *Pool, _ uint64, t *Tried) *Host {
+func (randomTwo) pick(p *Pool, _ uint64, t Tried) *Host {
 	a, b := weightedRandom(p, t), weightedRandom(p, t)
 	switch {
 	case a == nil:
@@ -139,7 +139,7 @@ func (randomTwo) pick(p *Pool, _ uint64, t *Tried) *Host {
 	return a
 }
 
-func weightedRandom(p *Pool, t *Tried) *Host {
+func weightedRandom(p *Pool, t Tried) *Host {
 	total := 0
 	for _, h := range p.Hosts {
 		if p.usable(h, t) {
@@ -191,7 +191,7 @@ func newRing(hosts []*Host) *ring {
 	return r
 }
 
-func (r *ring) pick(p *Pool, key uint64, t *Tried) *Host {
+func (r *ring) pick(p *Pool, key uint64, t Tried) *Host {
 	n := len(r.points)
 	i, _ := slices.BinarySearch(r.points, key)
 	for j := range n {

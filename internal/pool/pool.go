@@ -179,11 +179,13 @@ type Pool struct {
 // policy picks one host among those not yet tried. Policies skip
 // unavailable hosts.
 type policy interface {
-	pick(p *Pool, key uint64, tried *Tried) *Host
+	pick(p *Pool, key uint64, tried Tried) *Host
 }
 
 // Tried is the set of hosts a request has already been sent to. The zero
-// value is empty; it does not allocate for pools of up to 64 hosts.
+// value is empty; it does not allocate for pools of up to 64 hosts. It is
+// passed by value to policies (two words), so that a request's set stays
+// on its stack.
 type Tried struct {
 	bits uint64
 	more map[int]bool
@@ -202,7 +204,7 @@ func (t *Tried) Add(h *Host) {
 }
 
 // Has reports whether h was tried.
-func (t *Tried) Has(h *Host) bool {
+func (t Tried) Has(h *Host) bool {
 	if h.Index < 64 {
 		return t.bits&(1<<uint(h.Index)) != 0
 	}
@@ -210,7 +212,7 @@ func (t *Tried) Has(h *Host) bool {
 }
 
 // Len is the number of hosts tried.
-func (t *Tried) Len() int {
+func (t Tried) Len() int {
 	n := len(t.more)
 	for b := t.bits; b != 0; b &= b - 1 {
 		n++
@@ -221,7 +223,7 @@ func (t *Tried) Len() int {
 // Next returns the next host to try for a request: the policy's choice among
 // available hosts not yet tried, or nil when none is left. key feeds hash
 // balancing; other policies ignore it.
-func (p *Pool) Next(key uint64, tried *Tried) *Host {
+func (p *Pool) Next(key uint64, tried Tried) *Host {
 	if h := p.policy.pick(p, key, tried); h != nil {
 		return h
 	}
@@ -240,7 +242,7 @@ func (p *Pool) Next(key uint64, tried *Tried) *Host {
 // recently, not yet tried. It returns nil when every host is out for a
 // reason passive routing must respect (down by active checks, drained,
 // maintenance).
-func (p *Pool) Panic(tried *Tried) *Host {
+func (p *Pool) Panic(tried Tried) *Host {
 	var best *Host
 	for _, h := range p.Hosts {
 		if tried.Has(h) || h.Mode() != Ejected {
@@ -255,7 +257,7 @@ func (p *Pool) Panic(tried *Tried) *Host {
 
 // usable reports whether h may be picked for a request that already tried
 // the hosts in t.
-func (p *Pool) usable(h *Host, t *Tried) bool {
+func (p *Pool) usable(h *Host, t Tried) bool {
 	return !t.Has(h) && (p.MaxInFlight == 0 || h.InFlight() < p.MaxInFlight) && h.Available()
 }
 

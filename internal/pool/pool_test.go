@@ -21,7 +21,7 @@ func count(t *testing.T, p *Pool, n int, key func(i int) uint64) []int {
 	got := make([]int, len(p.Hosts))
 	for i := range n {
 		var tr Tried
-		h := p.Next(key(i), &tr)
+		h := p.Next(key(i), tr)
 		if h == nil {
 			t.Fatal("no host")
 		}
@@ -39,7 +39,7 @@ func TestRoundRobinSmoothWeights(t *testing.T) {
 	var seq []int
 	for range 70 {
 		var tr Tried
-		seq = append(seq, p.Next(0, &tr).Index)
+		seq = append(seq, p.Next(0, tr).Index)
 	}
 	for w := 0; w+7 <= len(seq); w += 7 {
 		c := [3]int{}
@@ -66,12 +66,12 @@ func TestSkipsUnavailableAndTried(t *testing.T) {
 		for i := range 50 {
 			var tr Tried
 			tr.Add(p.Hosts[0])
-			h := p.Next(uint64(i)*0x9e3779b97f4a7c15, &tr)
+			h := p.Next(uint64(i)*0x9e3779b97f4a7c15, tr)
 			if h != p.Hosts[2] {
 				t.Fatalf("%s: got host %v, want the only usable one", policy, h)
 			}
 			tr.Add(h)
-			if h := p.Next(uint64(i), &tr); h != nil {
+			if h := p.Next(uint64(i), tr); h != nil {
 				t.Fatalf("%s: got %v after all tried", policy, h.Addr)
 			}
 		}
@@ -84,7 +84,7 @@ func TestLeastConnPrefersIdle(t *testing.T) {
 	p.Hosts[0].Acquire()
 	p.Hosts[2].Acquire()
 	var tr Tried
-	if h := p.Next(0, &tr); h != p.Hosts[1] {
+	if h := p.Next(0, tr); h != p.Hosts[1] {
 		t.Fatalf("picked %d", h.Index)
 	}
 }
@@ -112,13 +112,13 @@ func TestHashSpreadAndRemap(t *testing.T) {
 	before := make([]int, n)
 	for i := range n {
 		var tr Tried
-		before[i] = p.Next(key(i), &tr).Index
+		before[i] = p.Next(key(i), tr).Index
 	}
 	p.Hosts[2].Transition(Healthy, Down, "test", "", time.Now())
 	moved := 0
 	for i := range n {
 		var tr Tried
-		after := p.Next(key(i), &tr).Index
+		after := p.Next(key(i), tr).Index
 		if before[i] != 2 && after != before[i] {
 			t.Fatalf("key %d moved from healthy host %d to %d", i, before[i], after)
 		}
@@ -158,7 +158,7 @@ func BenchmarkNext(b *testing.B) {
 			b.ReportAllocs()
 			for i := 0; b.Loop(); i++ {
 				var tr Tried
-				p.Next(uint64(i)*0x9e3779b97f4a7c15, &tr)
+				p.Next(uint64(i)*0x9e3779b97f4a7c15, tr)
 			}
 		})
 	}
@@ -173,18 +173,18 @@ func TestPanicPicksLeastRecentlyFailedEjectedHost(t *testing.T) {
 	p.Hosts[0].LastFailure.Store(now.UnixNano())
 	p.Hosts[1].LastFailure.Store(now.Add(-time.Second).UnixNano())
 	var tr Tried
-	if h := p.Next(0, &tr); h != nil {
+	if h := p.Next(0, tr); h != nil {
 		t.Fatalf("Next gave %d with every host out", h.Index)
 	}
-	if h := p.Panic(&tr); h != p.Hosts[1] {
+	if h := p.Panic(tr); h != p.Hosts[1] {
 		t.Fatalf("panic picked %v, want host 1", h)
 	}
 	tr.Add(p.Hosts[1])
-	if h := p.Panic(&tr); h != p.Hosts[0] {
+	if h := p.Panic(tr); h != p.Hosts[0] {
 		t.Fatalf("panic picked %v, want host 0", h)
 	}
 	tr.Add(p.Hosts[0])
-	if h := p.Panic(&tr); h != nil {
+	if h := p.Panic(tr); h != nil {
 		t.Fatalf("panic picked host %d, which is down by active checks", h.Index)
 	}
 }

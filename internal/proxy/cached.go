@@ -20,7 +20,10 @@ import (
 func (f *forwarder) serveCached() {
 	rt := f.rt
 	sw := &statusWriter{ResponseWriter: f.w}
-	res := rt.Cache.Serve(sw, f.r, rt.CachePolicy, f.cacheFetch)
+	// A fetcher of its own, so that the forwarder (on the request's stack)
+	// does not escape to the heap for every request of every route.
+	cf := &cacheFetcher{h: f.h, snap: f.snap, rt: rt, clientKey: f.clientKey, clientBit: f.clientBit}
+	res := rt.Cache.Serve(sw, f.r, rt.CachePolicy, cf.fetch)
 	f.cacheStatus = res.Status
 	defer func() { f.bytes = sw.bytes }()
 	if res.Written() {
@@ -58,12 +61,21 @@ type fetchError struct {
 
 func (e *fetchError) Error() string { return "no response from the backends: " + e.class.String() }
 
-// cacheFetch is the cache's way to the origin. The cache may call it after
-// the client's request is over (a background revalidation), so each call
-// gets a forwarder of its own for the request the cache built.
-func (f *forwarder) cacheFetch(r *http.Request) (*http.Response, error) {
-	fw := &forwarder{h: f.h, snap: f.snap, rt: f.rt, r: r, now: time.Now(), ctx: r.Context(),
-		clientKey: f.clientKey, clientBit: f.clientBit}
+// cacheFetcher is the cache's way to the origin.
+type cacheFetcher struct {
+	h         *Handler
+	snap      *Snapshot
+	rt        *Route
+	clientKey string
+	clientBit uint64
+}
+
+// fetch runs the attempts for a request the cache built. The cache may call
+// it after the client's request is over (a background revalidation), so
+// each call gets a forwarder of its own.
+func (c *cacheFetcher) fetch(r *http.Request) (*http.Response, error) {
+	fw := &forwarder{h: c.h, snap: c.snap, rt: c.rt, r: r, now: time.Now(), ctx: r.Context(),
+		clientKey: c.clientKey, clientBit: c.clientBit}
 	resp, host, fl := fw.fetch()
 	if resp == nil {
 		return nil, &fetchError{fl: fl, class: fw.class, sameTwice: fw.sameTwice}

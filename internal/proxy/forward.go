@@ -46,7 +46,7 @@ type forwarder struct {
 	body     *replayBody // the request body when it cannot be replayed
 	buffered []byte      // the request body when it was read for replay
 	tried    pool.Tried
-	url      url.URL
+	url      *url.URL // the outbound URL; attempts change its Host
 	out      *http.Request
 
 	clientKey string
@@ -122,9 +122,9 @@ func (f *forwarder) exchange(p *pool.Pool, ph *health.Pool) (*http.Response, *po
 	var held *http.Response // a failing answer kept to pass on if nothing better comes
 	var heldHost *pool.Host
 	for attempt := 0; attempt < rt.Tries; attempt++ {
-		host := p.Next(key, &f.tried)
+		host := p.Next(key, f.tried)
 		if host == nil {
-			if host = p.Panic(&f.tried); host != nil {
+			if host = p.Panic(f.tried); host != nil {
 				ph.PanicPick(f.now)
 				f.answered(AnswerPanic)
 			}
@@ -295,27 +295,17 @@ func clientKey(r *http.Request, m *health.Monitor) string {
 			return v
 		}
 	}
-	a := r.RemoteAddr
-	for i := len(a) - 1; i >= 0; i-- {
-		if a[i] == ':' {
-			a = a[:i]
-			break
-		}
-	}
-	if len(a) > 1 && a[0] == '[' {
-		a = a[1 : len(a)-1]
-	}
-	return a
+	return hostOf(r.RemoteAddr)
 }
 
 // prepare builds the outbound request once; attempts only change its URL
 // host. The outbound header map is new; the inbound one is never modified.
 func (f *forwarder) prepare() failure {
 	r := f.r
-	f.url = url.URL{Scheme: "http", Path: r.URL.Path, RawPath: r.URL.RawPath, RawQuery: r.URL.RawQuery}
+	f.url = &url.URL{Scheme: "http", Path: r.URL.Path, RawPath: r.URL.RawPath, RawQuery: r.URL.RawQuery}
 	out := http.Request{
 		Method:        r.Method,
-		URL:           &f.url,
+		URL:           f.url,
 		Proto:         "HTTP/1.1",
 		ProtoMajor:    1,
 		ProtoMinor:    1,

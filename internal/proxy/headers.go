@@ -41,7 +41,7 @@ var via = []string{"1.1 sturdy"}
 // "Connection: X-Forwarded-For" to strip ours.
 func outboundHeader(r *http.Request, tls bool, trusted []netip.Prefix) http.Header {
 	in := r.Header
-	out := make(http.Header, len(in)+4)
+	out := make(http.Header, len(in)+6)
 	conn := in["Connection"]
 	for k, vv := range in {
 		if isHop(k) || (len(conn) > 0 && namedIn(conn, k)) {
@@ -50,38 +50,45 @@ func outboundHeader(r *http.Request, tls bool, trusted []netip.Prefix) http.Head
 		out[k] = vv
 	}
 	if httpguts.HeaderValuesContainsToken(in["Te"], "trailers") {
-		out["Te"] = []string{"trailers"}
+		out["Te"] = te
 	}
 	if up := upgradeType(in); up != "" {
 		out["Connection"] = []string{"Upgrade"}
 		out["Upgrade"] = []string{up}
 	}
 
+	// One backing array for the values set here: one allocation, not five.
+	vals := make([]string, 5)
+	set := func(k, v string) {
+		vals[0] = v
+		out[k] = vals[0:1:1]
+		vals = vals[1:]
+	}
+	peerIP := hostOf(r.RemoteAddr)
 	peer, _ := clientAddr(r.RemoteAddr)
-	peerIP := peer.String()
 	if isTrusted(peer, trusted) {
 		// Believe what the trusted proxy in front of us said, and add it.
 		if prior := out["X-Forwarded-For"]; len(prior) > 0 {
-			out["X-Forwarded-For"] = []string{strings.Join(prior, ", ") + ", " + peerIP}
+			set("X-Forwarded-For", strings.Join(prior, ", ")+", "+peerIP)
 		} else {
-			out["X-Forwarded-For"] = []string{peerIP}
+			set("X-Forwarded-For", peerIP)
 		}
 		if len(out["X-Forwarded-Host"]) == 0 {
-			out["X-Forwarded-Host"] = []string{r.Host}
+			set("X-Forwarded-Host", r.Host)
 		}
 		if len(out["X-Forwarded-Proto"]) == 0 {
-			out["X-Forwarded-Proto"] = []string{scheme(tls)}
+			out["X-Forwarded-Proto"] = scheme(tls)
 		}
 	} else {
 		// From anyone else these fields are spoofable; replace them.
 		delete(out, "Forwarded")
 		delete(out, "X-Real-Ip")
-		out["X-Forwarded-For"] = []string{peerIP}
-		out["X-Forwarded-Host"] = []string{r.Host}
-		out["X-Forwarded-Proto"] = []string{scheme(tls)}
+		set("X-Forwarded-For", peerIP)
+		set("X-Forwarded-Host", r.Host)
+		out["X-Forwarded-Proto"] = scheme(tls)
 	}
 	if len(out["X-Real-Ip"]) == 0 {
-		out["X-Real-Ip"] = []string{peerIP}
+		set("X-Real-Ip", peerIP)
 	}
 	if prior := out["Via"]; len(prior) > 0 {
 		out["Via"] = append(prior[:len(prior):len(prior)], via[0])
@@ -91,16 +98,33 @@ func outboundHeader(r *http.Request, tls bool, trusted []netip.Prefix) http.Head
 	// Go's client would otherwise add its own User-Agent when the client
 	// sent none.
 	if _, ok := out["User-Agent"]; !ok {
-		out["User-Agent"] = []string{""}
+		out["User-Agent"] = emptyUA
 	}
 	return out
 }
 
-func scheme(tls bool) string {
-	if tls {
-		return "https"
+// Shared header values; never modified.
+var (
+	te        = []string{"trailers"}
+	emptyUA   = []string{""}
+	httpProto = []string{"http"}
+	tlsProto  = []string{"https"}
+)
+
+// hostOf returns the host part of a RemoteAddr without allocating.
+func hostOf(remote string) string {
+	h := remote
+	if i := strings.LastIndexByte(h, ':'); i >= 0 {
+		h = h[:i]
 	}
-	return "http"
+	return strings.TrimSuffix(strings.TrimPrefix(h, "["), "]")
+}
+
+func scheme(tls bool) []string {
+	if tls {
+		return tlsProto
+	}
+	return httpProto
 }
 
 // namedIn reports whether the Connection field values name header k.
