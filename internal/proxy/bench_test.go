@@ -40,12 +40,18 @@ func (d *discardWriter) Header() http.Header         { return d.h }
 func (d *discardWriter) Write(p []byte) (int, error) { return len(p), nil }
 func (d *discardWriter) WriteHeader(int)             {}
 
-func newBenchHandler(b *testing.B, up Upstream) *Handler {
+func newBenchHandler(b *testing.B, up Upstream) *Handler { return newBenchHandlerWith(b, up, "") }
+
+// newBenchHandlerWith takes the pool's health YAML (inside pools[0]).
+func newBenchHandlerWith(b *testing.B, up Upstream, healthYAML string) *Handler {
 	p, err := pool.New("web", pool.RoundRobin, []pool.Spec{{Addr: "10.0.0.1:80", Weight: 1}, {Addr: "10.0.0.2:80", Weight: 1}}, nil)
 	if err != nil {
 		b.Fatal(err)
 	}
-	cfg, err := config.Parse([]byte("listeners: [ { name: web, listen: 127.0.0.1:0 } ]\nroutes: [ { name: site, pool: web } ]\npools: [ { name: web, hosts: [ { addr: 10.0.0.1:80 } ] } ]\n"), "bench")
+	if healthYAML == "" {
+		healthYAML = "{}"
+	}
+	cfg, err := config.Parse([]byte("listeners: [ { name: web, listen: 127.0.0.1:0 } ]\nroutes: [ { name: site, pool: web } ]\npools: [ { name: web, hosts: [ { addr: 10.0.0.1:80 } ], health: "+healthYAML+" } ]\n"), "bench")
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -71,7 +77,18 @@ func newBenchHandler(b *testing.B, up Upstream) *Handler {
 // BenchmarkHandler1KiB is one 1 KiB GET through the whole handler with the
 // network taken out: the proxy's own CPU and allocations per request.
 func BenchmarkHandler1KiB(b *testing.B) {
-	h := newBenchHandler(b, cannedUpstream{body: bytes.Repeat([]byte("x"), 1024)})
+	benchHandler(b, newBenchHandler(b, cannedUpstream{body: bytes.Repeat([]byte("x"), 1024)}))
+}
+
+// BenchmarkHealthModelCost is the same request with passive evidence off
+// and on: the cost of the attribution bookkeeping on a successful request.
+func BenchmarkHealthModelCost(b *testing.B) {
+	up := cannedUpstream{body: bytes.Repeat([]byte("x"), 1024)}
+	b.Run("passive=off", func(b *testing.B) { benchHandler(b, newBenchHandlerWith(b, up, "{ passive: { enabled: false } }")) })
+	b.Run("passive=on", func(b *testing.B) { benchHandler(b, newBenchHandlerWith(b, up, "{}")) })
+}
+
+func benchHandler(b *testing.B, h *Handler) {
 	req := httptest.NewRequest("GET", "http://example.com/some/path?q=1", nil)
 	req.RemoteAddr = "192.0.2.7:51234"
 	req.Header.Set("User-Agent", "bench")
