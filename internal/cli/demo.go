@@ -38,7 +38,10 @@ Try:
   curl -i http://%[2]s/api/hello        least connections over b1 and b2
   curl -N http://%[2]s/stream           server-sent events, streamed as they come
   curl -i http://%[2]s/status/503       a backend's own 503, passed through
-  curl -i http://%[3]s/readyz           the admin listener
+  curl -i http://%[2]s/cached/page      through the cache: see Cache-Status and Age
+
+The status page:  http://%[3]s/status
+Metrics:          http://%[3]s/metrics
 
 The config it runs: sturdy demo -print-config
 Stop with Ctrl-C.

@@ -37,7 +37,7 @@ type ActiveCheck struct {
 	Interval Duration `yaml:"interval"`
 	// FastInterval between probes of a suspect or down host. Default 1s.
 	FastInterval Duration `yaml:"fast_interval"`
-	// Timeout of one probe. Default 2s.
+	// Timeout of one probe. Default 2s, or half the interval if shorter.
 	Timeout Duration `yaml:"timeout"`
 	// Rise is how many passing probes bring a down host back. Default 2.
 	Rise int `yaml:"rise"`
@@ -192,7 +192,7 @@ func (c *Config) setHealthDefaults() {
 				a.FastInterval = Duration(min(DefaultCheckFastInterval, a.Interval.D()))
 			}
 			if a.Timeout == 0 {
-				a.Timeout = Duration(DefaultCheckTimeout)
+				a.Timeout = Duration(min(DefaultCheckTimeout, a.Interval.D()/2))
 			}
 			if a.Rise == 0 {
 				a.Rise = DefaultRise

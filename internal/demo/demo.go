@@ -66,6 +66,7 @@ func (b *Backends) Close() {
 // Handler is one demo backend:
 //
 //	/            who answered, and what they saw
+//	/cached/...  the same, cacheable for 10s (stale-if-error for a minute)
 //	/slow?ms=N   answers after N milliseconds (at most 60000)
 //	/status/N    answers with status N
 //	/stream      five server-sent events, one every 200ms
@@ -76,6 +77,11 @@ func Handler(name string) http.Handler {
 		w.Header().Set("X-Backend", name)
 		fmt.Fprintf(w, "hello from demo backend %s\nhost: %s\npath: %s\nx-forwarded-for: %s\n",
 			name, r.Host, r.URL.RequestURI(), r.Header.Get("X-Forwarded-For"))
+	})
+	mux.HandleFunc("/cached/", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.Header().Set("Cache-Control", "max-age=10, stale-if-error=60")
+		fmt.Fprintf(w, "cacheable answer from demo backend %s at %s\n", name, time.Now().UTC().Format(time.TimeOnly))
 	})
 	mux.HandleFunc("/slow", func(w http.ResponseWriter, r *http.Request) {
 		ms, _ := strconv.Atoi(r.URL.Query().Get("ms"))
