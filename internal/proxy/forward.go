@@ -263,22 +263,6 @@ func discard(resp *http.Response, h *pool.Host) {
 	h.Release()
 }
 
-// noRetryBody is an empty request body that http.Transport cannot replay.
-type noRetryBody struct{}
-
-func (noRetryBody) Read([]byte) (int, error) { return 0, io.EOF }
-func (noRetryBody) Close() error             { return nil }
-
-// isReplayableByTransport lists the methods http.Transport retries on its
-// own when the request has no body.
-func isReplayableByTransport(method string) bool {
-	switch method {
-	case "GET", "HEAD", "OPTIONS", "TRACE":
-		return true
-	}
-	return false
-}
-
 func isIdempotent(method string) bool {
 	switch method {
 	case "GET", "HEAD", "OPTIONS", "PUT", "DELETE", "TRACE":
@@ -316,14 +300,6 @@ func (f *forwarder) prepare() failure {
 	}
 	hasBody := r.Body != nil && r.Body != http.NoBody && r.ContentLength != 0
 	switch {
-	case !hasBody && isReplayableByTransport(r.Method):
-		// http.Transport silently sends a bodiless GET again when a reused
-		// connection closes under it; the health model must see every
-		// attempt, and a request that kills backends must not hit one
-		// twice. A body it cannot rewind stops that; being empty, it is
-		// sent as no body at all.
-		out.ContentLength = 0
-		out.Body = noRetryBody{}
 	case !hasBody:
 		out.ContentLength = 0
 	case isIdempotent(r.Method) && r.ContentLength > 0 && r.ContentLength <= f.rt.BufferBody:

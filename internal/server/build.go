@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"net/http"
@@ -17,6 +18,7 @@ import (
 	"github.com/sturdyproxy/sturdy/internal/proxy"
 	"github.com/sturdyproxy/sturdy/internal/resolve"
 	"github.com/sturdyproxy/sturdy/internal/route"
+	"github.com/sturdyproxy/sturdy/internal/upstream"
 )
 
 // transportKey identifies an upstream connection pool. Routes that share a
@@ -39,7 +41,7 @@ type runtime struct {
 	health     []*health.Pool
 	healthBy   map[string]*health.Pool
 	states     map[string]*pool.State // "pool|addr"
-	transports map[transportKey]*http.Transport
+	transports map[transportKey]*upstream.Client
 	stats      map[string]*proxy.Stats // by route name; survives reloads
 	trackers   map[string]*health.RouteTracker
 }
@@ -54,7 +56,7 @@ func (s *Server) build(cfg *config.Config, prev *runtime) (*runtime, error) {
 		pools:      map[string]*pool.Pool{},
 		healthBy:   map[string]*health.Pool{},
 		states:     map[string]*pool.State{},
-		transports: map[transportKey]*http.Transport{},
+		transports: map[transportKey]*upstream.Client{},
 		stats:      map[string]*proxy.Stats{},
 		trackers:   map[string]*health.RouteTracker{},
 	}
@@ -250,14 +252,27 @@ func cachePolicy(rc config.Route, pc config.Pool) *cache.Policy {
 	}
 }
 
-// newTransport makes the upstream client for one pool and timeout set. It
-// never uses proxy environment variables, never asks for compression the
-// client did not ask for, and keeps a bounded number of idle connections.
-func newTransport(k transportKey, dns *resolve.Resolver) *http.Transport {
+// newTransport makes the upstream client for one pool and timeout set: the
+// strict synchronous HTTP/1.1 client for plain HTTP, with http.Transport
+// for what it hands over (Upgrade, Expect: 100-continue). Neither retries on
+// its own, uses proxy environment variables, or asks for compression the
+// client did not ask for; both keep a bounded number of idle connections.
+func newTransport(k transportKey, dns *resolve.Resolver) *upstream.Client {
 	d := &net.Dialer{Timeout: k.connect, KeepAlive: 30 * time.Second}
+	return upstream.New(upstream.Options{
+		ConnectTimeout:        k.connect,
+		ResponseHeaderTimeout: k.responseHeader,
+		MaxIdlePerHost:        k.maxIdle,
+		IdleTimeout:           k.idleTimeout,
+		DialContext:           dns.DialContext(d),
+		Fallback:              fallbackTransport(k, dns.DialContext(d)),
+	})
+}
+
+func fallbackTransport(k transportKey, dial func(ctx context.Context, network, addr string) (net.Conn, error)) *http.Transport {
 	return &http.Transport{
 		Proxy:                  nil,
-		DialContext:            dns.DialContext(d),
+		DialContext:            dial,
 		MaxIdleConnsPerHost:    k.maxIdle,
 		IdleConnTimeout:        k.idleTimeout,
 		ResponseHeaderTimeout:  k.responseHeader,

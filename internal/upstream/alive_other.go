@@ -1,0 +1,11 @@
+//go:build !linux
+
+package upstream
+
+// peek is the liveness check where no non-blocking peek is wired up: it
+// trusts the connection. Stale connections then fail the request that
+// takes them (reported, never retried).
+func (pc *conn) peek(fd uintptr) bool {
+	pc.peekRes = peekEmpty
+	return true
+}

@@ -1,0 +1,244 @@
+package upstream
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"time"
+)
+
+// maxWriteWait is how long a finished response waits for its request
+// body goroutine to report before the connection is given up, as
+// http.Transport's maxWriteWaitBeforeConnReuse.
+const maxWriteWait = 50 * time.Millisecond
+
+// exchange is the connection's side of one round trip, kept until the
+// response body ends so that the connection can be handed back.
+type exchange struct {
+	pc     *conn
+	ctx    context.Context
+	stop   func() bool // stops the context.AfterFunc; nil without one
+	w      *bodyWriter // nil when the body was written synchronously
+	keep   bool        // request and response allow another exchange
+	reused bool
+	done   bool
+}
+
+// finish ends the exchange: the connection goes back to the pool when
+// clean and nothing else forbids it, and is closed otherwise.
+func (x *exchange) finish(clean bool) {
+	if x.done {
+		return
+	}
+	x.done = true
+	pc := x.pc
+	reuse := clean && x.keep
+	if x.stop != nil && !x.stop() {
+		reuse = false // the context ended: the deadlines are expired
+	}
+	if x.w != nil {
+		if reuse && !x.w.finished(maxWriteWait) {
+			reuse = false // the backend answered before reading the whole body
+		} else if x.w.finished(0) {
+			pc.async = false
+			if x.w.srcErr != nil || x.w.wireErr != nil {
+				reuse = false
+			}
+		}
+	}
+	if pc.aborted.Load() {
+		reuse = false
+	}
+	if reuse {
+		pc.hp.put(pc)
+	} else {
+		pc.hp.discard(pc)
+	}
+}
+
+// bodyError closes the connection after a failed body read and returns
+// the error to report.
+func (x *exchange) bodyError(err error) error {
+	x.finish(false)
+	if e := x.writerError(); e != nil {
+		return e
+	}
+	if _, ok := err.(*BadResponseError); !ok {
+		err = ctxErr(x.ctx, err)
+	}
+	return &Error{Phase: PhaseBody, Addr: x.pc.hp.addr, Reused: x.reused, Err: err}
+}
+
+// writerError is the request body's read error when the body goroutine
+// ended with one.
+func (x *exchange) writerError() error {
+	if x.w == nil {
+		return nil
+	}
+	select {
+	case <-x.w.done:
+		return x.w.srcErr
+	default:
+		return nil
+	}
+}
+
+func (c *Client) roundTrip(req *http.Request) (*http.Response, error) {
+	ctx := req.Context()
+	if req.URL.Host == "" {
+		closeBody(req)
+		return nil, errors.New("upstream: no host in request URL")
+	}
+	addr := hostPort(req.URL.Host)
+	if err := ctx.Err(); err != nil {
+		closeBody(req)
+		return nil, &Error{Phase: PhaseConnect, Addr: addr, Err: err}
+	}
+	// How the body goes: none, Content-Length, or chunked.
+	body := req.Body
+	if body == http.NoBody {
+		body = nil
+	}
+	mode, cl := bodyNone, req.ContentLength
+	switch {
+	case body == nil:
+		if cl > 0 {
+			return nil, errors.New("upstream: request ContentLength > 0 with no body")
+		}
+	case cl > 0:
+		mode = bodyFixed
+	case cl < 0:
+		mode = bodyChunked
+	}
+
+	pc, err := c.hostPool(addr).get(ctx)
+	if err != nil {
+		if body != nil {
+			body.Close()
+		}
+		return nil, &Error{Phase: PhaseConnect, Addr: addr, Err: err}
+	}
+	var first []byte // what was read from a body of unknown length
+	if body != nil && cl == 0 {
+		// ContentLength 0 with a body means unknown for net/http's client
+		// (and is how the proxy hides a bodiless GET from http.Transport's
+		// retries). Read once to tell an empty body from a stream.
+		n, err := readSome(body, pc.probe[:])
+		switch {
+		case n > 0:
+			mode, first = bodyChunked, pc.probe[:n]
+		case err == io.EOF:
+			body.Close()
+			body = nil
+		default:
+			body.Close()
+			pc.hp.put(pc) // nothing was written on it
+			return nil, err
+		}
+	}
+	r := &response{}
+	x := &r.x
+	x.pc, x.ctx, x.reused = pc, ctx, pc.used
+	if ctx.Done() != nil {
+		x.stop = context.AfterFunc(ctx, pc.abortFn)
+	}
+	fail := func(phase Phase, err error) (*http.Response, error) {
+		x.finish(false)
+		if e := x.writerError(); e != nil {
+			return nil, e
+		}
+		if _, ok := err.(*BadResponseError); !ok {
+			err = ctxErr(ctx, err)
+		}
+		return nil, &Error{Phase: phase, Addr: addr, Reused: x.reused, Err: err}
+	}
+
+	wantsClose, err := pc.writeHead(req, mode, cl)
+	if err != nil {
+		x.finish(false)
+		if body != nil {
+			body.Close()
+		}
+		return nil, err
+	}
+	timeout := c.o.ResponseHeaderTimeout
+	if mode == bodyNone || mode == bodyFixed && cl <= syncBodyMax {
+		if mode == bodyFixed {
+			srcErr, wireErr := pc.writeFixed(body, cl)
+			body.Close()
+			if srcErr != nil {
+				x.finish(false)
+				return nil, srcErr
+			}
+			if wireErr != nil {
+				return fail(PhaseWrite, wireErr)
+			}
+		}
+		if err := pc.bw.Flush(); err != nil {
+			return fail(PhaseWrite, err)
+		}
+		if timeout > 0 {
+			pc.nc.SetReadDeadline(time.Now().Add(timeout))
+		}
+	} else {
+		w := &bodyWriter{pc: pc, body: body, cl: cl, first: first, trailer: req.Trailer, timeout: timeout, done: make(chan struct{})}
+		if mode == bodyChunked {
+			w.cl = -1
+		}
+		x.w = w
+		pc.async = true
+		go w.run()
+	}
+
+	err = readResponse(pc.br, &pc.head, req.Method, r)
+	if cap(pc.head.buf) > 64<<10 {
+		pc.head.buf = nil // a huge head: do not keep its buffer
+	}
+	if x.w != nil {
+		x.w.headDone()
+	} else if timeout > 0 {
+		pc.nc.SetReadDeadline(time.Time{})
+	}
+	if err == nil && pc.aborted.Load() {
+		// The deadline was expired (context or body goroutine) while being
+		// cleared: report the cause.
+		err = context.Canceled
+	}
+	if err != nil {
+		return fail(PhaseHeader, err)
+	}
+	r.Request = req
+	x.keep = !r.Close && !wantsClose
+	if r.body.kind == bodyNone {
+		r.Body = http.NoBody
+		x.finish(true)
+	} else {
+		r.body.x = x
+		r.Body = &r.body
+	}
+	return &r.Response, nil
+}
+
+// readSome reads into p until it gets a byte or an error.
+func readSome(r io.Reader, p []byte) (int, error) {
+	for range 100 {
+		if n, err := r.Read(p); n > 0 || err != nil {
+			return n, err
+		}
+	}
+	return 0, io.ErrNoProgress
+}
+
+// hostPort adds the default port to a host without one.
+func hostPort(h string) string {
+	for i := len(h) - 1; i >= 0; i-- {
+		switch h[i] {
+		case ':':
+			return h
+		case ']':
+			return h + ":80"
+		}
+	}
+	return h + ":80"
+}
