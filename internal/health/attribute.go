@@ -132,8 +132,10 @@ func (t *clientTracker) isAttributed(k string) bool {
 // client is (now) attributed: enough recent failures, on two or more hosts,
 // while other clients succeed on those hosts.
 func (t *clientTracker) record(cfg *attrConfig, r *Request, h *pool.Host, class outcome.Class, now time.Time) bool {
-	if r.ClientKey == "" {
-		return false
+	if r.ClientKey == "" || r.Route.Degraded() {
+		// A degraded route explains its callers' failures: they are not
+		// evidence against the client.
+		return t.isAttributed(r.ClientKey)
 	}
 	s := t.shard(r.ClientKey)
 	s.mu.Lock()
@@ -197,10 +199,12 @@ func (e *clientEntry) recent(after int64) int {
 }
 
 // othersSucceed reports whether, on every host in hs, someone other than
-// the key with sketch bit succeeded in the current window.
+// the key with sketch bit succeeded recently (the last fifth of the
+// window): successes from before an outage must not make everyone who
+// fails during it look like the cause.
 func othersSucceed(hs []*pool.Host, bit uint64, now time.Time, ok func(pool.Totals) uint64) bool {
 	for _, h := range hs {
-		if ok(h.Window.Sum(now))&^bit == 0 {
+		if ok(h.Window.SumRecent(now, 2))&^bit == 0 {
 			return false
 		}
 	}

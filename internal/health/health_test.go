@@ -375,3 +375,50 @@ pools: [ { name: p, hosts: [ { addr: "10.0.0.1:80" }, { addr: "10.0.0.2:80" } ],
 		}
 	})
 }
+
+// In a full outage everyone fails everywhere: successes from before it must
+// not make each failing client look like the cause of its own failures.
+func TestFullOutageAttributesNoClient(t *testing.T) {
+	m, hp, rec := setup(t, 2, "{}")
+	rt := m.Route("a", pool.Bit(0))
+	now := t0
+	for c := range 5 {
+		hp.Success(hp.Pool.Hosts[c%2], bitOf(fmt.Sprintf("192.0.2.%d", c)), rt.Bit(), now)
+	}
+	now = now.Add(5 * time.Second) // the outage starts
+	for range 10 {
+		now = now.Add(100 * time.Millisecond)
+		for c := range 5 {
+			k := fmt.Sprintf("192.0.2.%d", c)
+			m.Settle(req(hp, rt, k), []Failure{{hp.Pool.Hosts[0], outcome.Status5xx, 503}, {hp.Pool.Hosts[1], outcome.Status5xx, 503}}, true, now)
+		}
+
+	}
+	if n := rec.count(event.ClientAttributed); n != 0 {
+		t.Fatalf("%d clients attributed during a full outage", n)
+	}
+}
+
+// Failures on a route that mostly succeeds for everyone else are not the
+// route's: a scanner on the site's one route leaves it healthy.
+func TestScannerDoesNotDegradeItsRoute(t *testing.T) {
+	m, hp, rec := setup(t, 2, "{}")
+	site, other := m.Route("a", pool.Bit(0)), m.Route("b", pool.Bit(1))
+	now := t0
+	for i := range 20 {
+		now = now.Add(50 * time.Millisecond)
+		for c := range 4 {
+			h := hp.Pool.Hosts[(i+c)%2]
+			hp.Success(h, bitOf(fmt.Sprintf("192.0.2.%d", c)), site.Bit(), now)
+			site.Success(now)
+			hp.Success(h, bitOf(fmt.Sprintf("192.0.2.%d", c)), other.Bit(), now)
+		}
+		m.Settle(req(hp, site, "203.0.113.66"), []Failure{{hp.Pool.Hosts[0], outcome.Status5xx, 502}, {hp.Pool.Hosts[1], outcome.Status5xx, 502}}, true, now)
+	}
+	if site.Degraded() || rec.count(event.RouteDegraded) != 0 {
+		t.Fatal("the scanner's route was marked degraded")
+	}
+	if rec.count(event.ClientAttributed) != 1 {
+		t.Fatalf("%d client_attributed events, want 1", rec.count(event.ClientAttributed))
+	}
+}

@@ -21,6 +21,7 @@ type RouteTracker struct {
 	bit  atomic.Uint64 // set on each reload: the route's index may change
 
 	degraded atomic.Bool
+	recent   pairWindow // the route's successes (a) and failures (b), last 10s
 
 	mu       sync.Mutex // guards the fields below; only failures take it
 	times    [clientRing]int64
@@ -61,6 +62,7 @@ func (rt *RouteTracker) record(p *Pool, h *pool.Host, class outcome.Class, now t
 	}
 	if rt.degraded.Load() {
 		rt.mu.Unlock()
+		rt.recent.addB(now, 1)
 		return true
 	}
 	recent := 0
@@ -69,8 +71,12 @@ func (rt *RouteTracker) record(p *Pool, h *pool.Host, class outcome.Class, now t
 			recent++
 		}
 	}
+	rt.recent.addB(now, 1)
 	spread := rt.nhosts >= min(2, len(p.Pool.Hosts))
-	if recent < rt.m.attr().RouteMinFailures || !spread ||
+	// The route must be failing as a whole, not for one client among many
+	// it serves well (a scanner on the site's route is the scanner's).
+	oks, fails := rt.recent.sum(now)
+	if recent < rt.m.attr().RouteMinFailures || !spread || fails < oks ||
 		!othersSucceed(rt.hosts[:rt.nhosts], rt.bit.Load(), now, func(t pool.Totals) uint64 { return t.OKRoutes }) {
 		rt.mu.Unlock()
 		return false
@@ -107,6 +113,13 @@ func (rt *RouteTracker) sweep(now time.Time) {
 			Message:  "route recovered: no failures for a whole window",
 			Evidence: map[string]any{"degraded_seconds": now.Sub(since).Seconds()},
 		})
+	}
+}
+
+// Success records a successful request on the route.
+func (rt *RouteTracker) Success(now time.Time) {
+	if rt != nil {
+		rt.recent.addA(now, 1)
 	}
 }
 

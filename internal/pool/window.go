@@ -104,7 +104,11 @@ func (w *Window) Failure(now time.Time, c, r uint64) {
 }
 
 // Sum adds up the buckets that are inside the window at now.
-func (w *Window) Sum(now time.Time) Totals {
+func (w *Window) Sum(now time.Time) Totals { return w.SumRecent(now, windowBuckets) }
+
+// SumRecent adds up the last k slices of the window (k of 10): what is
+// happening now, rather than over the whole window.
+func (w *Window) SumRecent(now time.Time, k int) Totals {
 	width := w.width.Load()
 	if width == 0 {
 		return Totals{}
@@ -113,7 +117,7 @@ func (w *Window) Sum(now time.Time) Totals {
 	var t Totals
 	for i := range w.b {
 		b := &w.b[i]
-		if e := b.epoch.Load(); e > cur-windowBuckets && e <= cur {
+		if e := b.epoch.Load(); e > cur-int64(k) && e <= cur {
 			t.Requests += b.requests.Load()
 			t.Failures += b.failures.Load()
 			t.OKClients |= b.okClients.Load()

@@ -152,6 +152,7 @@ func (f *forwarder) exchange(p *pool.Pool, ph *health.Pool) (*http.Response, *po
 		switch {
 		case class == outcome.OK:
 			ph.Success(host, f.clientBit, rt.Tracker.Bit(), f.now)
+			rt.Tracker.Success(f.now)
 			f.settle(ph)
 			return resp, host, failNone
 		case class == outcome.ClientCancel:

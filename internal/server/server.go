@@ -407,7 +407,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	s.access.Close()
 	s.mu.Lock()
 	for _, tr := range s.rt.transports {
-		tr.CloseIdleConnections()
+		tr.Close()
 	}
 	s.mu.Unlock()
 	if admin != nil {

@@ -205,6 +205,7 @@ func (hp *hostPool) put(pc *conn) {
 	hp.idle = append(hp.idle, pc)
 	hp.mu.Unlock()
 	if c.o.IdleTimeout > 0 && !c.janitorOn.Load() && c.janitorOn.CompareAndSwap(false, true) {
+		c.janitorWG.Add(1)
 		go c.janitor()
 	}
 }
@@ -285,6 +286,7 @@ func (hp *hostPool) closeIdle(expiredOnly bool) int {
 // while some connection is idle, so a Client that is dropped without Close
 // leaves no goroutine behind for long.
 func (c *Client) janitor() {
+	defer c.janitorWG.Done()
 	every := max(c.o.IdleTimeout/2, 10*time.Millisecond)
 	t := time.NewTicker(every)
 	defer t.Stop()

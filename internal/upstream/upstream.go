@@ -92,6 +92,7 @@ type Client struct {
 
 	closed    atomic.Bool
 	janitorOn atomic.Bool   // an idle-connection janitor goroutine is running
+	janitorWG sync.WaitGroup
 	done      chan struct{} // closed by Close; stops the janitor
 	closeOnce sync.Once
 
@@ -184,6 +185,7 @@ func (c *Client) Close() {
 	c.closed.Store(true)
 	c.closeOnce.Do(func() { close(c.done) })
 	c.CloseIdleConnections()
+	c.janitorWG.Wait()
 }
 
 // Phase is the step of a round trip that failed.
