@@ -33,6 +33,7 @@ func commands() map[string]command {
 		"version":     {"print the version", cmdVersion},
 		"doctor":      {"diagnose an nginx config and its logs against the five incidents", cmdDoctor},
 		"import":      {"translate an nginx config into a sturdy config", cmdImport},
+		"drill":       {"re-enact the five incidents on loopback and report what clients saw", cmdDrill},
 	}
 }
 
