@@ -58,13 +58,13 @@ func TestMetricsAfterAHostDies(t *testing.T) {
 	}
 	_, body := adminGet(t, s, "/metrics")
 	for prefix, want := range map[string]string{
-		`sturdy_requests_total{code_class="2xx",route="site"}`:                                    "20",
+		`sturdy_requests_total{code_class="2xx",route="site"}`:                                     "20",
 		`sturdy_upstream_attempts_total{host="` + dead + `",outcome="connect_refused",pool="web"}`: "3",
 		`sturdy_upstream_attempts_total{host="` + live.Addr + `",outcome="ok",pool="web"}`:         "20",
 		`sturdy_host_state{host="` + dead + `",pool="web",state="ejected"}`:                        "1",
 		`sturdy_host_state{host="` + live.Addr + `",pool="web",state="healthy"}`:                   "1",
-		`sturdy_pool_available_hosts{pool="web"}`:                                                 "1",
-		`sturdy_attributed_failures_total{attribution="host"}`:                                    "3",
+		`sturdy_pool_available_hosts{pool="web"}`:                                                  "1",
+		`sturdy_attributed_failures_total{attribution="host"}`:                                     "3",
 	} {
 		if got := metric(t, body, prefix); got != want {
 			t.Errorf("%s = %s, want %s", prefix, got, want)

@@ -201,6 +201,8 @@ func (s *Server) ReloadFile() error {
 // adminBackend adapts the server to the admin handler.
 type adminBackend struct{ s *Server }
 
-func (b adminBackend) Status() view.Status                     { return b.s.Status() }
-func (b adminBackend) SetHostMode(pool, addr, mode string) error { return b.s.SetHostMode(pool, addr, mode) }
-func (b adminBackend) Reload() error                           { return b.s.ReloadFile() }
+func (b adminBackend) Status() view.Status { return b.s.Status() }
+func (b adminBackend) SetHostMode(pool, addr, mode string) error {
+	return b.s.SetHostMode(pool, addr, mode)
+}
+func (b adminBackend) Reload() error { return b.s.ReloadFile() }

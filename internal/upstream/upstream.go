@@ -91,7 +91,7 @@ type Client struct {
 	hosts sync.Map // addr → *hostPool
 
 	closed    atomic.Bool
-	janitorOn atomic.Bool   // an idle-connection janitor goroutine is running
+	janitorOn atomic.Bool // an idle-connection janitor goroutine is running
 	janitorWG sync.WaitGroup
 	done      chan struct{} // closed by Close; stops the janitor
 	closeOnce sync.Once
