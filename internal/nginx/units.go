@@ -89,3 +89,19 @@ func ParseSize(s string) (int64, error) {
 	}
 	return n * mult, nil
 }
+
+// FormatTime prints a duration the way nginx configs (and sturdy's) write
+// them: "10s", "5m", "1h", or Go's form when it is not a whole unit.
+func FormatTime(d time.Duration) string {
+	switch {
+	case d == 0:
+		return "0s"
+	case d%time.Hour == 0:
+		return fmt.Sprintf("%dh", d/time.Hour)
+	case d%time.Minute == 0:
+		return fmt.Sprintf("%dm", d/time.Minute)
+	case d%time.Second == 0:
+		return fmt.Sprintf("%ds", d/time.Second)
+	}
+	return d.String()
+}

@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"log/slog"
 	"net"
 	"net/http"
 	"strings"
@@ -34,21 +33,8 @@ listeners: [ { name: web, listen: "127.0.0.1:0" } ]
 routes: [ { name: app, default: true, pool: app } ]
 pools: [ { name: app, hosts: [ { addr: "app.internal:`+port+`" } ] } ]
 `, nil)
-	logs := &logBuffer{}
-	s, err := New(cfg, slog.New(slog.NewTextHandler(logs, nil)), WithLookup(lookup))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		s.Shutdown(ctx)
-	})
+	s, url, _ := startSturdy(t, cfg, WithLookup(lookup))
 	ev := countEvents(s)
-	url := "http://" + s.Addr("web")
 	if resp, body := get(t, http.DefaultClient, url+"/"); resp.StatusCode != 200 || !strings.Contains(body, "app") {
 		t.Fatalf("before: %d %q", resp.StatusCode, body)
 	}

@@ -51,10 +51,10 @@ func parseConfig(t testing.TB, yaml string, vars map[string]string) *config.Conf
 
 // startSturdy runs a server for cfg on loopback and stops it when the test
 // ends. It returns the server and the base URL of its first listener.
-func startSturdy(t testing.TB, cfg *config.Config) (*Server, string, *logBuffer) {
+func startSturdy(t testing.TB, cfg *config.Config, opts ...Option) (*Server, string, *logBuffer) {
 	t.Helper()
 	logs := &logBuffer{}
-	s, err := New(cfg, slog.New(slog.NewTextHandler(logs, nil)))
+	s, err := New(cfg, slog.New(slog.NewTextHandler(logs, nil)), opts...)
 	if err != nil {
 		t.Fatal(err)
 	}

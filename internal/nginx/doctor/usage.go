@@ -117,19 +117,7 @@ func serverEvidence(u *nginx.Upstream) []string {
 }
 
 // fmtDur prints durations the way nginx configs write them.
-func fmtDur(d time.Duration) string {
-	switch {
-	case d == 0:
-		return "0s"
-	case d%time.Hour == 0:
-		return fmt.Sprintf("%dh", d/time.Hour)
-	case d%time.Minute == 0:
-		return fmt.Sprintf("%dm", d/time.Minute)
-	case d%time.Second == 0:
-		return fmt.Sprintf("%ds", d/time.Second)
-	}
-	return d.String()
-}
+func fmtDur(d time.Duration) string { return nginx.FormatTime(d) }
 
 // fmtSpan prints an elapsed time for people: "6h38m", "19m10s", "45s".
 func fmtSpan(d time.Duration) string {

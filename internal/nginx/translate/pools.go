@@ -370,17 +370,5 @@ func cutHeader(line, name string) (string, bool) {
 	return v, true
 }
 
-// fmtDur prints durations the way both configs write them.
-func fmtDur(d time.Duration) string {
-	switch {
-	case d == 0:
-		return "0s"
-	case d%time.Hour == 0:
-		return fmt.Sprintf("%dh", d/time.Hour)
-	case d%time.Minute == 0:
-		return fmt.Sprintf("%dm", d/time.Minute)
-	case d%time.Second == 0:
-		return fmt.Sprintf("%ds", d/time.Second)
-	}
-	return d.String()
-}
+// fmtDur prints durations the way nginx configs write them.
+func fmtDur(d time.Duration) string { return nginx.FormatTime(d) }
