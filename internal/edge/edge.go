@@ -90,12 +90,15 @@ func (e *Edge) fix(r *http.Request, target string) (int, string) {
 	// Absolute-form targets (proxies) carry scheme and host; the URL parser
 	// already took them apart, so work on path and query alone.
 	rawPath, rawQuery, hasQuery := strings.Cut(target, "?")
-	if i := strings.Index(rawPath, "://"); i >= 0 {
-		rest := rawPath[i+3:]
-		if j := strings.IndexByte(rest, '/'); j >= 0 {
-			rawPath = rest[j:]
-		} else {
-			rawPath = "/"
+	if !strings.HasPrefix(rawPath, "/") {
+		// Absolute form (scheme://authority/path): keep the path.
+		if i := strings.Index(rawPath, "://"); i >= 0 {
+			rest := rawPath[i+3:]
+			if j := strings.IndexByte(rest, '/'); j >= 0 {
+				rawPath = rest[j:]
+			} else {
+				rawPath = "/"
+			}
 		}
 	}
 	if i := strings.IndexByte(rawQuery, '#'); i >= 0 {

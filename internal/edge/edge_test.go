@@ -41,6 +41,8 @@ var targets = []struct {
 	{in: "/x?q=100%", status: 400},
 	{in: "/ctl\x01", status: 400},
 	{in: "/.well-known/acme", path: "/.well-known/acme", fwdPath: "/.well-known/acme"},
+	{in: "/img/https://cdn.example.com/caf\xc3\xa9.png", path: "/img/https://cdn.example.com/caf\xc3\xa9.png", fwdPath: "/img/https://cdn.example.com/caf%C3%A9.png"},
+	{in: "/go/http://x/../admin", path: "/go/http://admin", fwdPath: "/go/http://admin"},
 }
 
 func TestTargets(t *testing.T) {

@@ -159,6 +159,7 @@ type poolShared struct {
 	budget       *Budget
 	panicAnswers atomic.Uint64
 	episode      [numBy]atomic.Uint64 // answers by other means while empty
+	ejectMu      sync.Mutex           // makes "count the ejected, eject one more" one step
 }
 
 // Apply installs the pools of a new config. Pools and routes present before
@@ -170,6 +171,11 @@ func (m *Monitor) Apply(pools []*Pool) {
 	m.checks = nil
 	next := map[string]*Pool{}
 	for _, p := range pools {
+		// Only now, with the config accepted: a refused reload must not
+		// touch the windows of hosts that are serving.
+		for _, h := range p.Pool.Hosts {
+			h.Window.SetSpan(p.cfg.Passive.Window.D())
+		}
 		next[p.Pool.Name] = p
 		if p.cfg.Active != nil {
 			c := newChecker(m, p)
@@ -205,23 +211,21 @@ func (m *Monitor) NewPool(p *pool.Pool, cfg config.Health) *Pool {
 			hp.failOn[s-500] = true
 		}
 	}
-	for _, h := range p.Hosts {
-		h.Window.SetSpan(cfg.Passive.Window.D())
-	}
 	return hp
 }
 
-// Route returns the tracker for a route name, creating it on first use. The
-// tracker survives reloads.
+// Route returns the tracker for a route name, creating it on first use
+// (with bit as its sketch bit). The tracker survives reloads; a kept
+// tracker's bit changes only through SetBit, once a config is accepted.
 func (m *Monitor) Route(name string, bit uint64) *RouteTracker {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	rt := m.routes[name]
 	if rt == nil {
 		rt = &RouteTracker{name: name, m: m}
+		rt.bit.Store(bit)
 		m.routes[name] = rt
 	}
-	rt.bit.Store(bit)
 	return rt
 }
 

@@ -123,6 +123,9 @@ func (rt *RouteTracker) Success(now time.Time) {
 	}
 }
 
+// SetBit sets the route's sketch bit (its index in the accepted config).
+func (rt *RouteTracker) SetBit(bit uint64) { rt.bit.Store(bit) }
+
 // Bit is the route's sketch bit (see pool.Window).
 func (rt *RouteTracker) Bit() uint64 {
 	if rt == nil {

@@ -33,6 +33,11 @@ func (p *Pool) suspect(h *pool.Host, reason, evidence string, now time.Time) {
 // time doubles with each repeat, up to max_eject_time.
 func (p *Pool) eject(h *pool.Host, reason, evidence string, now time.Time) {
 	ps := p.cfg.Passive
+	// Counting the hosts out and taking one more out must be one step, or
+	// two request goroutines could both see room for one (ejections are
+	// rare: a lock is fine).
+	p.shared.ejectMu.Lock()
+	defer p.shared.ejectMu.Unlock()
 	out := 0
 	for _, o := range p.Pool.Hosts {
 		if o.Mode() == pool.Ejected {
@@ -45,7 +50,7 @@ func (p *Pool) eject(h *pool.Host, reason, evidence string, now time.Time) {
 		// next tick looks again.
 		return
 	}
-	n := h.Ejections.Add(1)
+	n := h.Ejections.Load() + 1
 	d := ps.EjectTime.D()
 	for i := uint64(1); i < n && d < ps.MaxEjectTime.D(); i++ {
 		d *= 2
@@ -55,6 +60,7 @@ func (p *Pool) eject(h *pool.Host, reason, evidence string, now time.Time) {
 	if !h.Transition(pool.Suspect, pool.Ejected, reason, evidence, now) {
 		return
 	}
+	h.Ejections.Add(1)
 	p.m.emit(event.Event{
 		Type: event.HostEjected, Severity: event.Warning, Pool: p.Pool.Name, Host: h.Addr,
 		Message: fmt.Sprintf("host ejected for %s: %s", d, reason),

@@ -23,7 +23,11 @@ func (f *forwarder) serveCached() {
 	// A fetcher of its own, so that the forwarder (on the request's stack)
 	// does not escape to the heap for every request of every route.
 	cf := &cacheFetcher{h: f.h, snap: f.snap, rt: rt, clientKey: f.clientKey, clientBit: f.clientBit}
-	res := rt.Cache.Serve(sw, f.r, rt.CachePolicy, cf.fetch)
+	r := f.r
+	if rt.Total > 0 {
+		r = r.WithContext(f.ctx) // the route's overall deadline reaches the origin fetch
+	}
+	res := rt.Cache.Serve(sw, r, rt.CachePolicy, cf.fetch)
 	f.cacheStatus = res.Status
 	defer func() { f.bytes = sw.bytes }()
 	if res.Written() {
@@ -43,7 +47,7 @@ func (f *forwarder) serveCached() {
 		return
 	}
 	f.class, f.sameTwice = fe.class, fe.sameTwice
-	if fe.fl == failNoHost && rt.Cache.ServeStale(sw, f.r, rt.CachePolicy, "no backend available") {
+	if fe.fl == failNoHost && rt.Cache.ServeStale(sw, r, rt.CachePolicy, "no backend available") {
 		f.answered(AnswerStale)
 		rt.Health.EpisodeAnswer(health.ByStale)
 		f.status = sw.status

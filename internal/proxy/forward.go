@@ -6,10 +6,12 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"strconv"
 	"time"
 
+	"github.com/sturdyproxy/sturdy/internal/edge"
 	"github.com/sturdyproxy/sturdy/internal/health"
 	"github.com/sturdyproxy/sturdy/internal/outcome"
 	"github.com/sturdyproxy/sturdy/internal/pool"
@@ -72,7 +74,7 @@ func (f *forwarder) serve() {
 		f.ctx, cancel = context.WithTimeout(f.ctx, rt.Total)
 		defer cancel()
 	}
-	f.clientKey = clientKey(r, rt.Monitor)
+	f.clientKey = clientKey(r, rt.Monitor, f.snap.Trusted)
 	f.clientBit = pool.Bit(pool.HashString(f.clientKey))
 	if rt.Monitor.Shed(f.clientKey) {
 		f.answered(AnswerShed)
@@ -123,7 +125,9 @@ func (f *forwarder) exchange(p *pool.Pool, ph *health.Pool) (*http.Response, *po
 	var heldHost *pool.Host
 	for attempt := 0; attempt < rt.Tries; attempt++ {
 		host := p.Next(key, f.tried)
-		if host == nil {
+		if host == nil && p.AvailableCount() == 0 {
+			// Every host is out. Those out on passive evidence alone are
+			// tried anyway: the evidence may be wrong.
 			if host = p.Panic(f.tried); host != nil {
 				ph.PanicPick(f.now)
 				f.answered(AnswerPanic)
@@ -212,7 +216,10 @@ func (f *forwarder) answer(fl failure) int {
 	rt := f.rt
 	switch fl {
 	case failCancel:
-		return 499
+		// The client is gone (or half gone): answer nothing, and make sure
+		// net/http does not send an empty 200 in our place.
+		f.status = 499
+		panic(http.ErrAbortHandler)
 	case failTooLarge:
 		return writeEdgeError(f.w, http.StatusRequestEntityTooLarge, rt.Name, "the request body is larger than this route allows")
 	case failBadBody:
@@ -272,15 +279,23 @@ func isIdempotent(method string) bool {
 	return false
 }
 
-// clientKey is the attribution key of the request's client: its IP (no
-// allocation: a slice of RemoteAddr), or a header when configured.
-func clientKey(r *http.Request, m *health.Monitor) string {
+// clientKey is the attribution key of the request's client: its address,
+// or a header when configured. Behind a trusted proxy the address is the
+// client's (from X-Forwarded-For) and the header is believed; from anyone
+// else the header is ignored, so a client cannot choose its own key. The
+// common case (an untrusted peer) does not allocate.
+func clientKey(r *http.Request, m *health.Monitor, trusted []netip.Prefix) string {
+	peer, _ := clientAddr(r.RemoteAddr)
+	if !isTrusted(peer, trusted) {
+		return hostOf(r.RemoteAddr)
+	}
 	if kind, name := m.ClientKey(); kind == "header" {
 		if v := r.Header.Get(name); v != "" {
 			return v
 		}
 	}
-	return hostOf(r.RemoteAddr)
+	ip, _ := edge.ClientIP(r, trusted)
+	return ip.String()
 }
 
 // prepare builds the outbound request once; attempts only change its URL
@@ -334,8 +349,7 @@ func (f *forwarder) hashKey() uint64 {
 			return pool.HashString(c.Value)
 		}
 	}
-	ip, _ := clientAddr(f.r.RemoteAddr)
-	return pool.HashString(ip.String())
+	return pool.HashString(f.clientKey)
 }
 
 // attempt sends the request to host. It returns the response, or nil, the

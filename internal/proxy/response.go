@@ -50,6 +50,7 @@ func (f *forwarder) respond(host *pool.Host, resp *http.Response) int {
 		if err == errUpstreamBody {
 			// A late failure: counted against nobody, but counted.
 			host.Attempts[outcome.BodyError].Add(1)
+			f.status = http.StatusBadGateway
 			// Headers are gone already; abort so the client sees a broken
 			// response, not a short one that looks complete.
 			panic(http.ErrAbortHandler)

@@ -198,7 +198,7 @@ func (r *Resolver) DialContext(d *net.Dialer) func(ctx context.Context, network,
 			return nil, &net.DNSError{Err: "not resolved yet (background resolution has not succeeded)", Name: host}
 		}
 		ips := *p
-		ip := ips[int(e.next.Add(1))%len(ips)]
+		ip := ips[e.next.Add(1)%uint32(len(ips))]
 		return d.DialContext(ctx, network, net.JoinHostPort(ip, port))
 	}
 }

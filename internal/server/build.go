@@ -44,6 +44,14 @@ type runtime struct {
 	transports map[transportKey]*upstream.Client
 	stats      map[string]*proxy.Stats // by route name; survives reloads
 	trackers   map[string]*health.RouteTracker
+	routeBits  map[string]uint64 // applied to trackers once the config is accepted
+}
+
+// applyRouteBits gives each route tracker its sketch bit in this config.
+func (rt *runtime) applyRouteBits() {
+	for name, b := range rt.routeBits {
+		rt.trackers[name].SetBit(b)
+	}
 }
 
 func stateKey(pool, addr string) string { return pool + "|" + addr }
@@ -59,6 +67,7 @@ func (s *Server) build(cfg *config.Config, prev *runtime) (*runtime, error) {
 		transports: map[transportKey]*upstream.Client{},
 		stats:      map[string]*proxy.Stats{},
 		trackers:   map[string]*health.RouteTracker{},
+		routeBits:  map[string]uint64{},
 	}
 	for _, pc := range cfg.Pools {
 		specs := make([]pool.Spec, len(pc.Hosts))
@@ -129,6 +138,7 @@ func (s *Server) build(cfg *config.Config, prev *runtime) (*runtime, error) {
 		rt.stats[rc.Name] = stats
 		tracker := mon.Route(rc.Name, pool.Bit(uint64(i)))
 		rt.trackers[rc.Name] = tracker
+		rt.routeBits[rc.Name] = pool.Bit(uint64(i))
 		r := &proxy.Route{
 			Name:         rc.Name,
 			Pool:         p,
@@ -292,7 +302,9 @@ func closeUnused(old, cur *runtime) {
 	}
 	for k, tr := range old.transports {
 		if cur.transports[k] != tr {
-			tr.CloseIdleConnections()
+			// Requests in flight on it finish; their connections are
+			// closed, not kept idle on a client nobody uses.
+			tr.Close()
 		}
 	}
 }

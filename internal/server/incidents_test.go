@@ -558,3 +558,41 @@ pools:
 		t.Fatalf("%d attempts for %d GETs: not even the minimum retries happened", attempts, gets)
 	}
 }
+
+// A retry that has tried every host in rotation does not go to an ejected
+// host, and is not "panic routing": the pool is not empty.
+func TestNoPanicWhileHostsAreInRotation(t *testing.T) {
+	a, _ := fake.NewBackend("a", "127.1.0.1")
+	b, _ := fake.NewBackend("b", "127.1.0.2")
+	t.Cleanup(a.Close)
+	t.Cleanup(b.Close)
+	a.Set("", fake.Behavior{Status: 503})
+	b.Set("", fake.Behavior{Status: 503})
+	cfg := parseConfig(t, `
+admin: { listen: "off" }
+listeners: [ { name: web, listen: "127.0.0.1:0" } ]
+routes: [ { name: site, default: true, pool: web, retry: { tries: 3, min_retries: 100 } } ]
+pools:
+  - name: web
+    hosts: [ { addr: "{{a}}" }, { addr: "{{b}}" }, { addr: "{{dead}}" } ]
+    health: { passive: { min_requests: 1000, eject_time: 1h, max_eject_time: 1h } }
+`, map[string]string{"a": a.Addr, "b": b.Addr, "dead": deadAddr(t)})
+	s, url, _ := startSturdy(t, cfg)
+	ev := countEvents(s)
+	for i := 0; i < 10 && ev.get(event.HostEjected) == 0; i++ {
+		get(t, http.DefaultClient, url+"/")
+	}
+	if ev.get(event.HostEjected) != 1 {
+		t.Fatalf("dead host not ejected; events:%s", ev)
+	}
+	dead := s.rt.pools["web"].Hosts[2]
+	before := dead.Attempts[1].Load()
+	for range 10 {
+		if resp, _ := get(t, http.DefaultClient, url+"/"); resp.StatusCode != 503 {
+			t.Fatalf("status %d, want the backends' 503", resp.StatusCode)
+		}
+	}
+	if dead.Attempts[1].Load() != before || ev.get(event.PanicEntered) != 0 {
+		t.Fatalf("the ejected host was tried (%d more attempts) or panic announced; events:%s", dead.Attempts[1].Load()-before, ev)
+	}
+}

@@ -220,3 +220,25 @@ pools: [ { name: web, hosts: [ { addr: "{{b1}}" } ] } ]
 		t.Fatalf("proto %s body %q", resp.Proto, body)
 	}
 }
+
+// A listener the new config renames is retired (its in-flight requests may
+// finish) and the new one serves; Shutdown waits for both.
+func TestReloadRetiresRenamedListener(t *testing.T) {
+	b := backend(t, "127.1.0.1", named("b1"))
+	s, url, _ := startSturdy(t, parseConfig(t, basicConfig, map[string]string{"b1": addr(b)}))
+	cfg := parseConfig(t, strings.Replace(basicConfig, "name: web, listen", "name: web2, listen", 1), map[string]string{"b1": addr(b)})
+	if err := s.Reload(cfg); err != nil {
+		t.Fatal(err)
+	}
+	if resp, _ := get(t, http.DefaultClient, "http://"+s.Addr("web2")+"/"); resp.StatusCode != 200 {
+		t.Fatalf("new listener: %d", resp.StatusCode)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		if _, err := http.Get(url + "/"); err != nil {
+			return // the old listener is gone
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatal("the renamed listener still serves")
+}

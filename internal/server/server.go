@@ -108,6 +108,7 @@ func New(cfg *config.Config, log *slog.Logger, opts ...Option) (*Server, error) 
 	s.rt = rt
 	s.resolveNames(cfg)
 	s.monitor.Apply(rt.health)
+	rt.applyRouteBits()
 	s.snap.Store(rt.snap)
 	return s, nil
 }
@@ -269,10 +270,27 @@ func sameSocket(a, b config.Listener) bool {
 func (s *Server) Reload(cfg *config.Config) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.draining.Load() {
+		return errors.New("shutting down: reload refused")
+	}
+	// Everything that can fail happens before anything live changes: a
+	// refused reload leaves the running config exactly as it was.
 	rt, err := s.build(cfg, s.rt)
 	if err != nil {
 		s.reloadFailedLocked(err)
 		return err
+	}
+	certs := map[string]*tls.Certificate{}
+	for _, lc := range cfg.Listeners {
+		if old := s.listeners[lc.Name]; old != nil && sameSocket(old.cfg, lc) && lc.TLS != nil {
+			c, err := tls.LoadX509KeyPair(lc.TLS.Cert, lc.TLS.Key)
+			if err != nil {
+				err = fmt.Errorf("listener %s: cannot load certificate: %w", lc.Name, err)
+				s.reloadFailedLocked(err)
+				return err
+			}
+			certs[lc.Name] = &c
+		}
 	}
 	// Bind new sockets before swapping, so that a port conflict leaves the
 	// old config serving.
@@ -280,15 +298,6 @@ func (s *Server) Reload(cfg *config.Config) error {
 	var started []*listener
 	for _, lc := range cfg.Listeners {
 		if old := s.listeners[lc.Name]; old != nil && sameSocket(old.cfg, lc) {
-			old.cfg = lc
-			if lc.TLS != nil {
-				if err := old.loadCert(); err != nil {
-					closeListeners(started)
-					err = fmt.Errorf("listener %s: %w", lc.Name, err)
-					s.reloadFailedLocked(err)
-					return err
-				}
-			}
 			next[lc.Name] = old
 			continue
 		}
@@ -301,15 +310,26 @@ func (s *Server) Reload(cfg *config.Config) error {
 		started = append(started, l)
 		next[lc.Name] = l
 	}
+	for _, lc := range cfg.Listeners {
+		if l := next[lc.Name]; l == s.listeners[lc.Name] {
+			l.cfg = lc
+			if c := certs[lc.Name]; c != nil {
+				l.cert.Store(c)
+			}
+		}
+	}
 	// Publish the routes first so that a reused listener never sees a
 	// snapshot without its table, then retire what is gone.
 	s.resolveNames(cfg)
 	s.monitor.Configure(cfg.Attribution)
 	s.monitor.Apply(rt.health)
+	rt.applyRouteBits()
 	s.snap.Store(rt.snap)
+	grace := cfg.ShutdownGrace.D()
 	for name, old := range s.listeners {
 		if next[name] != old {
-			go s.retire(old)
+			s.wg.Add(1)
+			go s.retire(old, grace)
 		}
 	}
 	closeUnused(s.rt, rt)
@@ -348,9 +368,10 @@ func (s *Server) reloadFailedLocked(err error) {
 }
 
 // retire stops a listener the new config no longer has, letting its
-// in-flight requests finish within the shutdown grace.
-func (s *Server) retire(l *listener) {
-	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.ShutdownGrace.D())
+// in-flight requests finish within grace. The caller did s.wg.Add(1).
+func (s *Server) retire(l *listener, grace time.Duration) {
+	defer s.wg.Done()
+	ctx, cancel := context.WithTimeout(context.Background(), grace)
 	defer cancel()
 	if err := l.srv.Shutdown(ctx); err != nil {
 		l.srv.Close()
