@@ -56,7 +56,7 @@ func (l *linter) routes() {
 		if t := r.Timeouts; t.Total > 0 && t.Total <= t.ResponseHeader {
 			l.warn(p+".timeouts.total", "total %s is not longer than response_header %s (the per-try timeout), so a retry can never happen in time", t.Total, t.ResponseHeader)
 		}
-		if n := l.poolSize(r.Pool); n > 0 && r.Retry.Tries > n {
+		if n := l.poolSize(r.Pool); n > 0 && r.Retry.Tries > n && l.c.Has(p+".retry.tries") {
 			l.warn(p+".retry.tries", "%d tries but pool %q has %d hosts; a request is never sent to the same host twice, so the extra tries do nothing", r.Retry.Tries, r.Pool, n)
 		}
 		if r.Cache.Enabled && r.Cache.StaleIfErrorMax.D() > time.Hour {
