@@ -3,7 +3,6 @@ package server
 import (
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"slices"
 	"strings"
@@ -40,35 +39,12 @@ pools:
 // blackhole accepts connections and never answers, until the test ends.
 func blackhole(t *testing.T, ip string) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", ip+":0")
+	b, err := fake.NewBlackhole(ip)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var mu sync.Mutex
-	var conns []net.Conn
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-		}
-	}()
-	t.Cleanup(func() {
-		ln.Close()
-		<-done
-		mu.Lock()
-		for _, c := range conns {
-			c.Close()
-		}
-		mu.Unlock()
-	})
-	return ln.Addr().String()
+	t.Cleanup(b.Close)
+	return b.Addr
 }
 
 // p99 of the durations.
