@@ -32,7 +32,8 @@ type Resolver struct {
 
 	names atomic.Pointer[map[string]*entry] // replaced whole by Set
 
-	mu   sync.Mutex // serialises Set with the refresh loop's reads of names
+	mu      sync.Mutex        // serialises Set with the refresh loop's reads of names; guards pending
+	pending map[string]*entry // resolved by Prepare, not yet in use
 	stop chan struct{}
 	wg   sync.WaitGroup
 	once sync.Once
@@ -60,6 +61,45 @@ func New(lookup Lookup, refresh, timeout time.Duration, bus event.Emitter) *Reso
 	return r
 }
 
+// Prepare resolves the names in addrs that are not in use yet, without
+// changing what is in use; a later Set takes their answers instead of
+// looking them up again. It lets a reload do its lookups before it takes
+// any lock.
+func (r *Resolver) Prepare(addrs []string) {
+	cur := *r.names.Load()
+	for _, host := range hostNames(addrs) {
+		if cur[host] != nil {
+			continue
+		}
+		e := &entry{name: host}
+		r.resolve(e)
+		r.mu.Lock()
+		if r.pending == nil {
+			r.pending = map[string]*entry{}
+		}
+		r.pending[host] = e
+		r.mu.Unlock()
+	}
+}
+
+// hostNames returns the distinct host names (not IP addresses) in addrs.
+func hostNames(addrs []string) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, a := range addrs {
+		host := a
+		if h, _, err := net.SplitHostPort(a); err == nil {
+			host = h
+		}
+		if _, err := netip.ParseAddr(host); err == nil || seen[host] {
+			continue
+		}
+		seen[host] = true
+		out = append(out, host)
+	}
+	return out
+}
+
 // Set installs the host names to keep resolved (host:port or names; IP
 // addresses are ignored). Names already known keep their addresses; new
 // names are resolved now, so that a config's first requests do not wait.
@@ -69,24 +109,28 @@ func (r *Resolver) Set(addrs []string) []string {
 	defer r.mu.Unlock()
 	old := *r.names.Load()
 	next := map[string]*entry{}
-	var fresh []*entry
-	for _, a := range addrs {
-		host := a
-		if h, _, err := net.SplitHostPort(a); err == nil {
-			host = h
-		}
-		if _, err := netip.ParseAddr(host); err == nil || next[host] != nil {
-			continue
-		}
+	var fresh, prepared []*entry
+	for _, host := range hostNames(addrs) {
 		e := old[host]
-		if e == nil {
+		switch {
+		case e != nil:
+		case r.pending[host] != nil:
+			e = r.pending[host]
+			prepared = append(prepared, e)
+		default:
 			e = &entry{name: host}
 			fresh = append(fresh, e)
 		}
 		next[host] = e
 	}
+	r.pending = nil
 	r.names.Store(&next)
 	var unresolved []string
+	for _, e := range prepared {
+		if e.addrs.Load() == nil {
+			unresolved = append(unresolved, e.name)
+		}
+	}
 	for _, e := range fresh {
 		if !r.resolve(e) {
 			unresolved = append(unresolved, e.name)

@@ -110,3 +110,28 @@ func TestLastGoodAddressesSurviveResolverFailure(t *testing.T) {
 		t.Fatalf("names %+v", names)
 	}
 }
+
+func TestPrepareResolvesWithoutChangingWhatIsInUse(t *testing.T) {
+	dns := &fakeDNS{answers: map[string][]string{"a.internal": {"127.1.2.3"}, "b.internal": {"127.1.2.4"}}}
+	r := New(dns.lookup, time.Hour, time.Second, nil)
+	defer r.Close()
+	r.Set([]string{"a.internal:80"})
+	r.Prepare([]string{"a.internal:80", "b.internal:80"})
+	if names := r.Names(); len(names) != 1 || names[0].Name != "a.internal" {
+		t.Fatalf("Prepare changed the names in use: %+v", names)
+	}
+	dns.mu.Lock()
+	calls := dns.calls
+	dns.mu.Unlock()
+	if un := r.Set([]string{"b.internal:80"}); len(un) != 0 {
+		t.Fatalf("unresolved %v", un)
+	}
+	dns.mu.Lock()
+	defer dns.mu.Unlock()
+	if dns.calls != calls {
+		t.Fatalf("Set looked up again (%d calls) what Prepare had resolved", dns.calls-calls)
+	}
+	if names := r.Names(); len(names) != 1 || names[0].Addresses[0] != "127.1.2.4" {
+		t.Fatalf("names %+v", names)
+	}
+}

@@ -206,16 +206,21 @@ func (s *Server) build(cfg *config.Config, prev *runtime) (*runtime, error) {
 	return rt, nil
 }
 
-// resolveNames hands the pools' host names to the background resolver; a
-// name that never resolved is a warning at load.
-func (s *Server) resolveNames(cfg *config.Config) {
+// hostAddrs lists every pool host address of cfg.
+func hostAddrs(cfg *config.Config) []string {
 	var addrs []string
 	for _, pc := range cfg.Pools {
 		for _, h := range pc.Hosts {
 			addrs = append(addrs, h.Addr)
 		}
 	}
-	for _, name := range s.dns.Set(addrs) {
+	return addrs
+}
+
+// resolveNames hands the pools' host names to the background resolver; a
+// name that never resolved is a warning at load.
+func (s *Server) resolveNames(cfg *config.Config) {
+	for _, name := range s.dns.Set(hostAddrs(cfg)) {
 		s.log.Warn("a pool host name does not resolve; its host fails with dns_error until it does", "name", name)
 	}
 }

@@ -268,6 +268,9 @@ func sameSocket(a, b config.Listener) bool {
 // on the config they started with; new requests see the new one as soon as
 // it is swapped in. Hosts present in both configs keep their runtime state.
 func (s *Server) Reload(cfg *config.Config) error {
+	// New host names are looked up before the lock: /status and the admin
+	// API must not wait on a slow resolver.
+	s.dns.Prepare(hostAddrs(cfg))
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.draining.Load() {
