@@ -34,9 +34,9 @@ type Resolver struct {
 
 	mu      sync.Mutex        // serialises Set with the refresh loop's reads of names; guards pending
 	pending map[string]*entry // resolved by Prepare, not yet in use
-	stop chan struct{}
-	wg   sync.WaitGroup
-	once sync.Once
+	stop    chan struct{}
+	wg      sync.WaitGroup
+	once    sync.Once
 }
 
 type entry struct {
