@@ -354,7 +354,9 @@ func TestDeadHostLeavesRotationAtOnce(t *testing.T) {
 	if dead.Mode() != pool.Ejected || ev.get(event.HostEjected) != 1 {
 		t.Errorf("dead host is %s; events:%s", dead.Mode(), ev)
 	}
-	if n := dead.Attempts[1].Load() + dead.Attempts[2].Load(); n > 3 {
+	// It leaves after 3 failures in a row; the other two clients may each
+	// have had an attempt on their way to it at that moment.
+	if n := dead.Attempts[1].Load() + dead.Attempts[2].Load(); n > 3+2 {
 		t.Errorf("dead host was tried %d times; it should leave after 3", n)
 	}
 }
