@@ -4,7 +4,10 @@
 // can print `FILE:LINE: key.path: message`.
 package config
 
-import "time"
+import (
+	"crypto/x509"
+	"time"
+)
 
 // Config is one complete, validated sturdy configuration.
 type Config struct {
@@ -187,6 +190,25 @@ type Pool struct {
 	IdleConnTimeout Duration `yaml:"idle_conn_timeout"`
 	// Health is the pool's health model (see docs/health.md).
 	Health Health `yaml:"health"`
+	// TLS, when set, makes sturdy speak HTTPS to the pool's hosts (HTTP/1.1
+	// over TLS 1.2+). Default: plain HTTP.
+	TLS *UpstreamTLS `yaml:"tls"`
+}
+
+// UpstreamTLS is how sturdy connects to backends over TLS.
+type UpstreamTLS struct {
+	// ServerName is the name checked against the backends' certificates
+	// (and sent as SNI). Default: the host part of each host's address.
+	ServerName string `yaml:"server_name"`
+	// CA is a PEM file of the authorities that sign the backends'
+	// certificates. Default: the system's roots.
+	CA string `yaml:"ca"`
+	// InsecureSkipVerify accepts any certificate. Default false; sturdy
+	// check warns when it is set.
+	InsecureSkipVerify bool `yaml:"insecure_skip_verify"`
+
+	// Roots is the loaded CA pool (nil: the system's).
+	Roots *x509.CertPool `yaml:"-"`
 }
 
 // Host is one backend.

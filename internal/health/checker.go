@@ -47,6 +47,7 @@ func newChecker(m *Monitor, p *Pool) *checker {
 				DialContext:         dial,
 				MaxIdleConnsPerHost: 1,
 				DisableCompression:  true,
+				TLSClientConfig:     p.TLS,
 			},
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 		},
@@ -130,7 +131,11 @@ func (c *checker) probe(h *pool.Host) (bool, string) {
 		case <-ctx.Done():
 		}
 	}()
-	req, err := http.NewRequestWithContext(ctx, c.cfg.Method, "http://"+h.Addr+c.cfg.Path, nil)
+	scheme := "http://"
+	if c.p.Pool.Scheme == "https" {
+		scheme = "https://"
+	}
+	req, err := http.NewRequestWithContext(ctx, c.cfg.Method, scheme+h.Addr+c.cfg.Path, nil)
 	if err != nil {
 		return false, err.Error()
 	}

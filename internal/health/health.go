@@ -11,6 +11,7 @@ package health
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"net"
 	"sync"
@@ -141,8 +142,10 @@ func (m *Monitor) emit(e event.Event) {
 // Pool is one pool's health: its config, its hosts, its retry budget and
 // its active checker.
 type Pool struct {
-	m      *Monitor
-	Pool   *pool.Pool
+	m    *Monitor
+	Pool *pool.Pool
+	// TLS, when set, is how probes reach hosts of an HTTPS pool.
+	TLS    *tls.Config
 	cfg    config.Health
 	failOn [100]bool // failOn[s-500] for 5xx statuses that count as failures
 	Budget *Budget

@@ -109,6 +109,9 @@ func (l *linter) pools() {
 		if pa := p.Health.Passive; p.Health.Active == nil && pa.On() && pa.MaxEjected > 0 && len(p.Hosts) > 1 {
 			l.warn(pp+".health", "pool %q ejects hosts on passive evidence alone; add health.active (a readiness probe) so that a probe confirms before a host leaves rotation, especially behind a WAF or other middle tier", p.Name)
 		}
+		if p.TLS != nil && p.TLS.InsecureSkipVerify {
+			l.warn(pp+".tls.insecure_skip_verify", "pool %q accepts any certificate from its backends; set tls.ca instead", p.Name)
+		}
 		if p.MaxIdleConnsPerHost > 1024 {
 			l.warn(pp+".max_idle_conns_per_host", "%d idle connections per host is far above what a backend needs; with many workers it exhausts backend sockets (incident 001 ran 10240)", p.MaxIdleConnsPerHost)
 		}

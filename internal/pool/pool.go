@@ -173,7 +173,9 @@ type Pool struct {
 	// MaxInFlight caps requests in flight per host (a connection limit, for
 	// HTTP/1.1 upstreams); a host at its cap is skipped. 0 means no cap.
 	MaxInFlight int64
-	policy      policy
+	// Scheme is how the hosts are spoken to: "http" (or "") or "https".
+	Scheme string
+	policy policy
 }
 
 // policy picks one host among those not yet tried. Policies skip

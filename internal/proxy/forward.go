@@ -117,6 +117,10 @@ func (f *forwarder) fetch() (*http.Response, *pool.Host, failure) {
 func (f *forwarder) exchange(p *pool.Pool, ph *health.Pool) (*http.Response, *pool.Host, failure) {
 	rt := f.rt
 	ph.Budget.Request(f.now)
+	f.url.Scheme = "http"
+	if p.Scheme != "" {
+		f.url.Scheme = p.Scheme
+	}
 	key := f.hashKey()
 	idempotent := isIdempotent(f.out.Method)
 	f.nfails, f.sameTwice = 0, false

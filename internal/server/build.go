@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"net"
 	"net/http"
@@ -26,6 +27,7 @@ import (
 // the warm connections.
 type transportKey struct {
 	pool           string
+	tls            *config.UpstreamTLS // the pool's; nil for plain HTTP
 	connect        time.Duration
 	responseHeader time.Duration
 	maxIdle        int
@@ -91,6 +93,9 @@ func (s *Server) build(cfg *config.Config, prev *runtime) (*runtime, error) {
 		p.MaxInFlight = int64(pc.MaxConnsPerHost)
 		rt.pools[pc.Name] = p
 		hp := mon.NewPool(p, pc.Health)
+		if pc.TLS != nil {
+			p.Scheme, hp.TLS = "https", upstreamTLS(pc.TLS)
+		}
 		rt.health = append(rt.health, hp)
 		rt.healthBy[pc.Name] = hp
 	}
@@ -113,6 +118,7 @@ func (s *Server) build(cfg *config.Config, prev *runtime) (*runtime, error) {
 		pc := poolCfg[rc.Pool]
 		key := transportKey{
 			pool:           pc.Name,
+			tls:            pc.TLS,
 			connect:        rc.Timeouts.Connect.D(),
 			responseHeader: rc.Timeouts.ResponseHeader.D(),
 			maxIdle:        pc.MaxIdleConnsPerHost,
@@ -284,10 +290,27 @@ func newTransport(k transportKey, dns *resolve.Resolver) *upstream.Client {
 	})
 }
 
+// upstreamTLS is the client TLS config for a pool's backends.
+func upstreamTLS(t *config.UpstreamTLS) *tls.Config {
+	return &tls.Config{
+		MinVersion:         tls.VersionTLS12,
+		ServerName:         t.ServerName,
+		RootCAs:            t.Roots,
+		InsecureSkipVerify: t.InsecureSkipVerify,
+	}
+}
+
+// fallbackTransport carries what the HTTP/1.1 client hands over: HTTPS
+// pools, Upgrade, Expect: 100-continue.
 func fallbackTransport(k transportKey, dial func(ctx context.Context, network, addr string) (net.Conn, error)) *http.Transport {
+	var tc *tls.Config
+	if k.tls != nil {
+		tc = upstreamTLS(k.tls)
+	}
 	return &http.Transport{
 		Proxy:                  nil,
 		DialContext:            dial,
+		TLSClientConfig:        tc,
 		MaxIdleConnsPerHost:    k.maxIdle,
 		IdleConnTimeout:        k.idleTimeout,
 		ResponseHeaderTimeout:  k.responseHeader,
