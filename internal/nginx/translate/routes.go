@@ -153,7 +153,7 @@ func (t *translator) route(srv *nginx.Server, l *nginx.Location, listeners, host
 	case l.Target.Unix:
 		return bad("proxy_pass to a unix-domain socket: sturdy connects to host:port addresses")
 	case l.Target.Scheme != "http":
-		return bad(fmt.Sprintf("proxy_pass %s://: sturdy pools speak plain HTTP to backends; TLS to backends is not configurable yet", l.Target.Scheme))
+		return bad(fmt.Sprintf("proxy_pass %s://: not translated; for HTTPS backends add tls: { ca: FILE } to the pool by hand (sturdy verifies backend certificates; nginx does not unless proxy_ssl_verify is on)", l.Target.Scheme))
 	case l.Target.URI != "" && l.Target.URI != l.Path:
 		return bad(fmt.Sprintf("proxy_pass with a URI part (%s) rewrites %s to it; sturdy routes do not rewrite paths, so this route was left out rather than send wrong paths", l.Target.URI, l.Path))
 	case len(listeners) == 0:
