@@ -4,10 +4,10 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"github.com/sturdyproxy/sturdy/internal/testutil"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -57,28 +57,10 @@ func TestRecordJSONAnyBytes(t *testing.T) {
 	}
 }
 
-// syncBuffer is a writer the test can read while the logger writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // Records reach the writer within FlushInterval without a Close.
 func TestFlushedPeriodically(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		out := &syncBuffer{}
+		out := &testutil.SyncBuffer{}
 		l := New(out, Options{FlushInterval: time.Second})
 		defer l.Close()
 		l.Log(sample)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/sturdyproxy/sturdy/internal/testutil"
 	"io"
 	"log/slog"
 	"net"
@@ -293,7 +294,7 @@ func TestRetriesThenGivesUp(t *testing.T) {
 	defer srv.Close()
 	o := fast()
 	o.MaxAttempts = 3
-	var logs syncBuffer
+	var logs testutil.SyncBuffer
 	o.Log = slog.New(slog.NewTextHandler(&logs, nil))
 	d := New([]config.Webhook{
 		hook("down", srv.URL+"/down", "json"), hook("gone", srv.URL+"/gone", "json"), hook("slow", srv.URL+"/slow-down", "json"),
@@ -367,22 +368,4 @@ func TestReconfigure(t *testing.T) {
 	if len(b.snapshot()) != 1 {
 		t.Error("a removed webhook got an event after Reconfigure")
 	}
-}
-
-// syncBuffer is a log sink safe for the sender goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

@@ -1,39 +1,20 @@
 package server
 
 import (
-	"bytes"
 	"context"
 	"fmt"
+	"github.com/sturdyproxy/sturdy/internal/testutil"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/sturdyproxy/sturdy/internal/config"
 )
-
-// logBuffer is a goroutine-safe log sink for counting lines.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *logBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *logBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 // parseConfig parses a YAML config written for a test; "{{name}}" in it is
 // replaced by vars[name].
@@ -51,9 +32,9 @@ func parseConfig(t testing.TB, yaml string, vars map[string]string) *config.Conf
 
 // startSturdy runs a server for cfg on loopback and stops it when the test
 // ends. It returns the server and the base URL of its first listener.
-func startSturdy(t testing.TB, cfg *config.Config, opts ...Option) (*Server, string, *logBuffer) {
+func startSturdy(t testing.TB, cfg *config.Config, opts ...Option) (*Server, string, *testutil.SyncBuffer) {
 	t.Helper()
-	logs := &logBuffer{}
+	logs := &testutil.SyncBuffer{}
 	s, err := New(cfg, slog.New(slog.NewTextHandler(logs, nil)), opts...)
 	if err != nil {
 		t.Fatal(err)
