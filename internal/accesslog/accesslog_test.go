@@ -4,13 +4,14 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
-	"github.com/sturdyproxy/sturdy/internal/testutil"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/sturdyproxy/sturdy/internal/testutil"
 )
 
 var sample = Record{
