@@ -24,7 +24,7 @@ type checker struct {
 	cfg    config.ActiveCheck
 	lo, hi int
 	client *http.Client
-	kicks  map[*pool.Host]chan struct{}
+	kicks  map[string]chan struct{} // by address: a request still holding the previous config's host may ask
 	stop   chan struct{}
 	wg     sync.WaitGroup
 }
@@ -51,11 +51,11 @@ func newChecker(m *Monitor, p *Pool) *checker {
 			},
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 		},
-		kicks: map[*pool.Host]chan struct{}{},
+		kicks: map[string]chan struct{}{},
 		stop:  make(chan struct{}),
 	}
 	for _, h := range p.Pool.Hosts {
-		c.kicks[h] = make(chan struct{}, 1)
+		c.kicks[h.Addr] = make(chan struct{}, 1)
 	}
 	return c
 }
@@ -75,7 +75,7 @@ func (c *checker) close() {
 
 // kick asks for a probe of h now; a probe already asked for is enough.
 func (c *checker) kick(h *pool.Host) {
-	if k := c.kicks[h]; k != nil {
+	if k := c.kicks[h.Addr]; k != nil {
 		select {
 		case k <- struct{}{}:
 		default:
@@ -93,7 +93,7 @@ func (c *checker) run(h *pool.Host) {
 		select {
 		case <-c.stop:
 			return
-		case <-c.kicks[h]:
+		case <-c.kicks[h.Addr]:
 		case <-t.C:
 		}
 		if h.Mode() != pool.Maintenance {
