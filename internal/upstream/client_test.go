@@ -180,7 +180,9 @@ func TestTrailers(t *testing.T) {
 	}
 }
 
-func TestKeepAliveAndMaxIdle(t *testing.T) {
+// newHoldServer answers "ok" on keep-alive connections; a request for
+// /hold is announced on arrived and answered only once release is closed.
+func newHoldServer(t *testing.T) (*rawServer, chan struct{}, chan struct{}) {
 	release := make(chan struct{})
 	arrived := make(chan struct{}, 8)
 	s := newRawServer(t, func(s *rawServer, c net.Conn) {
@@ -197,6 +199,11 @@ func TestKeepAliveAndMaxIdle(t *testing.T) {
 			io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
 		}
 	})
+	return s, arrived, release
+}
+
+func TestKeepAliveAndMaxIdle(t *testing.T) {
+	s, arrived, release := newHoldServer(t)
 	c := New(Options{MaxIdlePerHost: 2})
 	for range 10 {
 		do(t, c, "GET", s.url("/"))
@@ -238,22 +245,7 @@ func TestClose(t *testing.T) {
 }
 
 func TestMaxConnsPerHost(t *testing.T) {
-	release := make(chan struct{})
-	arrived := make(chan struct{}, 8)
-	s := newRawServer(t, func(s *rawServer, c net.Conn) {
-		br := bufio.NewReader(c)
-		for {
-			req, _, err := s.readRequest(br)
-			if err != nil {
-				return
-			}
-			if req.URL.Path == "/hold" {
-				arrived <- struct{}{}
-				<-release
-			}
-			io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
-		}
-	})
+	s, arrived, release := newHoldServer(t)
 	c := New(Options{MaxConnsPerHost: 1})
 	held := make(chan struct{})
 	go func() {
