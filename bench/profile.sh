@@ -27,23 +27,13 @@ REPO=$(cd "$BENCH_DIR/.." && pwd)
 OUT=${OUT:-/tmp/sturdy-profile-$(date +%Y%m%d-%H%M%S)}
 BIND=127.0.0.1 ORIGIN_ADDR=127.0.0.1:18080 PORT=18086
 
-log() { printf '[profile %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
-die() { log "ERROR: $*"; exit 1; }
+BENCH_TAG=profile
+# shellcheck source=bench/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 case $DURATION in '' | *[!0-9]*) die "DURATION must be a whole number of seconds" ;; esac
 ((DURATION >= 4 && DURATION <= 120)) || die "DURATION must be 4..120"
 
 PIDS=()
-stop_pid() {
-	local pid=$1 i
-	kill -0 "$pid" 2>/dev/null || return 0
-	kill -TERM "$pid" 2>/dev/null || true
-	for ((i = 0; i < 50; i++)); do
-		kill -0 "$pid" 2>/dev/null || break
-		sleep 0.1
-	done
-	kill -KILL "$pid" 2>/dev/null || true
-	wait "$pid" 2>/dev/null || true
-}
 cleanup() {
 	local pid
 	for pid in "${PIDS[@]}"; do stop_pid "$pid"; done
@@ -68,20 +58,6 @@ for t in perf wrk curl "$([[ $TARGET == sturdy ]] && echo go || echo "$TARGET")"
 		die "$pkg is missing and could not be installed (see $OUT/apt.log)"
 done
 
-render() {
-	sed -e "s|@LISTEN@|$BIND:$PORT|g" -e "s|@PORT@|$PORT|g" -e "s|@BIND@|$BIND|g" \
-		-e "s|@ORIGIN@|$ORIGIN_ADDR|g" -e "s|@TMP@|$TMP|g" "$1" >"$2"
-}
-wait_ready() {
-	local i
-	for ((i = 0; i < 100; i++)); do
-		kill -0 "$2" 2>/dev/null || return 1
-		curl -s -o /dev/null --max-time 1 "http://$BIND:$1/1k" && return 0
-		sleep 0.1
-	done
-	return 1
-}
-
 for port in 18080 "$PORT"; do
 	if curl -s -o /dev/null --max-time 1 "http://$BIND:$port/"; then
 		die "port $port is already in use on $BIND (is bench/run.sh running?)"
@@ -95,23 +71,23 @@ wait_ready 18080 $! || die "origin did not start"
 case $TARGET in
 sturdy)
 	(cd "$REPO" && go build -o "$TMP/sturdy" ./cmd/sturdy) || die "./cmd/sturdy does not build"
-	render "$BENCH_DIR/conf/sturdy.yaml" "$TMP/sturdy.yaml"
+	render "$BENCH_DIR/conf/sturdy.yaml" "$TMP/sturdy.yaml" "$PORT"
 	env_extra=()
 	[[ -n $PPROF_ENV ]] && env_extra=("$PPROF_ENV=$OUT/cpu.pprof")
 	env GOMAXPROCS=1 "${env_extra[@]}" taskset -c 1 "$TMP/sturdy" run -c "$TMP/sturdy.yaml" >"$OUT/sturdy.log" 2>&1 &
 	;;
 nginx)
 	mkdir -p "$TMP/nginx"
-	render "$BENCH_DIR/conf/nginx.conf" "$TMP/nginx.conf"
+	render "$BENCH_DIR/conf/nginx.conf" "$TMP/nginx.conf" "$PORT"
 	taskset -c 1 nginx -p "$TMP/nginx/" -e "$TMP/nginx-error.log" -c "$TMP/nginx.conf" >"$OUT/nginx.log" 2>&1 &
 	;;
 haproxy)
-	render "$BENCH_DIR/conf/haproxy.cfg" "$TMP/haproxy.cfg"
+	render "$BENCH_DIR/conf/haproxy.cfg" "$TMP/haproxy.cfg" "$PORT"
 	taskset -c 1 haproxy -db -f "$TMP/haproxy.cfg" >"$OUT/haproxy.log" 2>&1 &
 	;;
 caddy)
 	mkdir -p "$TMP/caddy"
-	render "$BENCH_DIR/conf/Caddyfile" "$TMP/Caddyfile"
+	render "$BENCH_DIR/conf/Caddyfile" "$TMP/Caddyfile" "$PORT"
 	GOMAXPROCS=1 XDG_DATA_HOME="$TMP/caddy" XDG_CONFIG_HOME="$TMP/caddy" HOME="$TMP/caddy" \
 		taskset -c 1 caddy run --adapter caddyfile --config "$TMP/Caddyfile" >"$OUT/caddy.log" 2>&1 &
 	;;

@@ -36,8 +36,9 @@ BODIES=${BODIES:-"1k 64k"}
 NO_INSTALL=${NO_INSTALL:-0}
 NICE=${NICE:-}
 
-log() { printf '[bench %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
-die() { log "ERROR: $*"; exit 1; }
+BENCH_TAG=bench
+# shellcheck source=bench/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 case $ROUNDS in '' | *[!0-9]*) die "ROUNDS must be a number" ;; esac
 case $DURATION in '' | *[!0-9]*) die "DURATION must be a whole number of seconds" ;; esac
@@ -61,21 +62,6 @@ declare -A PORT=([direct]=18080 [sturdy]=18081 [sturdy-health]=18082 [nginx]=180
 
 declare -A PID=()  # name -> pid
 SKIPPED=()         # human-readable notes on what was not measured
-
-stop_pid() { # stop_pid PID: TERM, wait at most 5 s, then KILL
-	local pid=$1 i
-	kill -0 "$pid" 2>/dev/null || return 0
-	kill -TERM "$pid" 2>/dev/null || true
-	for ((i = 0; i < 50; i++)); do
-		kill -0 "$pid" 2>/dev/null || break
-		sleep 0.1
-	done
-	if kill -0 "$pid" 2>/dev/null; then
-		log "pid $pid did not stop on TERM; sending KILL"
-		kill -KILL "$pid" 2>/dev/null || true
-	fi
-	wait "$pid" 2>/dev/null || true
-}
 
 cleanup() {
 	local name
@@ -174,22 +160,7 @@ fi
 
 # ---- config files ----
 
-render() { # render TEMPLATE OUT PROXY
-	sed -e "s|@LISTEN@|$BIND:${PORT[$3]}|g" -e "s|@PORT@|${PORT[$3]}|g" -e "s|@BIND@|$BIND|g" \
-		-e "s|@ORIGIN@|$ORIGIN_ADDR|g" -e "s|@TMP@|$TMP|g" "$1" >"$2"
-}
-
 # ---- start / check ----
-
-wait_ready() { # wait_ready PORT PID: at most 10 s
-	local i
-	for ((i = 0; i < 100; i++)); do
-		kill -0 "$2" 2>/dev/null || return 1
-		curl -s -o /dev/null --max-time 1 "http://$BIND:$1/1k" && return 0
-		sleep 0.1
-	done
-	return 1
-}
 
 check_bodies() { # check_bodies PORT: both bodies arrive whole with 200
 	local out
@@ -203,21 +174,21 @@ start_proxy() { # start_proxy NAME: starts it pinned to the proxy core, records 
 	local name=$1 port=${PORT[$1]} pid
 	case $name in
 	sturdy | sturdy-health)
-		render "$BENCH_DIR/conf/$name.yaml" "$TMP/$name.yaml" "$name"
+		render "$BENCH_DIR/conf/$name.yaml" "$TMP/$name.yaml" "${PORT[$name]}"
 		GOMAXPROCS=1 "${PIN_PROXY[@]}" "$TMP/sturdy" run -c "$TMP/$name.yaml" >"$RESULTS/$name.log" 2>&1 &
 		;;
 	nginx)
 		mkdir -p "$TMP/nginx"
-		render "$BENCH_DIR/conf/nginx.conf" "$TMP/nginx.conf" nginx
+		render "$BENCH_DIR/conf/nginx.conf" "$TMP/nginx.conf" "${PORT[nginx]}"
 		"${PIN_PROXY[@]}" nginx -p "$TMP/nginx/" -e "$TMP/nginx-error.log" -c "$TMP/nginx.conf" >"$RESULTS/nginx.log" 2>&1 &
 		;;
 	haproxy)
-		render "$BENCH_DIR/conf/haproxy.cfg" "$TMP/haproxy.cfg" haproxy
+		render "$BENCH_DIR/conf/haproxy.cfg" "$TMP/haproxy.cfg" "${PORT[haproxy]}"
 		"${PIN_PROXY[@]}" haproxy -db -f "$TMP/haproxy.cfg" >"$RESULTS/haproxy.log" 2>&1 &
 		;;
 	caddy)
 		mkdir -p "$TMP/caddy"
-		render "$BENCH_DIR/conf/Caddyfile" "$TMP/Caddyfile" caddy
+		render "$BENCH_DIR/conf/Caddyfile" "$TMP/Caddyfile" "${PORT[caddy]}"
 		GOMAXPROCS=1 XDG_DATA_HOME="$TMP/caddy" XDG_CONFIG_HOME="$TMP/caddy" HOME="$TMP/caddy" \
 			"${PIN_PROXY[@]}" caddy run --adapter caddyfile --config "$TMP/Caddyfile" >"$RESULTS/caddy.log" 2>&1 &
 		;;
