@@ -25,16 +25,14 @@ func writeNoRoute(w http.ResponseWriter) int {
 	return writeText(w, http.StatusNotFound, "404 Not Found: no route matches this host and path, and no default route is configured.\n")
 }
 
+// writeEdgeError answers with status and a sentence about the route: for
+// decisions at the edge and for upstream failures alike.
 func writeEdgeError(w http.ResponseWriter, status int, route, why string) int {
 	return writeText(w, status, strconv.Itoa(status)+" "+http.StatusText(status)+": route "+strconv.Quote(route)+": "+why+".\n")
 }
 
-func writeUpstreamStatus(w http.ResponseWriter, status int, route, why string) int {
-	return writeEdgeError(w, status, route, why)
-}
-
-// StatusFor is the status a client gets when the last attempt failed with c.
-func StatusFor(c outcome.Class) int {
+// statusFor is the status a client gets when the last attempt failed with c.
+func statusFor(c outcome.Class) int {
 	switch c {
 	case outcome.ConnectTimeout, outcome.ResponseTimeout:
 		return http.StatusGatewayTimeout
@@ -57,13 +55,13 @@ var explain = map[outcome.Class]string{
 }
 
 func writeUpstreamError(w http.ResponseWriter, route string, c outcome.Class) int {
-	return writeUpstreamStatus(w, StatusFor(c), route, "no usable answer from the backends ("+c.String()+": "+explain[c]+")")
+	return writeEdgeError(w, statusFor(c), route, "no usable answer from the backends ("+c.String()+": "+explain[c]+")")
 }
 
 // writeRequestFailed answers a request that failed the same way on two
 // backends: the request is the likely cause, and no backend is charged.
 func writeRequestFailed(w http.ResponseWriter, route string, c outcome.Class) int {
-	return writeUpstreamStatus(w, StatusFor(c), route, "this request failed the same way on two backends ("+c.String()+": "+explain[c]+"); it was not retried further and no backend was marked down")
+	return writeEdgeError(w, statusFor(c), route, "this request failed the same way on two backends ("+c.String()+": "+explain[c]+"); it was not retried further and no backend was marked down")
 }
 
 // writeBusy refuses a request at once because a limit is full: the proxy's

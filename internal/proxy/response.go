@@ -116,16 +116,16 @@ func (f *forwarder) upgrade(resp *http.Response) int {
 	w := f.w
 	reqUp, respUp := upgradeType(f.out.Header), upgradeType(resp.Header)
 	if !strings.EqualFold(reqUp, respUp) {
-		return writeUpstreamStatus(w, http.StatusBadGateway, f.rt.Name, fmt.Sprintf("the backend switched to protocol %q, the client asked for %q", respUp, reqUp))
+		return writeEdgeError(w, http.StatusBadGateway, f.rt.Name, fmt.Sprintf("the backend switched to protocol %q, the client asked for %q", respUp, reqUp))
 	}
 	backend, ok := resp.Body.(io.ReadWriteCloser)
 	if !ok {
-		return writeUpstreamStatus(w, http.StatusBadGateway, f.rt.Name, "the backend's upgraded connection is not writable")
+		return writeEdgeError(w, http.StatusBadGateway, f.rt.Name, "the backend's upgraded connection is not writable")
 	}
 	defer backend.Close()
 	conn, brw, err := http.NewResponseController(w).Hijack()
 	if err != nil {
-		return writeUpstreamStatus(w, http.StatusInternalServerError, f.rt.Name, "this listener cannot upgrade connections (HTTP/2)")
+		return writeEdgeError(w, http.StatusInternalServerError, f.rt.Name, "this listener cannot upgrade connections (HTTP/2)")
 	}
 	defer conn.Close()
 	copyResponseHeader(w.Header(), resp.Header)
