@@ -5,7 +5,7 @@ package internal_test
 import (
 	"go/parser"
 	"go/token"
-	"os"
+	"io/fs"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -13,29 +13,34 @@ import (
 
 // Every package says what its one job is, in a package doc comment.
 func TestEveryPackageHasADocComment(t *testing.T) {
-	roots := []string{".", "../cmd"}
-	for _, root := range roots {
-		filepath.WalkDir(root, func(dir string, d os.DirEntry, err error) error {
-			if err != nil || !d.IsDir() || strings.Contains(dir, "testdata") {
+	type pkg struct{ name, dir string }
+	documented := map[pkg]bool{}
+	for _, root := range []string{".", "../cmd"} {
+		filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+			if err != nil || d.IsDir() || strings.Contains(path, "testdata") ||
+				!strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
 				return nil
 			}
-			pkgs, err := parser.ParseDir(token.NewFileSet(), dir, func(fi os.FileInfo) bool {
-				return !strings.HasSuffix(fi.Name(), "_test.go")
-			}, parser.PackageClauseOnly|parser.ParseComments)
+			f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.PackageClauseOnly|parser.ParseComments)
 			if err != nil {
-				t.Errorf("%s: %v", dir, err)
+				t.Errorf("%s: %v", path, err)
 				return nil
 			}
-			for name, p := range pkgs {
-				documented := false
-				for _, f := range p.Files {
-					documented = documented || (f.Doc != nil && strings.HasPrefix(f.Doc.Text(), "Package "+name+" ") || f.Doc != nil && strings.HasPrefix(f.Doc.Text(), "Command "))
-				}
-				if !documented {
-					t.Errorf("package %s (%s) has no doc comment starting \"Package %s\"", name, dir, name)
-				}
+			p := pkg{f.Name.Name, filepath.Dir(path)}
+			doc := ""
+			if f.Doc != nil {
+				doc = f.Doc.Text()
 			}
+			documented[p] = documented[p] || strings.HasPrefix(doc, "Package "+p.name+" ") || strings.HasPrefix(doc, "Command ")
 			return nil
 		})
+	}
+	if len(documented) < 20 {
+		t.Fatalf("found only %d packages; is the walk wrong?", len(documented))
+	}
+	for p, ok := range documented {
+		if !ok {
+			t.Errorf("package %s (%s) has no doc comment starting \"Package %s\"", p.name, p.dir, p.name)
+		}
 	}
 }

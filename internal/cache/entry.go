@@ -56,8 +56,6 @@ func (e *entry) age(now time.Time) time.Duration {
 // while fresh.
 func (e *entry) staleness(age time.Duration) time.Duration { return age - e.lifetime }
 
-func (e *entry) hasValidator() bool { return e.etag != "" || e.lastModified != "" }
-
 // initialAge implements RFC 9111 4.2.3:
 //
 //	apparent_age = max(0, response_time - date_value)
