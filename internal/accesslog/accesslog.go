@@ -1,19 +1,18 @@
 // Package accesslog writes the optional access log: one JSON object per
 // request and line, with what sturdy decided about it (route, pool, host,
 // attempts, outcome class, attribution, cache status). The request path
-// only hands a Record to a bounded queue; one writer goroutine encodes and
-// buffers, so a slow disk costs dropped (and counted) records, never slow
-// requests.
+// only hands a Record to a bounded queue; Run encodes and buffers, so a
+// slow disk costs dropped (and counted) records, never slow requests.
 package accesslog
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -43,8 +42,7 @@ type Options struct {
 // callers need not check whether the access log is enabled.
 type Logger struct {
 	ch       chan Record
-	quit     chan struct{}
-	done     chan struct{}
+	done     chan struct{} // closed when Run has returned
 	reopen   chan chan error
 	interval time.Duration
 	log      *slog.Logger
@@ -52,10 +50,8 @@ type Logger struct {
 
 	closed                   atomic.Bool
 	written, dropped, errors atomic.Uint64
-	closeOnce                sync.Once
-	closeErr                 error
 
-	// Owned by the writer goroutine.
+	// Owned by Run.
 	w         io.Writer
 	file      *os.File // nil unless opened from path
 	bw        *bufio.Writer
@@ -63,13 +59,11 @@ type Logger struct {
 	lastError time.Time
 }
 
-// New returns a logger writing to w and starts its writer goroutine. Close
-// stops it.
+// New returns a logger writing to w; Run writes.
 func New(w io.Writer, o Options) *Logger {
 	l := newLogger(o)
 	l.w = w
 	l.bw = bufio.NewWriterSize(w, bufferSize)
-	go l.run()
 	return l
 }
 
@@ -86,7 +80,6 @@ func Open(path string, o Options) (*Logger, error) {
 	l := newLogger(o)
 	l.path, l.file, l.w = path, f, f
 	l.bw = bufio.NewWriterSize(f, bufferSize)
-	go l.run()
 	return l, nil
 }
 
@@ -98,7 +91,7 @@ func newLogger(o Options) *Logger {
 		o.FlushInterval = DefaultFlushInterval
 	}
 	return &Logger{
-		ch: make(chan Record, o.Queue), quit: make(chan struct{}), done: make(chan struct{}),
+		ch: make(chan Record, o.Queue), done: make(chan struct{}),
 		reopen: make(chan chan error), interval: o.FlushInterval, log: o.Log,
 		buf: make([]byte, 0, 512),
 	}
@@ -139,7 +132,7 @@ func (l *Logger) Stats() view.AccessLog {
 
 // Reopen closes and reopens the file, for log rotation (rename the file,
 // then call Reopen, e.g. on SIGHUP or USR1). It does nothing for standard
-// output or a caller's writer.
+// output or a caller's writer. It is done by Run, and waits for it.
 func (l *Logger) Reopen() error {
 	if l == nil || l.path == "" {
 		return nil
@@ -153,25 +146,13 @@ func (l *Logger) Reopen() error {
 	}
 }
 
-// Close writes every queued record, flushes and closes the file (not
-// standard output or a caller's writer). Records logged after Close are
-// dropped and counted.
-func (l *Logger) Close() error {
+// Run writes queued records until ctx ends, then writes what is still
+// queued, flushes, and closes the file (not standard output or a caller's
+// writer). Records logged after that are dropped and counted.
+func (l *Logger) Run(ctx context.Context) error {
 	if l == nil {
 		return nil
 	}
-	l.closeOnce.Do(func() {
-		l.closed.Store(true)
-		close(l.quit)
-		<-l.done
-		if l.file != nil {
-			l.closeErr = l.file.Close()
-		}
-	})
-	return l.closeErr
-}
-
-func (l *Logger) run() {
 	defer close(l.done)
 	tick := time.NewTicker(l.interval)
 	defer tick.Stop()
@@ -183,14 +164,18 @@ func (l *Logger) run() {
 			l.flush()
 		case reply := <-l.reopen:
 			reply <- l.doReopen()
-		case <-l.quit:
+		case <-ctx.Done():
+			l.closed.Store(true)
 			for {
 				select {
 				case r := <-l.ch:
 					l.write(&r)
 				default:
 					l.flush()
-					return
+					if l.file != nil {
+						return l.file.Close()
+					}
+					return nil
 				}
 			}
 		}

@@ -3,6 +3,7 @@ package accesslog
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -58,12 +59,20 @@ func TestRecordJSONAnyBytes(t *testing.T) {
 	}
 }
 
-// Records reach the writer within FlushInterval without a Close.
+// run runs l until the returned stop is called; stop returns Run's error.
+func run(l *Logger) (stop func() error) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- l.Run(ctx) }()
+	return func() error { cancel(); return <-done }
+}
+
+// Records reach the writer within FlushInterval, before Run ends.
 func TestFlushedPeriodically(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		out := &testutil.SyncBuffer{}
 		l := New(out, Options{FlushInterval: time.Second})
-		defer l.Close()
+		defer run(l)()
 		l.Log(sample)
 		synctest.Wait()
 		if out.String() != "" {
@@ -97,6 +106,7 @@ func (w blockedWriter) Write(p []byte) (int, error) {
 func TestStalledWriterDropsInsteadOfBlocking(t *testing.T) {
 	w := blockedWriter{make(chan struct{}, 1), make(chan struct{})}
 	l := New(w, Options{Queue: 16})
+	stop := run(l)
 	// Overflow the 64 KiB buffer so that the writer goroutine blocks in Write.
 	big := sample
 	big.Path = strings.Repeat("x", 70<<10)
@@ -117,11 +127,11 @@ func TestStalledWriterDropsInsteadOfBlocking(t *testing.T) {
 		t.Errorf("%d Log calls took %v with a stalled writer", n, elapsed)
 	}
 	close(w.release)
-	l.Close()
+	stop()
 	if got := l.Stats(); got.Written+got.Dropped != n+1 {
 		t.Errorf("written %d + dropped %d != %d", got.Written, got.Dropped, n+1)
 	}
-	l.Log(sample) // after Close: dropped, no panic
+	l.Log(sample) // after Run: dropped, no panic
 }
 
 func TestFileCloseAndReopen(t *testing.T) {
@@ -131,6 +141,7 @@ func TestFileCloseAndReopen(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	stop := run(l)
 	l.Log(sample)
 	// Rotate: rename, then reopen; the next record lands in a new file.
 	if err := os.Rename(path, path+".1"); err != nil {
@@ -142,7 +153,7 @@ func TestFileCloseAndReopen(t *testing.T) {
 	next := sample
 	next.Route = "api"
 	l.Log(next)
-	if err := l.Close(); err != nil {
+	if err := stop(); err != nil {
 		t.Fatal(err)
 	}
 	for file, route := range map[string]string{path + ".1": `"route":"site"`, path: `"route":"api"`} {
@@ -152,7 +163,7 @@ func TestFileCloseAndReopen(t *testing.T) {
 		}
 	}
 	if err := l.Reopen(); err == nil {
-		t.Error("Reopen after Close succeeded")
+		t.Error("Reopen after Run ended succeeded")
 	}
 }
 
@@ -174,14 +185,14 @@ func readLines(t *testing.T, path string) []string {
 func TestNilLoggerIsOff(t *testing.T) {
 	var l *Logger
 	l.Log(sample)
-	if l.Stats().Enabled || l.Close() != nil || l.Reopen() != nil {
+	if l.Stats().Enabled || l.Run(context.Background()) != nil || l.Reopen() != nil {
 		t.Error("nil logger should do nothing")
 	}
 }
 
 func BenchmarkLog(b *testing.B) {
 	l := New(discard{}, Options{})
-	defer l.Close()
+	defer run(l)()
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {

@@ -14,7 +14,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/sturdyproxy/sturdy/internal/config"
 	"github.com/sturdyproxy/sturdy/internal/event"
 	"github.com/sturdyproxy/sturdy/internal/view"
 )
@@ -26,10 +25,32 @@ const (
 	DefaultMinBackoff     = time.Second
 	DefaultMaxBackoff     = time.Minute
 	DefaultResendInterval = time.Minute
+	DefaultDrainTimeout   = 5 * time.Second
 	// retireTimeout bounds how long a webhook removed by Reconfigure may
 	// spend delivering what it had queued.
 	retireTimeout = 30 * time.Second
 )
+
+// Formats of a webhook's requests.
+const (
+	FormatJSON         = "json"         // the event as JSON
+	FormatSlack        = "slack"        // a Slack incoming-webhook message
+	FormatAlertmanager = "alertmanager" // an Alertmanager v2 alert list
+)
+
+// Webhook is one receiver of events.
+type Webhook struct {
+	// Name identifies the webhook in logs and stats.
+	Name string
+	// URL receives a POST per event (or per batch, for Alertmanager).
+	URL string
+	// Format is one of the Format constants.
+	Format string
+	// Events filters by event type; empty means all.
+	Events []string
+	// Timeout bounds one delivery attempt.
+	Timeout time.Duration
+}
 
 // Options configure a Dispatcher. The zero value is usable.
 type Options struct {
@@ -64,6 +85,9 @@ type Options struct {
 	UserAgent string
 	// Now is the clock for alert timestamps. Default time.Now.
 	Now func() time.Time
+	// DrainTimeout bounds how long the end of Run spends delivering what
+	// is queued (one try each). Default 5s.
+	DrainTimeout time.Duration
 }
 
 func (o *Options) setDefaults() {
@@ -96,22 +120,26 @@ func (o *Options) setDefaults() {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
+	if o.DrainTimeout <= 0 {
+		o.DrainTimeout = DefaultDrainTimeout
+	}
 }
 
 // Dispatcher fans events out to webhooks. Subscribe its Notify to the event
-// bus; Stop it on shutdown.
+// bus; Run delivers.
 type Dispatcher struct {
 	opts Options
 
-	mu      sync.Mutex // guards senders and retired
+	mu      sync.Mutex // guards senders, running, stopped
 	senders []*sender
-	retired sync.WaitGroup // senders removed by Reconfigure, still draining
+	running bool
 	stopped bool
+	wg      sync.WaitGroup // every sender goroutine, removed ones included
 }
 
-// New starts one sender goroutine per webhook. hooks must be validated
-// (config.Load does it).
-func New(hooks []config.Webhook, o Options) *Dispatcher {
+// New returns a dispatcher for hooks (validated: config.Load does it);
+// Run starts one sender goroutine per webhook.
+func New(hooks []Webhook, o Options) *Dispatcher {
 	o.setDefaults()
 	d := &Dispatcher{opts: o}
 	for _, h := range hooks {
@@ -142,11 +170,51 @@ func (d *Dispatcher) Stats() []view.Webhook {
 	return out
 }
 
+// Run delivers events until ctx ends, then delivers what is queued (one
+// try each, no more retries) within the drain timeout, cancels what is in
+// flight and waits for every sender goroutine. Events left undelivered are
+// counted as dropped.
+func (d *Dispatcher) Run(ctx context.Context) error {
+	d.mu.Lock()
+	d.running = true
+	for _, s := range d.senders {
+		d.launch(s)
+	}
+	d.mu.Unlock()
+	<-ctx.Done()
+	drain, cancel := context.WithTimeout(context.Background(), d.opts.DrainTimeout)
+	defer cancel()
+	d.mu.Lock()
+	d.stopped = true
+	senders := d.senders
+	d.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, s := range senders {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s.stop(drain)
+		}()
+	}
+	wg.Wait()
+	d.wg.Wait()
+	return nil
+}
+
+// launch starts s's goroutine; d.mu is held.
+func (d *Dispatcher) launch(s *sender) {
+	d.wg.Add(1)
+	go func() {
+		defer d.wg.Done()
+		s.run()
+	}()
+}
+
 // Reconfigure applies the webhooks of a reloaded config. A webhook whose
 // settings did not change keeps its queue, counts and goroutine; the others
 // are started, and removed ones deliver what they had queued (for at most
 // 30s) before their goroutine ends.
-func (d *Dispatcher) Reconfigure(hooks []config.Webhook) {
+func (d *Dispatcher) Reconfigure(hooks []Webhook) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.stopped {
@@ -163,13 +231,20 @@ func (d *Dispatcher) Reconfigure(hooks []config.Webhook) {
 			delete(old, h.Name)
 			continue
 		}
-		next = append(next, newSender(h, &d.opts))
+		s := newSender(h, &d.opts)
+		if d.running {
+			d.launch(s)
+		}
+		next = append(next, s)
 	}
 	d.senders = next
+	if !d.running {
+		return // the removed ones never started
+	}
 	for _, s := range old {
-		d.retired.Add(1)
+		d.wg.Add(1)
 		go func() {
-			defer d.retired.Done()
+			defer d.wg.Done()
 			ctx, cancel := context.WithTimeout(context.Background(), retireTimeout)
 			defer cancel()
 			s.stop(ctx)
@@ -177,7 +252,7 @@ func (d *Dispatcher) Reconfigure(hooks []config.Webhook) {
 	}
 }
 
-func sameWebhook(a, b config.Webhook) bool {
+func sameWebhook(a, b Webhook) bool {
 	if a.Name != b.Name || a.URL != b.URL || a.Format != b.Format || a.Timeout != b.Timeout || len(a.Events) != len(b.Events) {
 		return false
 	}
@@ -187,24 +262,4 @@ func sameWebhook(a, b config.Webhook) bool {
 		}
 	}
 	return true
-}
-
-// Stop stops accepting events, delivers what is queued (one try each, no
-// more retries) until ctx ends, then cancels what is in flight and waits for
-// every sender goroutine. Events left undelivered are counted as dropped.
-func (d *Dispatcher) Stop(ctx context.Context) {
-	d.mu.Lock()
-	d.stopped = true
-	senders := d.senders
-	d.mu.Unlock()
-	var wg sync.WaitGroup
-	for _, s := range senders {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			s.stop(ctx)
-		}()
-	}
-	wg.Wait()
-	d.retired.Wait()
 }

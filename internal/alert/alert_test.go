@@ -15,7 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sturdyproxy/sturdy/internal/config"
 	"github.com/sturdyproxy/sturdy/internal/event"
 	"github.com/sturdyproxy/sturdy/internal/testutil"
 )
@@ -71,8 +70,8 @@ func (r *receiver) snapshot() [][]byte {
 	return slices.Clone(r.bodies)
 }
 
-func hook(name, url, format string, events ...string) config.Webhook {
-	return config.Webhook{Name: name, URL: url, Format: format, Events: events, Timeout: config.Duration(5 * time.Second)}
+func hook(name, url, format string, events ...string) Webhook {
+	return Webhook{Name: name, URL: url, Format: format, Events: events, Timeout: 5 * time.Second}
 }
 
 // fast are options for tests: quick retries, nothing logged.
@@ -93,10 +92,27 @@ func seqs(t *testing.T, bodies [][]byte) []uint64 {
 	return out
 }
 
+// started runs d until stop(t, d) or the end of the test.
+func started(t *testing.T, d *Dispatcher) *Dispatcher {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { d.Run(ctx); close(done) }()
+	var once sync.Once
+	end := func() { once.Do(func() { cancel(); <-done }) }
+	stops.Store(d, end)
+	t.Cleanup(end)
+	return d
+}
+
+var stops sync.Map // *Dispatcher → its stop func
+
+// stop ends d's Run and waits for it.
 func stop(t *testing.T, d *Dispatcher) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	d.Stop(ctx)
+	f, ok := stops.Load(d)
+	if !ok {
+		t.Fatal("stop of a dispatcher that was not started")
+	}
+	f.(func())()
 }
 
 // Test 3 of the issue: every event exactly once, in order, also through a
@@ -110,7 +126,7 @@ func TestEachEventOnceInOrder(t *testing.T) {
 		}
 		return true
 	})
-	d := New([]config.Webhook{hook("steady", steady.URL, "json"), hook("flaky", flaky.URL, "json")}, fast())
+	d := started(t, New([]Webhook{hook("steady", steady.URL, "json"), hook("flaky", flaky.URL, "json")}, fast()))
 	bus := event.NewBus(nil, 10, nil)
 	bus.Subscribe(d.Notify)
 	const n = 300
@@ -193,7 +209,8 @@ func TestBlackholedReceiverNeverSlowsEmit(t *testing.T) {
 
 	o := fast()
 	o.QueueSize = 64
-	d := New([]config.Webhook{hook("hole", blackhole(t), "json")}, o)
+	o.DrainTimeout = 50 * time.Millisecond
+	d := started(t, New([]Webhook{hook("hole", blackhole(t), "json")}, o))
 	bus := event.NewBus(nil, 100, nil)
 	bus.Subscribe(d.Notify)
 	with := measure(bus)
@@ -205,11 +222,9 @@ func TestBlackholedReceiverNeverSlowsEmit(t *testing.T) {
 	if st.Queued != 64 || st.Dropped < 5000-64-1 || st.Sent != 0 {
 		t.Errorf("stats %+v", st)
 	}
-	// Stop gives up on the blackhole when its context ends, and counts
-	// what it could not send.
-	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
-	defer cancel()
-	d.Stop(ctx)
+	// The end of Run gives up on the blackhole when its drain timeout
+	// ends, and counts what it could not send.
+	stop(t, d)
 	st = d.Stats()[0]
 	if st.Queued != 0 || st.Sent+st.Failed+st.Dropped != 5000 {
 		t.Errorf("after Stop: %+v", st)
@@ -234,7 +249,7 @@ func TestFullQueueDropsOldest(t *testing.T) {
 	})
 	o := fast()
 	o.QueueSize = 3
-	d := New([]config.Webhook{hook("r", r.URL, "json")}, o)
+	d := started(t, New([]Webhook{hook("r", r.URL, "json")}, o))
 	bus := event.NewBus(nil, 10, nil)
 	bus.Subscribe(d.Notify)
 	bus.Emit(event.Event{Type: event.HostSuspect})
@@ -255,7 +270,7 @@ func TestFullQueueDropsOldest(t *testing.T) {
 
 func TestFilterByEventType(t *testing.T) {
 	r := newReceiver(t, nil)
-	d := New([]config.Webhook{hook("r", r.URL, "json", event.PoolEmpty, event.PoolRestored)}, fast())
+	d := started(t, New([]Webhook{hook("r", r.URL, "json", event.PoolEmpty, event.PoolRestored)}, fast()))
 	defer stop(t, d)
 	for _, typ := range []string{event.HostSuspect, event.PoolEmpty, event.ReloadApplied, event.PoolRestored} {
 		d.Notify(event.Event{Type: typ, Seq: uint64(len(typ))})
@@ -296,9 +311,9 @@ func TestRetriesThenGivesUp(t *testing.T) {
 	o.MaxAttempts = 3
 	var logs testutil.SyncBuffer
 	o.Log = slog.New(slog.NewTextHandler(&logs, nil))
-	d := New([]config.Webhook{
+	d := started(t, New([]Webhook{
 		hook("down", srv.URL+"/down", "json"), hook("gone", srv.URL+"/gone", "json"), hook("slow", srv.URL+"/slow-down", "json"),
-	}, o)
+	}, o))
 	d.Notify(event.Event{Type: event.PoolEmpty})
 	// Stop waits for the queued event; no new retries start once stopping,
 	// so wait for the tries to finish first.
@@ -338,7 +353,7 @@ func TestRetriesThenGivesUp(t *testing.T) {
 // Stop delivers what is queued before returning.
 func TestStopDeliversQueue(t *testing.T) {
 	r := newReceiver(t, nil)
-	d := New([]config.Webhook{hook("r", r.URL, "json")}, fast())
+	d := started(t, New([]Webhook{hook("r", r.URL, "json")}, fast()))
 	for i := range 50 {
 		d.Notify(event.Event{Type: event.ReloadApplied, Seq: uint64(i + 1)})
 	}
@@ -350,13 +365,13 @@ func TestStopDeliversQueue(t *testing.T) {
 
 func TestReconfigure(t *testing.T) {
 	a, b := newReceiver(t, nil), newReceiver(t, nil)
-	d := New([]config.Webhook{hook("a", a.URL, "json"), hook("b", b.URL, "json")}, fast())
+	d := started(t, New([]Webhook{hook("a", a.URL, "json"), hook("b", b.URL, "json")}, fast()))
 	d.Notify(event.Event{Type: event.PoolEmpty, Seq: 1})
 	a.wait(t, 1)
 	b.wait(t, 1)
 	// a unchanged, b removed, c added.
 	c := newReceiver(t, nil)
-	d.Reconfigure([]config.Webhook{hook("a", a.URL, "json"), hook("c", c.URL, "slack")})
+	d.Reconfigure([]Webhook{hook("a", a.URL, "json"), hook("c", c.URL, "slack")})
 	d.Notify(event.Event{Type: event.PoolRestored, Seq: 2})
 	a.wait(t, 1)
 	c.wait(t, 1)

@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sturdyproxy/sturdy/internal/config"
 	"github.com/sturdyproxy/sturdy/internal/event"
 )
 
@@ -26,9 +25,9 @@ type encoder interface {
 
 func newEncoder(format string, o *Options) encoder {
 	switch format {
-	case config.WebhookSlack:
+	case FormatSlack:
 		return &slackEncoder{opts: o}
-	case config.WebhookAlertmanager:
+	case FormatAlertmanager:
 		return newAlertmanagerEncoder(o)
 	}
 	return &jsonEncoder{opts: o}

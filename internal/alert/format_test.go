@@ -17,7 +17,7 @@ func TestSlackMessage(t *testing.T) {
 	o := fast()
 	o.StatusURL = "http://127.0.0.1:9901/status"
 	o.setDefaults()
-	body, err := newEncoder(config.WebhookSlack, &o).encode(event.Event{
+	body, err := newEncoder(FormatSlack, &o).encode(event.Event{
 		Seq: 7, Time: at, Type: event.PoolEmpty, Severity: event.Critical, Pool: "default",
 		Message:  "pool default has no available host; answering with the sorry page <503>",
 		Evidence: map[string]any{"hosts": 3, "ejected": 2, "down": 1},
@@ -54,7 +54,7 @@ func TestSlackMessage(t *testing.T) {
 		t.Errorf("fields %s", got)
 	}
 	// A recovery is green whatever its severity.
-	body, _ = newEncoder(config.WebhookSlack, &o).encode(event.Event{Type: event.PoolRestored, Severity: event.Warning, Pool: "default"})
+	body, _ = newEncoder(FormatSlack, &o).encode(event.Event{Type: event.PoolRestored, Severity: event.Warning, Pool: "default"})
 	if !strings.Contains(string(body), `"color":"#1a7f37"`) || !strings.Contains(string(body), ":large_green_circle:") {
 		t.Errorf("restored: %s", body)
 	}
@@ -75,7 +75,7 @@ func TestAlertmanagerFiresResolvesAndRefreshes(t *testing.T) {
 	o.ResendInterval = time.Minute
 	o.Now = func() time.Time { return now }
 	o.setDefaults()
-	enc := newEncoder(config.WebhookAlertmanager, &o)
+	enc := newEncoder(FormatAlertmanager, &o)
 	host := event.Event{Pool: "web", Host: "10.0.0.2:80"}
 
 	suspect := host
@@ -156,7 +156,7 @@ func TestAlertmanagerResendsOverHTTP(t *testing.T) {
 	r := newReceiver(t, nil)
 	o := fast()
 	o.ResendInterval = 5 * time.Millisecond
-	d := New([]config.Webhook{hook("am", r.URL, "alertmanager")}, o)
+	d := started(t, New([]Webhook{hook("am", r.URL, "alertmanager")}, o))
 	d.Notify(event.Event{Type: event.PoolEmpty, Pool: "default", Message: "empty"})
 	r.wait(t, 3) // the alert, then at least two refreshes
 	stop(t, d)

@@ -13,14 +13,13 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/sturdyproxy/sturdy/internal/config"
 	"github.com/sturdyproxy/sturdy/internal/event"
 	"github.com/sturdyproxy/sturdy/internal/view"
 )
 
 // sender owns one webhook: its queue and the goroutine that empties it.
 type sender struct {
-	cfg    config.Webhook
+	cfg    Webhook
 	opts   *Options
 	filter map[string]bool // nil: every event
 	enc    encoder
@@ -43,7 +42,7 @@ type sender struct {
 	failing int // consecutive failed tries, for logging once per streak
 }
 
-func newSender(h config.Webhook, o *Options) *sender {
+func newSender(h Webhook, o *Options) *sender {
 	s := &sender{
 		cfg: h, opts: o, enc: newEncoder(h.Format, o),
 		queue: newRing(o.QueueSize),
@@ -56,7 +55,6 @@ func newSender(h config.Webhook, o *Options) *sender {
 		}
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
-	go s.run()
 	return s
 }
 
@@ -211,7 +209,7 @@ func (e *retryAfterError) Error() string { return e.err.Error() }
 func (e *retryAfterError) Unwrap() error { return e.err }
 
 func (s *sender) post(body []byte) error {
-	ctx, cancel := context.WithTimeout(s.ctx, s.cfg.Timeout.D())
+	ctx, cancel := context.WithTimeout(s.ctx, s.cfg.Timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.cfg.URL, bytes.NewReader(body))
 	if err != nil {

@@ -104,8 +104,10 @@ type Cache struct {
 	routes sync.Map  // route name → *routeState
 	bufs   sync.Pool // *[]byte copy buffers
 
-	// Background work (revalidations, the masking sweep) runs under ctx,
-	// takes a slot in bg (revalidations only) and is waited for by Close.
+	sweepEvery time.Duration // how often Run looks for quiet masking episodes
+
+	// Background revalidations run under ctx, take a slot in bg and are
+	// waited for by Close.
 	ctx    context.Context
 	cancel context.CancelFunc
 	bg     chan struct{}
@@ -147,13 +149,28 @@ func New(o Options) *Cache {
 		bg:        make(chan struct{}, o.MaxBackground),
 	}
 	c.bufs.New = func() any { b := make([]byte, 32<<10); return &b }
-	c.wg.Add(1)
-	go c.sweepLoop(max(time.Second, o.MaskingQuiet/3))
+	c.sweepEvery = max(time.Second, o.MaskingQuiet/3)
 	return c
 }
 
-// Close stops background revalidations and the masking sweep and waits for
-// them. Serve keeps working afterwards, without background revalidation.
+// Run ends the masking episodes of routes that went quiet until ctx ends,
+// then stops background revalidations (Close).
+func (c *Cache) Run(ctx context.Context) error {
+	defer c.Close()
+	t := time.NewTicker(c.sweepEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+			c.sweep()
+		}
+	}
+}
+
+// Close stops background revalidations and waits for them. Serve keeps
+// working afterwards, without background revalidation.
 func (c *Cache) Close() error {
 	c.mu.Lock()
 	c.closed = true
@@ -161,22 +178,6 @@ func (c *Cache) Close() error {
 	c.cancel()
 	c.wg.Wait()
 	return nil
-}
-
-// sweepLoop ends masking episodes of routes that went quiet. It ticks in
-// real time but judges with c.now, so a fake clock still decides.
-func (c *Cache) sweepLoop(every time.Duration) {
-	defer c.wg.Done()
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-c.ctx.Done():
-			return
-		case <-t.C:
-			c.sweep()
-		}
-	}
 }
 
 // Serve answers r from the cache or the origin and writes the answer to w.

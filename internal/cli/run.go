@@ -12,6 +12,7 @@ import (
 	"runtime/debug"
 	"syscall"
 
+	"github.com/sturdyproxy/sturdy/internal/compile"
 	"github.com/sturdyproxy/sturdy/internal/config"
 	"github.com/sturdyproxy/sturdy/internal/lint"
 	"github.com/sturdyproxy/sturdy/internal/server"
@@ -73,6 +74,14 @@ func cmdCheck(_ context.Context, args []string, stdout, stderr io.Writer) int {
 		printConfigError(stderr, err)
 		return exitFail
 	}
+	// The same compile as run and reload: every file the config names is
+	// read, so that a missing certificate fails here, not at reload.
+	rt, err := compile.Compile(cfg, nil, compile.Env{})
+	if err != nil {
+		printConfigError(stderr, err)
+		return exitFail
+	}
+	rt.Close()
 	if !*quiet {
 		for _, w := range lint.Check(cfg) {
 			fmt.Fprintf(stderr, "warning: %s\n", w.Error())

@@ -4,10 +4,7 @@
 // can print `FILE:LINE: key.path: message`.
 package config
 
-import (
-	"crypto/x509"
-	"time"
-)
+import "time"
 
 // Config is one complete, validated sturdy configuration.
 type Config struct {
@@ -206,9 +203,6 @@ type UpstreamTLS struct {
 	// InsecureSkipVerify accepts any certificate. Default false; sturdy
 	// check warns when it is set.
 	InsecureSkipVerify bool `yaml:"insecure_skip_verify"`
-
-	// Roots is the loaded CA pool (nil: the system's).
-	Roots *x509.CertPool `yaml:"-"`
 }
 
 // Host is one backend.

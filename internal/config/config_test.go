@@ -2,11 +2,12 @@ package config
 
 import (
 	"flag"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sturdyproxy/sturdy/internal/testutil"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/*.bad.want from the current output")
@@ -24,18 +25,7 @@ func TestBadConfigs(t *testing.T) {
 			if err == nil {
 				t.Fatal("config loaded; want errors")
 			}
-			got := err.Error() + "\n"
-			wantFile := strings.TrimSuffix(f, ".yaml") + ".want"
-			if *update {
-				os.WriteFile(wantFile, []byte(got), 0o644)
-			}
-			want, err := os.ReadFile(wantFile)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got != string(want) {
-				t.Errorf("errors differ\n--- got:\n%s--- want:\n%s", got, want)
-			}
+			testutil.Golden(t, err.Error()+"\n", strings.TrimSuffix(f, ".yaml")+".want", *update)
 		})
 	}
 }

@@ -3,7 +3,6 @@ package config
 import (
 	"fmt"
 	"net/http"
-	"os"
 	"strings"
 	"time"
 )
@@ -31,9 +30,6 @@ type Sorry struct {
 	// ContentType of the page. Default text/html when the body starts with
 	// "<", otherwise text/plain.
 	ContentType string `yaml:"content_type"`
-
-	// Loaded is Body or the content of BodyFile.
-	Loaded []byte `yaml:"-"`
 }
 
 // Limits are a route's bulkheads.
@@ -148,11 +144,6 @@ func (v *validator) degraded(pools map[string]bool) {
 			v.errorf(fmt.Sprintf("edge.deny[%d]", i), "%v", err)
 		}
 	}
-	if c.Edge.DenyFile != "" {
-		if _, err := LoadDenyFile(c.Edge.DenyFile); err != nil {
-			v.errorf("edge.deny_file", "%v", err)
-		}
-	}
 	for i := range c.Routes {
 		r := &c.Routes[i]
 		p := fmt.Sprintf("routes[%d]", i)
@@ -169,7 +160,6 @@ func (v *validator) degraded(pools map[string]bool) {
 		if r.Sorry.Body != "" && r.Sorry.BodyFile != "" {
 			v.errorf(p+".sorry", "give body or body_file, not both")
 		}
-		v.loadSorry(p+".sorry", r)
 		if r.Limits.MaxInFlight < 0 {
 			v.errorf(p+".limits.max_in_flight", "must not be negative; 0 means no limit")
 		}
@@ -181,36 +171,13 @@ func (v *validator) degraded(pools map[string]bool) {
 	}
 }
 
-func (v *validator) loadSorry(p string, r *Route) {
-	s := &r.Sorry
-	switch {
-	case s.BodyFile != "":
-		b, err := os.ReadFile(s.BodyFile)
-		if err != nil {
-			v.errorf(p+".body_file", "cannot read the sorry page: %v", err)
-			return
-		}
-		s.Loaded = b
-	case s.Body != "":
-		s.Loaded = []byte(s.Body)
-	default:
-		s.Loaded = fmt.Appendf(nil, defaultSorryBodyFormat, r.Name)
-	}
-	if s.ContentType == "" {
-		s.ContentType = "text/plain; charset=utf-8"
-		if strings.HasPrefix(strings.TrimSpace(string(s.Loaded)), "<") {
-			s.ContentType = "text/html; charset=utf-8"
-		}
-	}
-}
+// DefaultSorryBody is the sorry page of a route that configures none.
+func DefaultSorryBody(route string) []byte { return fmt.Appendf(nil, defaultSorryBodyFormat, route) }
 
-// LoadDenyFile reads one CIDR or address per line; blank lines and text
-// after # are ignored. Errors name the line.
-func LoadDenyFile(path string) ([]string, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("cannot read deny list: %v", err)
-	}
+// ParseDenyList reads a deny file's content (named path in errors): one
+// CIDR or address per line; blank lines and text after # are ignored.
+// Errors name the line.
+func ParseDenyList(b []byte, path string) ([]string, error) {
 	var out []string
 	for i, line := range strings.Split(string(b), "\n") {
 		if j := strings.IndexByte(line, '#'); j >= 0 {

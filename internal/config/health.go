@@ -1,9 +1,7 @@
 package config
 
 import (
-	"crypto/x509"
 	"fmt"
-	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -254,20 +252,6 @@ func (v *validator) health() {
 	c := v.c
 	if _, _, err := ParseClientKey(c.Attribution.ClientKey); err != nil {
 		v.errorf("attribution.client_key", "%v", err)
-	}
-	for i := range c.Pools {
-		if t := c.Pools[i].TLS; t != nil && t.CA != "" {
-			b, err := os.ReadFile(t.CA)
-			roots := x509.NewCertPool()
-			switch {
-			case err != nil:
-				v.errorf(fmt.Sprintf("pools[%d].tls.ca", i), "cannot read the CA file: %v", err)
-			case !roots.AppendCertsFromPEM(b):
-				v.errorf(fmt.Sprintf("pools[%d].tls.ca", i), "no PEM certificate in %s", t.CA)
-			default:
-				t.Roots = roots
-			}
-		}
 	}
 	for i, pl := range c.Pools {
 		p := fmt.Sprintf("pools[%d].health", i)

@@ -9,8 +9,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sturdyproxy/sturdy/internal/compile"
 	"github.com/sturdyproxy/sturdy/internal/config"
 	"github.com/sturdyproxy/sturdy/internal/fake"
+	sturdyproxy "github.com/sturdyproxy/sturdy/internal/proxy"
 	"github.com/sturdyproxy/sturdy/internal/route"
 )
 
@@ -169,31 +171,34 @@ type mapped struct {
 	path     string
 }
 
-// tables builds each listener's routing table as the server would, so that
-// the drill can check that a Host and path reach the route it means.
-func tables(cfg *config.Config) map[string]*route.Table[int] {
-	per := map[string][]*route.Entry[int]{}
-	for i, r := range cfg.Routes {
-		hosts := make([]string, len(r.Hosts))
-		for j, h := range r.Hosts {
-			hosts[j] = strings.ToLower(h)
-		}
-		e := &route.Entry[int]{Hosts: hosts, Path: r.Path, Default: r.Default, Value: i}
-		names := r.Listeners
-		if len(names) == 0 {
-			for _, l := range cfg.Listeners {
-				names = append(names, l.Name)
-			}
-		}
-		for _, n := range names {
-			per[n] = append(per[n], e)
-		}
+// routing matches requests exactly as the server will: its tables come
+// from the same compile step.
+type routing struct {
+	tabs  map[string]*route.Table[*sturdyproxy.Route]
+	index map[*sturdyproxy.Route]int // route -> its index in the config
+}
+
+func newRouting(cfg *config.Config) (routing, error) {
+	rt, err := compile.Compile(cfg, nil, compile.Env{})
+	if err != nil {
+		return routing{}, err
 	}
-	out := map[string]*route.Table[int]{}
-	for _, l := range cfg.Listeners {
-		out[l.Name] = route.New(per[l.Name])
+	defer rt.Close()
+	r := routing{tabs: rt.Proxy.Tables, index: make(map[*sturdyproxy.Route]int, len(rt.Routes))}
+	for i, pr := range rt.Routes {
+		r.index[pr] = i
 	}
-	return out
+	return r, nil
+}
+
+// match returns the index of the route that listener ln sends host and
+// path to.
+func (r routing) match(ln, host, path string) (int, bool) {
+	e, ok := r.tabs[ln].Match(host, path)
+	if !ok {
+		return -1, false
+	}
+	return r.index[e.Value], true
 }
 
 // listenerOf is the first listener a route is served on.
@@ -207,7 +212,7 @@ func listenerOf(cfg *config.Config, r config.Route) string {
 // reach finds a Host and path that the route's listener sends to route i,
 // below sub (e.g. "drill-slow/"); ok is false when none does (the route is
 // shadowed by another).
-func reach(cfg *config.Config, tabs map[string]*route.Table[int], i int, sub string) (mapped, bool) {
+func reach(cfg *config.Config, tabs routing, i int, sub string) (mapped, bool) {
 	r := cfg.Routes[i]
 	ln := listenerOf(cfg, r)
 	var hosts []string
@@ -222,7 +227,7 @@ func reach(cfg *config.Config, tabs map[string]*route.Table[int], i int, sub str
 	}
 	path := strings.TrimSuffix(r.Path, "/") + "/" + sub
 	for _, h := range hosts {
-		if e, ok := tabs[ln].Match(h, path+"probe"); ok && e.Value == i {
+		if j, ok := tabs.match(ln, h, path+"probe"); ok && j == i {
 			return mapped{route: i, listener: ln, host: h, path: path}, true
 		}
 	}
@@ -233,7 +238,11 @@ func reach(cfg *config.Config, tabs map[string]*route.Table[int], i int, sub str
 // route role, or why the scenario does not apply to this config.
 func (t *fileTarget) mapConfig(cfg *config.Config, st *stage) mapping {
 	m := mapping{pools: map[string]string{}, roles: map[string]mapped{}}
-	tabs := tables(cfg)
+	tabs, err := newRouting(cfg)
+	if err != nil {
+		m.skip = "the config does not compile: " + err.Error()
+		return m
+	}
 	main := t.pool
 	if main == "" {
 		main = cfg.Pools[0].Name
@@ -245,17 +254,17 @@ func (t *fileTarget) mapConfig(cfg *config.Config, st *stage) mapping {
 		// Incident 001 is about whatever answers hosts nobody configured:
 		// that route's pool is the one under test, whatever --pool says.
 		ln := cfg.Listeners[0].Name
-		e, ok := tabs[ln].Match(unmatchedHost, "/")
+		ri, ok := tabs.match(ln, unmatchedHost, "/")
 		if !ok {
 			m.skip = "hosts that no route names get 404 at once from this config (no default route, no route for any host), so incident 001 cannot happen here"
 			return m
 		}
-		r := cfg.Routes[e.Value]
+		r := cfg.Routes[ri]
 		if t.pool != "" && r.Pool != t.pool {
 			m.notes = append(m.notes, fmt.Sprintf("pool %q answers unmatched hosts (route %q), so it is the pool under test here, not %q", r.Pool, r.Name, t.pool))
 		}
 		main = r.Pool
-		m.roles[need.role] = mapped{route: e.Value, listener: ln, host: unmatchedHost, path: "/"}
+		m.roles[need.role] = mapped{route: ri, listener: ln, host: unmatchedHost, path: "/"}
 	}
 	m.pools["main"] = main
 

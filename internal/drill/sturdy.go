@@ -130,7 +130,7 @@ func (p *sturdyProxy) expect(role string) expectation {
 	e := expectation{
 		responseTimeout: r.Timeouts.ResponseHeader.D(),
 		tries:           r.Retry.Tries,
-		sorry:           &sorryPage{status: r.Sorry.Status, body: string(r.Sorry.Loaded)},
+		sorry:           &sorryPage{status: r.Sorry.Status, body: string(p.srv.Runtime().Route(r.Name).Sorry.Body)},
 	}
 	if r.Cache.Enabled {
 		e.staleCap, e.hasStaleCap = r.Cache.StaleIfErrorMax.D(), true

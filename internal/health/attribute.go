@@ -6,44 +6,49 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/sturdyproxy/sturdy/internal/balance"
 	"github.com/sturdyproxy/sturdy/internal/event"
 	"github.com/sturdyproxy/sturdy/internal/outcome"
-	"github.com/sturdyproxy/sturdy/internal/pool"
 )
 
 // Failure is one failed attempt of a request, after something was sent.
 type Failure struct {
-	Host   *pool.Host
+	Host   *Host
 	Class  outcome.Class
 	Status int // for outcome.Status5xx
 }
 
 // Request is what attribution needs to know about a request.
 type Request struct {
-	Pool      *Pool
-	Route     *RouteTracker
+	// Route is the route's tracker and RouteBit its sketch bit in the
+	// serving config (see window).
+	Route    *RouteTracker
+	RouteBit uint64
+	// ClientKey identifies the client (see attribution.client_key) and
+	// ClientBit is its sketch bit.
 	ClientKey string
 	ClientBit uint64
 }
 
-// Settle attributes the failed attempts of one request, records them, and
-// returns the attribution of the last one. sameTwice reports that the
-// request failed the same way on two hosts. Precedence: a client already
-// known to cause its own failures, then a degraded route, then the
-// request, and only then the host.
-func (m *Monitor) Settle(r *Request, fails []Failure, sameTwice bool, now time.Time) Attribution {
+// Settle attributes the failed attempts of one request on this pool,
+// records them, and returns the attribution of the last one. sameTwice
+// reports that the request failed the same way on two hosts. Precedence: a
+// client already known to cause its own failures, then a degraded route,
+// then the request, and only then the host.
+func (p *Pool) Settle(r *Request, fails []Failure, sameTwice bool, now time.Time) Attribution {
+	m := p.m
 	last := None
 	for _, f := range fails {
 		h := f.Host
-		h.Attempts[f.Class].Add(1)
-		h.LastFailure.Store(now.UnixNano())
+		h.attempts[f.Class].Add(1)
+		h.lastFailure.Store(now.UnixNano())
 		if f.Class == outcome.BodyError {
 			// Headers came, the body broke: counted, not held against anyone.
-			h.Window.Attempt(now)
+			h.window.Attempt(now)
 			continue
 		}
-		client := m.clients.record(m.attr(), r, h, f.Class, now)
-		route := r.Route.record(r.Pool, h, f.Class, now)
+		client := m.clients.record(p, r, h, f.Class, now)
+		route := r.Route.record(p, r.RouteBit, h, f.Class, now)
 		a := AttrHost
 		switch {
 		case client:
@@ -54,21 +59,14 @@ func (m *Monitor) Settle(r *Request, fails []Failure, sameTwice bool, now time.T
 			a = AttrRequest
 		}
 		m.attributed[a].Add(1)
-		if a == AttrHost && r.Pool.cfg.Passive.On() {
-			h.Window.Failure(now, r.ClientBit, r.Route.Bit())
+		if a == AttrHost && p.cfg.Passive.On() {
+			h.window.Failure(now, r.ClientBit, r.RouteBit)
 		} else {
-			h.Window.Attempt(now)
+			h.window.Attempt(now)
 		}
 		last = a
 	}
 	return last
-}
-
-// Shed reports whether requests from client key k are refused at the edge
-// (attribution.shed_clients). It costs one atomic load while no client is
-// attributed.
-func (m *Monitor) Shed(k string) bool {
-	return m.clients.attributedNow.Load() > 0 && m.attr().ShedClients && m.clients.isAttributed(k)
 }
 
 // Attributed reports whether client key k is currently held responsible
@@ -100,7 +98,7 @@ type clientEntry struct {
 	bit        uint64
 	times      [clientRing]int64 // recent failure times, a ring
 	n          int               // failures recorded (ring holds the last clientRing)
-	hosts      [maxHostsPerEntry]*pool.Host
+	hosts      [maxHostsPerEntry]*Host
 	nhosts     int
 	attributed bool
 	since      time.Time
@@ -117,7 +115,7 @@ func newClientTracker() *clientTracker {
 }
 
 func (t *clientTracker) shard(k string) *clientShard {
-	return &t.shards[pool.HashString(k)%uint64(len(t.shards))]
+	return &t.shards[balance.HashString(k)%uint64(len(t.shards))]
 }
 
 func (t *clientTracker) isAttributed(k string) bool {
@@ -131,7 +129,8 @@ func (t *clientTracker) isAttributed(k string) bool {
 // record adds a failure of client r.ClientKey on h and reports whether the
 // client is (now) attributed: enough recent failures, on two or more hosts,
 // while other clients succeed on those hosts.
-func (t *clientTracker) record(cfg *attrConfig, r *Request, h *pool.Host, class outcome.Class, now time.Time) bool {
+func (t *clientTracker) record(p *Pool, r *Request, h *Host, class outcome.Class, now time.Time) bool {
+	cfg := p.attr
 	if r.ClientKey == "" || r.Route.Degraded() {
 		// A degraded route explains its callers' failures: they are not
 		// evidence against the client.
@@ -159,7 +158,7 @@ func (t *clientTracker) record(cfg *attrConfig, r *Request, h *pool.Host, class 
 	}
 	recent := e.recent(ns - int64(cfg.Window))
 	hosts := e.nhosts
-	if recent < cfg.ClientMinFailures || hosts < 2 || !othersSucceed(e.hosts[:e.nhosts], e.bit, now, func(t pool.Totals) uint64 { return t.OKClients }) {
+	if recent < cfg.ClientMinFailures || hosts < 2 || !othersSucceed(e.hosts[:e.nhosts], e.bit, now, func(t Totals) uint64 { return t.OKClients }) {
 		s.mu.Unlock()
 		return false
 	}
@@ -168,17 +167,17 @@ func (t *clientTracker) record(cfg *attrConfig, r *Request, h *pool.Host, class 
 	ev := e.evidence
 	s.mu.Unlock()
 	t.attributedNow.Add(1)
-	r.Pool.m.emit(event.Event{
-		Type: event.ClientAttributed, Severity: event.Warning, Client: r.ClientKey, Pool: r.Pool.Pool.Name,
+	p.m.emit(event.Event{
+		Type: event.ClientAttributed, Severity: event.Warning, Client: r.ClientKey, Pool: p.Name,
 		Message:  "client attributed: its failures are its own and count against no host",
 		Evidence: map[string]any{"evidence": ev, "shed": cfg.ShedClients},
 	})
 	return true
 }
 
-func (e *clientEntry) addHost(h *pool.Host) {
+func (e *clientEntry) addHost(h *Host) {
 	for _, o := range e.hosts[:e.nhosts] {
-		if o == h {
+		if o.hostState == h.hostState { // the same host across a reload
 			return
 		}
 	}
@@ -202,9 +201,9 @@ func (e *clientEntry) recent(after int64) int {
 // the key with sketch bit succeeded recently (the last fifth of the
 // window): successes from before an outage must not make everyone who
 // fails during it look like the cause.
-func othersSucceed(hs []*pool.Host, bit uint64, now time.Time, ok func(pool.Totals) uint64) bool {
+func othersSucceed(hs []*Host, bit uint64, now time.Time, ok func(Totals) uint64) bool {
 	for _, h := range hs {
-		if ok(h.Window.SumRecent(now, 2))&^bit == 0 {
+		if ok(h.window.SumRecent(now, 2))&^bit == 0 {
 			return false
 		}
 	}
@@ -213,8 +212,8 @@ func othersSucceed(hs []*pool.Host, bit uint64, now time.Time, ok func(pool.Tota
 
 // sweep forgets clients without a failure in the window and releases the
 // attributed ones among them.
-func (t *clientTracker) sweep(m *Monitor, now time.Time) {
-	cutoff := now.UnixNano() - int64(m.attr().Window)
+func (t *clientTracker) sweep(m *Monitor, now time.Time, window time.Duration) {
+	cutoff := now.UnixNano() - int64(window)
 	for i := range t.shards {
 		s := &t.shards[i]
 		var released []string

@@ -11,9 +11,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/sturdyproxy/sturdy/internal/config"
 	"github.com/sturdyproxy/sturdy/internal/event"
-	"github.com/sturdyproxy/sturdy/internal/pool"
 )
 
 // checker probes every host of one pool. Each host has one goroutine, so at
@@ -21,24 +19,22 @@ import (
 type checker struct {
 	m      *Monitor
 	p      *Pool
-	cfg    config.ActiveCheck
-	lo, hi int
+	cfg    Probe
 	client *http.Client
-	kicks  map[string]chan struct{} // by address: a request still holding the previous config's host may ask
-	stop   chan struct{}
+	kicks  map[string]chan struct{} // by address: a request on the previous config's host may ask
+	cancel context.CancelFunc
 	wg     sync.WaitGroup
 }
 
 func newChecker(m *Monitor, p *Pool) *checker {
-	cfg := *p.cfg.Active
-	lo, hi, _ := config.ParseStatusRange(cfg.ExpectStatus)
-	d := &net.Dialer{Timeout: cfg.Timeout.D()}
+	cfg := *p.cfg.Probe
+	d := &net.Dialer{Timeout: cfg.Timeout}
 	dial := d.DialContext
-	if m.dial != nil {
-		dial = m.dial(d)
+	if m.o.Dial != nil {
+		dial = m.o.Dial(d)
 	}
 	c := &checker{
-		m: m, p: p, cfg: cfg, lo: lo, hi: hi,
+		m: m, p: p, cfg: cfg,
 		// Probes use their own connections: a probe must not queue behind
 		// traffic, nor traffic behind probes.
 		client: &http.Client{
@@ -52,30 +48,38 @@ func newChecker(m *Monitor, p *Pool) *checker {
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 		},
 		kicks: map[string]chan struct{}{},
-		stop:  make(chan struct{}),
 	}
-	for _, h := range p.Pool.Hosts {
+	for _, h := range p.Hosts {
 		c.kicks[h.Addr] = make(chan struct{}, 1)
 	}
 	return c
 }
 
-func (c *checker) start() {
-	for _, h := range c.p.Pool.Hosts {
+func (c *checker) start(parent context.Context) {
+	ctx, cancel := context.WithCancel(parent)
+	c.cancel = cancel
+	for _, h := range c.p.Hosts {
 		c.wg.Add(1)
-		go c.run(h)
+		go func() {
+			defer c.wg.Done()
+			// A panic in one probe loop starts that loop over; the host
+			// keeps being probed.
+			for ctx.Err() == nil && !c.m.guard("health checker "+c.p.Name, func() { c.run(ctx, h) }) {
+			}
+		}()
 	}
 }
 
-func (c *checker) close() {
-	close(c.stop)
+func (c *checker) stop() {
+	c.cancel()
 	c.wg.Wait()
 	c.client.CloseIdleConnections()
 }
 
-// kick asks for a probe of h now; a probe already asked for is enough.
-func (c *checker) kick(h *pool.Host) {
-	if k := c.kicks[h.Addr]; k != nil {
+// kick asks for a probe of the host at addr now; one already asked for is
+// enough.
+func (c *checker) kick(addr string) {
+	if k := c.kicks[addr]; k != nil {
 		select {
 		case k <- struct{}{}:
 		default:
@@ -83,21 +87,23 @@ func (c *checker) kick(h *pool.Host) {
 	}
 }
 
-func (c *checker) run(h *pool.Host) {
-	defer c.wg.Done()
+func (c *checker) run(ctx context.Context, h *Host) {
 	// The first probe comes within one jitter, so that a restart does not
 	// probe every host at the same instant.
 	t := time.NewTimer(c.jitter())
 	defer t.Stop()
 	for {
 		select {
-		case <-c.stop:
+		case <-ctx.Done():
 			return
 		case <-c.kicks[h.Addr]:
 		case <-t.C:
 		}
-		if h.Mode() != pool.Maintenance {
-			ok, detail := c.probe(h)
+		if h.Mode() != Maintenance {
+			ok, detail := c.probe(ctx, h)
+			if ctx.Err() != nil {
+				return // stopped mid-probe: that says nothing about the host
+			}
 			c.p.checkResult(h, ok, detail, time.Now())
 		}
 		t.Stop()
@@ -105,37 +111,26 @@ func (c *checker) run(h *pool.Host) {
 	}
 }
 
-func (c *checker) interval(h *pool.Host) time.Duration {
+func (c *checker) interval(h *Host) time.Duration {
 	switch h.Mode() {
-	case pool.Suspect, pool.Down:
-		return c.cfg.FastInterval.D()
+	case Suspect, Down:
+		return c.cfg.FastInterval
 	}
-	return c.cfg.Interval.D()
+	return c.cfg.Interval
 }
 
 func (c *checker) jitter() time.Duration {
 	if c.cfg.Jitter <= 0 {
 		return 0
 	}
-	return rand.N(c.cfg.Jitter.D())
+	return rand.N(c.cfg.Jitter)
 }
 
 // probe sends one readiness request and judges its answer.
-func (c *checker) probe(h *pool.Host) (bool, string) {
-	ctx, cancel := context.WithTimeout(context.Background(), c.cfg.Timeout.D())
+func (c *checker) probe(parent context.Context, h *Host) (bool, string) {
+	ctx, cancel := context.WithTimeout(parent, c.cfg.Timeout)
 	defer cancel()
-	go func() {
-		select {
-		case <-c.stop:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
-	scheme := "http://"
-	if c.p.Pool.Scheme == "https" {
-		scheme = "https://"
-	}
-	req, err := http.NewRequestWithContext(ctx, c.cfg.Method, scheme+h.Addr+c.cfg.Path, nil)
+	req, err := http.NewRequestWithContext(ctx, c.cfg.Method, c.p.Scheme+"://"+h.Addr+c.cfg.Path, nil)
 	if err != nil {
 		return false, err.Error()
 	}
@@ -149,8 +144,8 @@ func (c *checker) probe(h *pool.Host) (bool, string) {
 	}
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-	if resp.StatusCode < c.lo || resp.StatusCode > c.hi {
-		return false, fmt.Sprintf("status %d, expected %s", resp.StatusCode, c.cfg.ExpectStatus)
+	if resp.StatusCode < c.cfg.ExpectLo || resp.StatusCode > c.cfg.ExpectHi {
+		return false, fmt.Sprintf("status %d, expected %s", resp.StatusCode, c.cfg.Expect)
 	}
 	if c.cfg.ExpectBody != "" && !strings.Contains(string(body), c.cfg.ExpectBody) {
 		return false, fmt.Sprintf("status %d but the body lacks %q", resp.StatusCode, c.cfg.ExpectBody)
@@ -170,22 +165,22 @@ func shortErr(err error) string {
 // first failed probe (the probe decides) and back to healthy on its first
 // pass; a healthy host goes down after fall failures in a row; a down host
 // comes back after rise passes, with slow start.
-func (p *Pool) checkResult(h *pool.Host, ok bool, detail string, now time.Time) {
-	h.SetCheck(pool.CheckResult{Time: now, OK: ok, Detail: detail})
-	a := p.cfg.Active
+func (p *Pool) checkResult(h *Host, ok bool, detail string, now time.Time) {
+	h.setCheck(CheckResult{Time: now, OK: ok, Detail: detail})
+	a := p.cfg.Probe
 	if ok {
-		h.CheckFail.Store(0)
-		n := h.CheckOK.Add(1)
+		h.checkFail.Store(0)
+		n := h.checkOK.Add(1)
 		switch h.Mode() {
-		case pool.Suspect:
+		case Suspect:
 			p.restore(h, "readiness probe passed ("+detail+"); passive evidence cleared", now)
-		case pool.Down:
-			if int(n) >= a.Rise && h.Transition(pool.Down, pool.Healthy, "readiness probes passed", detail, now) {
-				h.Window.Reset()
-				h.ConnectFailures.Store(0)
-				h.SlowStart(now, p.cfg.Passive.SlowStart.D())
+		case Down:
+			if int(n) >= a.Rise && h.transition(Down, Healthy, "readiness probes passed", detail, now) {
+				h.window.Reset()
+				h.connectFailures.Store(0)
+				h.slowStart(now, p.cfg.Passive.SlowStart.D())
 				p.m.emit(event.Event{
-					Type: event.HostUp, Pool: p.Pool.Name, Host: h.Addr,
+					Type: event.HostUp, Pool: p.Name, Host: h.Addr,
 					Message:  fmt.Sprintf("host up: %d readiness probes passed", n),
 					Evidence: map[string]any{"check": detail},
 				})
@@ -194,13 +189,13 @@ func (p *Pool) checkResult(h *pool.Host, ok bool, detail string, now time.Time) 
 		}
 		return
 	}
-	h.CheckOK.Store(0)
-	n := h.CheckFail.Add(1)
+	h.checkOK.Store(0)
+	n := h.checkFail.Add(1)
 	from := h.Mode()
-	if (from == pool.Suspect || (from == pool.Healthy && int(n) >= a.Fall)) &&
-		h.Transition(from, pool.Down, "readiness probe failed", detail, now) {
+	if (from == Suspect || (from == Healthy && int(n) >= a.Fall)) &&
+		h.transition(from, Down, "readiness probe failed", detail, now) {
 		p.m.emit(event.Event{
-			Type: event.HostDown, Severity: event.Warning, Pool: p.Pool.Name, Host: h.Addr,
+			Type: event.HostDown, Severity: event.Warning, Pool: p.Name, Host: h.Addr,
 			Message:  fmt.Sprintf("host down: readiness probe failed (%s)", detail),
 			Evidence: map[string]any{"was": from.String(), "failed_probes": n, "check": fmt.Sprintf("%s %s", a.Method, a.Path)},
 		})

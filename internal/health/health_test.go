@@ -1,16 +1,17 @@
 package health
 
 import (
+	"context"
 	"fmt"
 	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
 
+	"github.com/sturdyproxy/sturdy/internal/balance"
 	"github.com/sturdyproxy/sturdy/internal/config"
 	"github.com/sturdyproxy/sturdy/internal/event"
 	"github.com/sturdyproxy/sturdy/internal/outcome"
-	"github.com/sturdyproxy/sturdy/internal/pool"
 )
 
 // recorder collects events.
@@ -37,61 +38,75 @@ func (r *recorder) count(typ string) int {
 	return n
 }
 
-// setup builds a monitor and one pool of n hosts from a config snippet for
-// the pool's health (YAML inside pools[0]).
-func setup(t *testing.T, n int, healthYAML string) (*Monitor, *Pool, *recorder) {
+// setup builds a monitor and one pool of n hosts; passiveYAML is the
+// pool's health.passive in YAML (defaults filled by the config package) and
+// probe its active check, or nil.
+func setup(t *testing.T, n int, passiveYAML string, probe *Probe) (*Monitor, *Pool, *recorder) {
 	t.Helper()
-	hosts := ""
-	for i := range n {
-		hosts += fmt.Sprintf("{ addr: 10.0.0.%d:80 }, ", i+1)
-	}
 	cfg, err := config.Parse([]byte(fmt.Sprintf(`
 listeners: [ { name: web, listen: 127.0.0.1:0 } ]
-attribution: { window: 10s }
-routes: [ { name: a, default: true, pool: p }, { name: b, path: /b/, pool: p } ]
-pools:
-  - name: p
-    hosts: [ %s ]
-    health: %s
-`, hosts, healthYAML)), "test.yaml")
+routes: [ { name: a, default: true, pool: p } ]
+pools: [ { name: p, hosts: [ { addr: "10.0.0.1:80" } ], health: { passive: %s } } ]
+`, passiveYAML)), "test.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
 	rec := &recorder{}
-	m := NewMonitor(cfg.Attribution, rec, time.Hour) // ticks are driven by the test
-	t.Cleanup(m.Close)
-	specs := make([]pool.Spec, n)
-	for i := range specs {
-		specs[i] = pool.Spec{Addr: fmt.Sprintf("10.0.0.%d:80", i+1), Weight: 1}
+	m := NewMonitor(Options{Bus: rec}) // ticks are driven by the test
+	pc := PoolConfig{Name: "p", Balance: "round_robin", FailStatuses: []int{502, 503, 504}, Passive: cfg.Pools[0].Health.Passive, Probe: probe}
+	for i := range n {
+		pc.Hosts = append(pc.Hosts, HostSpec{Addr: fmt.Sprintf("10.0.0.%d:80", i+1), Weight: 1})
 	}
-	p, _ := pool.New("p", pool.RoundRobin, specs, nil)
-	hp := m.NewPool(p, cfg.Pools[0].Health)
-	m.Apply([]*Pool{hp})
-	return m, hp, rec
+	p, err := NewPool(m, testAttributing, pc, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m, p, rec
 }
 
-func bitOf(k string) uint64 { return pool.Bit(pool.HashString(k)) }
+var testAttributing = &Attributing{Window: 10 * time.Second, ClientMinFailures: 5, RouteMinFailures: 5}
 
-func req(hp *Pool, rt *RouteTracker, client string) *Request {
-	return &Request{Pool: hp, Route: rt, ClientKey: client, ClientBit: bitOf(client)}
+// testRoute is a route's tracker and its sketch bit.
+type testRoute struct {
+	tr  *RouteTracker
+	bit uint64
+}
+
+func route(m *Monitor, name string, i uint64) testRoute {
+	return testRoute{NewRouteTracker(m, name), 1 << i}
+}
+
+func bitOf(k string) uint64 { return 1 << (balance.HashString(k) & 63) }
+
+func req(rt testRoute, client string) *Request {
+	return &Request{Route: rt.tr, RouteBit: rt.bit, ClientKey: client, ClientBit: bitOf(client)}
+}
+
+// set is what Tick looks at: the one pool and the given routes.
+func set(p *Pool, routes ...testRoute) *Set {
+	s := &Set{Pools: []*Pool{p}, Attributing: testAttributing}
+	for _, r := range routes {
+		s.Routes = append(s.Routes, r.tr)
+	}
+	return s
 }
 
 var t0 = time.Unix(1_700_000_000, 0)
 
 func TestOneClientFailingEverywhereIsAttributedOnce(t *testing.T) {
-	m, hp, rec := setup(t, 2, "{}")
-	rt := m.Route("a", pool.Bit(0))
-	h0, h1 := hp.Pool.Hosts[0], hp.Pool.Hosts[1]
+	m, hp, rec := setup(t, 2, "{}", nil)
+	rt := route(m, "a", 0)
+	h0, h1 := hp.Hosts[0], hp.Hosts[1]
 	now := t0
 	for i := range 20 {
 		now = now.Add(100 * time.Millisecond)
 		// Innocent clients succeed on both hosts.
 		for c := range 4 {
 			k := fmt.Sprintf("192.0.2.%d", c)
-			hp.Success(hp.Pool.Hosts[(i+c)%2], bitOf(k), rt.Bit(), now)
+			hp.Record(hp.Hosts[(i+c)%2], outcome.OK, req(rt, k), now)
 		}
 		// The scanner fails on both, one attempt each (as after a retry).
-		m.Settle(req(hp, rt, "203.0.113.66"), []Failure{{h0, outcome.Status5xx, 502}, {h1, outcome.Status5xx, 502}}, true, now)
+		hp.Settle(req(rt, "203.0.113.66"), []Failure{{h0, outcome.Status5xx, 502}, {h1, outcome.Status5xx, 502}}, true, now)
 	}
 	if n := rec.count(event.ClientAttributed); n != 1 {
 		t.Fatalf("%d client_attributed events, want 1", n)
@@ -100,112 +115,112 @@ func TestOneClientFailingEverywhereIsAttributedOnce(t *testing.T) {
 		t.Fatal("wrong client attributed")
 	}
 	// Nothing was debited to the hosts: no host failures at all.
-	for _, h := range hp.Pool.Hosts {
-		if f := h.Window.Sum(now).Failures; f != 0 {
+	for _, h := range hp.Hosts {
+		if f := h.Window(now).Failures; f != 0 {
 			t.Fatalf("host %s was debited %d failures", h.Addr, f)
 		}
 	}
 	hp.tick(now)
-	if h0.Mode() != pool.Healthy || h1.Mode() != pool.Healthy {
+	if h0.Mode() != Healthy || h1.Mode() != Healthy {
 		t.Fatalf("hosts %s %s, want healthy", h0.Mode(), h1.Mode())
 	}
 	if m.AttributedCount(AttrClient) == 0 || m.AttributedCount(AttrHost) != 0 {
 		t.Fatalf("client %d host %d", m.AttributedCount(AttrClient), m.AttributedCount(AttrHost))
 	}
 	// A quiet window releases the client, once.
-	m.Tick(now.Add(11 * time.Second))
-	m.Tick(now.Add(12 * time.Second))
+	m.Tick(set(hp, rt), now.Add(11*time.Second))
+	m.Tick(set(hp, rt), now.Add(12*time.Second))
 	if rec.count(event.ClientReleased) != 1 || m.Attributed("203.0.113.66") {
 		t.Fatal("client not released exactly once")
 	}
 }
 
 func TestOneClientCannotEjectAHost(t *testing.T) {
-	m, hp, rec := setup(t, 3, "{ passive: { min_requests: 5 } }")
-	rt := m.Route("a", pool.Bit(0))
-	bad := hp.Pool.Hosts[0]
+	m, hp, rec := setup(t, 3, "{ min_requests: 5 }", nil)
+	rt := route(m, "a", 0)
+	bad := hp.Hosts[0]
 	now := t0
 	// A POST-only client (no retries) fails 50 times on host 0 alone, while
 	// others succeed there too: one client, one host, no pattern to act on.
 	for i := range 50 {
 		now = now.Add(10 * time.Millisecond)
-		m.Settle(req(hp, rt, "203.0.113.9"), []Failure{{bad, outcome.Reset, 0}}, false, now)
-		hp.Success(hp.Pool.Hosts[1+i%2], bitOf("192.0.2.1"), rt.Bit(), now)
-		hp.Success(bad, bitOf("192.0.2.2"), rt.Bit(), now)
+		hp.Settle(req(rt, "203.0.113.9"), []Failure{{bad, outcome.Reset, 0}}, false, now)
+		hp.Record(hp.Hosts[1+i%2], outcome.OK, req(rt, "192.0.2.1"), now)
+		hp.Record(bad, outcome.OK, req(rt, "192.0.2.2"), now)
 	}
 	hp.tick(now)
-	if bad.Mode() != pool.Healthy || rec.count(event.HostSuspect) != 0 {
+	if bad.Mode() != Healthy || rec.count(event.HostSuspect) != 0 {
 		t.Fatalf("host %s after one client's failures", bad.Mode())
 	}
 }
 
 func TestOutlierIsEjectedWithBackoffWithinShare(t *testing.T) {
-	m, hp, rec := setup(t, 4, "{ passive: { min_requests: 5, eject_time: 1s, max_eject_time: 3s, slow_start: 0s } }")
-	rt := m.Route("a", pool.Bit(0))
+	m, hp, rec := setup(t, 4, "{ min_requests: 5, eject_time: 1s, max_eject_time: 3s, slow_start: 0s }", nil)
+	rt := route(m, "a", 0)
 	now := t0
-	fail := func(h *pool.Host, n int) {
+	fail := func(h *Host, n int) {
 		for i := range n {
 			k := fmt.Sprintf("192.0.2.%d", i%5)
-			m.Settle(req(hp, rt, k), []Failure{{h, outcome.Status5xx, 503}}, false, now)
+			hp.Settle(req(rt, k), []Failure{{h, outcome.Status5xx, 503}}, false, now)
 		}
 	}
-	ok := func(h *pool.Host, n int) {
+	ok := func(h *Host, n int) {
 		for i := range n {
-			hp.Success(h, bitOf(fmt.Sprintf("192.0.2.%d", i%5)), rt.Bit(), now)
+			hp.Record(h, outcome.OK, req(rt, fmt.Sprintf("192.0.2.%d", i%5)), now)
 		}
 	}
-	h0, h1 := hp.Pool.Hosts[0], hp.Pool.Hosts[1]
+	h0, h1 := hp.Hosts[0], hp.Hosts[1]
 	fail(h0, 10)
 	fail(h1, 10)
-	ok(hp.Pool.Hosts[2], 10)
-	ok(hp.Pool.Hosts[3], 10)
+	ok(hp.Hosts[2], 10)
+	ok(hp.Hosts[3], 10)
 	hp.tick(now)
-	if h0.Mode() != pool.Ejected || h1.Mode() != pool.Ejected {
+	if h0.Mode() != Ejected || h1.Mode() != Ejected {
 		t.Fatalf("modes %s %s, want both ejected (2 of 4 is within 50%%)", h0.Mode(), h1.Mode())
 	}
 	// A third bad host would exceed the share: it stays in, suspect.
-	h2 := hp.Pool.Hosts[2]
+	h2 := hp.Hosts[2]
 	fail(h2, 30)
 	hp.tick(now)
-	if h2.Mode() != pool.Suspect {
+	if h2.Mode() != Suspect {
 		t.Fatalf("third host %s, want suspect (max_ejected 50%%)", h2.Mode())
 	}
 	// Eject time 1s, then back.
 	now = now.Add(1100 * time.Millisecond)
 	hp.tick(now)
-	if h0.Mode() == pool.Ejected {
+	if h0.Mode() == Ejected {
 		t.Fatal("not restored after eject time")
 	}
 	// Ejected again: 2s this time.
 	now = now.Add(time.Millisecond)
 	fail(h0, 20)
-	ok(hp.Pool.Hosts[3], 20)
+	ok(hp.Hosts[3], 20)
 	hp.tick(now)
-	if h0.Mode() != pool.Ejected {
+	if h0.Mode() != Ejected {
 		t.Fatalf("h0 %s, want ejected again", h0.Mode())
 	}
-	if d := time.Duration(h0.EjectUntil.Load() - now.UnixNano()); d != 2*time.Second {
+	if d := time.Duration(h0.ejectUntil.Load() - now.UnixNano()); d != 2*time.Second {
 		t.Fatalf("second ejection lasts %s, want 2s", d)
 	}
 	// h0 twice, h1 once, and h2 once the share had room again.
-	if rec.count(event.HostEjected) != 4 || h0.Ejections.Load() != 2 || h2.Ejections.Load() != 1 {
+	if rec.count(event.HostEjected) != 4 || h0.Ejections() != 2 || h2.Ejections() != 1 {
 		t.Fatalf("%d host_ejected events, want 4", rec.count(event.HostEjected))
 	}
 }
 
 func TestSharedProblemEjectsNobody(t *testing.T) {
-	m, hp, rec := setup(t, 3, "{ passive: { min_requests: 5, max_ejected: 100% } }")
-	rt := m.Route("a", pool.Bit(0))
+	m, hp, rec := setup(t, 3, "{ min_requests: 5, max_ejected: 100% }", nil)
+	rt := route(m, "a", 0)
 	now := t0
 	// Every host fails half of everyone's requests: not any host's fault
 	// more than its peers'.
-	for _, h := range hp.Pool.Hosts {
+	for _, h := range hp.Hosts {
 		for i := range 20 {
 			k := fmt.Sprintf("192.0.2.%d", i%7)
 			if i%2 == 0 {
-				m.Settle(req(hp, rt, k), []Failure{{h, outcome.Status5xx, 503}}, false, now)
+				hp.Settle(req(rt, k), []Failure{{h, outcome.Status5xx, 503}}, false, now)
 			} else {
-				hp.Success(h, bitOf(k), rt.Bit(), now)
+				hp.Record(h, outcome.OK, req(rt, k), now)
 			}
 		}
 	}
@@ -216,92 +231,91 @@ func TestSharedProblemEjectsNobody(t *testing.T) {
 }
 
 func TestRouteFailingOnEveryHostIsDegraded(t *testing.T) {
-	m, hp, rec := setup(t, 2, "{}")
-	slow, site := m.Route("a", pool.Bit(0)), m.Route("b", pool.Bit(1))
+	m, hp, rec := setup(t, 2, "{}", nil)
+	slow, site := route(m, "a", 0), route(m, "b", 1)
 	now := t0
 	for i := range 6 {
 		now = now.Add(time.Second)
-		hp.Success(hp.Pool.Hosts[i%2], bitOf("192.0.2.1"), site.Bit(), now)
-		hp.Success(hp.Pool.Hosts[(i+1)%2], bitOf("192.0.2.2"), site.Bit(), now)
-		m.Settle(req(hp, slow, fmt.Sprintf("192.0.2.%d", i)), []Failure{
-			{hp.Pool.Hosts[0], outcome.ResponseTimeout, 0}, {hp.Pool.Hosts[1], outcome.ResponseTimeout, 0},
+		hp.Record(hp.Hosts[i%2], outcome.OK, req(site, "192.0.2.1"), now)
+		hp.Record(hp.Hosts[(i+1)%2], outcome.OK, req(site, "192.0.2.2"), now)
+		hp.Settle(req(slow, fmt.Sprintf("192.0.2.%d", i)), []Failure{
+			{hp.Hosts[0], outcome.ResponseTimeout, 0}, {hp.Hosts[1], outcome.ResponseTimeout, 0},
 		}, true, now)
 	}
-	if !slow.Degraded() || site.Degraded() || rec.count(event.RouteDegraded) != 1 {
-		t.Fatalf("slow degraded=%v site degraded=%v events=%d", slow.Degraded(), site.Degraded(), rec.count(event.RouteDegraded))
+	if !slow.tr.Degraded() || site.tr.Degraded() || rec.count(event.RouteDegraded) != 1 {
+		t.Fatalf("slow degraded=%v site degraded=%v events=%d", slow.tr.Degraded(), site.tr.Degraded(), rec.count(event.RouteDegraded))
 	}
-	for _, h := range hp.Pool.Hosts {
-		if h.Window.Sum(now).Failures != 0 || h.Mode() != pool.Healthy {
+	for _, h := range hp.Hosts {
+		if h.Window(now).Failures != 0 || h.Mode() != Healthy {
 			t.Fatalf("host %s debited", h.Addr)
 		}
 	}
-	m.Tick(now.Add(11 * time.Second))
-	if slow.Degraded() || rec.count(event.RouteRecovered) != 1 {
+	m.Tick(set(hp, slow, site), now.Add(11*time.Second))
+	if slow.tr.Degraded() || rec.count(event.RouteRecovered) != 1 {
 		t.Fatal("route did not recover after a quiet window")
 	}
 }
 
 func TestConnectFailuresInARowEjectAtOnce(t *testing.T) {
-	_, hp, rec := setup(t, 2, "{}")
-	h := hp.Pool.Hosts[0]
+	_, hp, rec := setup(t, 2, "{}", nil)
+	h := hp.Hosts[0]
 	for range 3 {
-		hp.ConnectFailed(h, outcome.ConnectRefused, t0)
+		hp.Record(h, outcome.ConnectRefused, nil, t0)
 	}
-	if h.Mode() != pool.Ejected || rec.count(event.HostSuspect) != 1 || rec.count(event.HostEjected) != 1 {
+	if h.Mode() != Ejected || rec.count(event.HostSuspect) != 1 || rec.count(event.HostEjected) != 1 {
 		t.Fatalf("mode %s, events %+v", h.Mode(), rec.evs)
 	}
 }
 
 func TestConnectFailuresWithActiveChecksOnlyMakeSuspect(t *testing.T) {
-	_, hp, _ := setup(t, 2, "{ active: { path: /healthz, interval: 1h, timeout: 1s, jitter: 0s } }")
-	h := hp.Pool.Hosts[0]
+	_, hp, _ := setup(t, 2, "{}", &Probe{Method: "GET", Path: "/healthz", ExpectLo: 200, ExpectHi: 399, Interval: time.Hour, FastInterval: time.Second, Timeout: time.Second, Rise: 2, Fall: 3})
+	h := hp.Hosts[0]
 	for range 5 {
-		hp.ConnectFailed(h, outcome.ConnectRefused, t0)
+		hp.Record(h, outcome.ConnectRefused, nil, t0)
 	}
-	if h.Mode() != pool.Suspect {
+	if h.Mode() != Suspect {
 		t.Fatalf("mode %s: passive evidence alone must not eject where active checks exist", h.Mode())
 	}
 	hp.checkResult(h, true, "status 200", t0)
-	if h.Mode() != pool.Healthy || h.ConnectFailures.Load() != 0 {
+	if h.Mode() != Healthy || h.connectFailures.Load() != 0 {
 		t.Fatalf("a passing probe must clear a suspect host: %s", h.Mode())
 	}
 	for range 5 {
-		hp.ConnectFailed(h, outcome.ConnectRefused, t0)
+		hp.Record(h, outcome.ConnectRefused, nil, t0)
 	}
 	hp.checkResult(h, false, "connection refused", t0)
-	if h.Mode() != pool.Down {
+	if h.Mode() != Down {
 		t.Fatalf("a failing probe must decide: %s", h.Mode())
 	}
 	hp.checkResult(h, true, "status 200", t0)
-	if h.Mode() != pool.Down {
+	if h.Mode() != Down {
 		t.Fatal("up after one probe; rise is 2")
 	}
 	hp.checkResult(h, true, "status 200", t0)
-	if h.Mode() != pool.Healthy {
+	if h.Mode() != Healthy {
 		t.Fatalf("not up after rise probes: %s", h.Mode())
 	}
 }
 
 func TestPanicEpisodeAndPoolEmptyEvents(t *testing.T) {
-	_, hp, rec := setup(t, 2, "{ passive: { max_ejected: 100%, eject_time: 1h, max_eject_time: 1h } }")
-	for _, h := range hp.Pool.Hosts {
+	_, hp, rec := setup(t, 2, "{ max_ejected: 100%, eject_time: 1h, max_eject_time: 1h }", nil)
+	for _, h := range hp.Hosts {
 		for range 3 {
-			hp.ConnectFailed(h, outcome.ConnectRefused, t0)
+			hp.Record(h, outcome.ConnectRefused, nil, t0)
 		}
 	}
 	hp.tick(t0)
 	if rec.count(event.PoolEmpty) != 1 {
 		t.Fatal("no pool_empty event")
 	}
-	var tr pool.Tried
-	h := hp.Pool.Panic(tr)
+	var tr balance.Tried
+	h := hp.Panic(&tr)
 	if h == nil {
 		t.Fatal("no panic pick among passively ejected hosts")
 	}
-	hp.PanicPick(t0)
-	hp.PanicPick(t0)
-	hp.Success(h, 1, 1, t0.Add(time.Second))
-	if h.Mode() != pool.Healthy {
+	hp.Panic(&tr)
+	hp.Record(h, outcome.OK, req(route(hp.m, "a", 0), "192.0.2.1"), t0.Add(time.Second))
+	if h.Mode() != Healthy {
 		t.Fatalf("a panic-routed success must restore the host at once, not after the 1h eject time: %s", h.Mode())
 	}
 	hp.tick(t0.Add(2 * time.Second))
@@ -313,7 +327,7 @@ func TestPanicEpisodeAndPoolEmptyEvents(t *testing.T) {
 }
 
 func TestBudget(t *testing.T) {
-	b := newBudget()
+	b := new(Budget)
 	for range 100 {
 		b.Request(t0)
 	}
@@ -343,35 +357,32 @@ func TestBudget(t *testing.T) {
 // is over, in fake time.
 func TestMonitorLoopRestoresInFakeTime(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		cfg, err := config.Parse([]byte(`
-listeners: [ { name: web, listen: 127.0.0.1:0 } ]
-routes: [ { name: a, default: true, pool: p } ]
-pools: [ { name: p, hosts: [ { addr: "10.0.0.1:80" }, { addr: "10.0.0.2:80" } ], health: { passive: { eject_time: 10s } } } ]
-`), "t.yaml")
-		if err != nil {
-			t.Fatal(err)
-		}
-		rec := &recorder{}
-		m := NewMonitor(cfg.Attribution, rec, time.Second)
-		defer m.Close()
-		p, _ := pool.New("p", pool.RoundRobin, []pool.Spec{{Addr: "10.0.0.1:80"}, {Addr: "10.0.0.2:80"}}, nil)
-		hp := m.NewPool(p, cfg.Pools[0].Health)
-		m.Apply([]*Pool{hp})
+		_, hp, rec := setup(t, 2, "{ eject_time: 10s }", nil)
+		m := NewMonitor(Options{Bus: rec, Tick: time.Second, Current: func() *Set { return set(hp) }})
+		hp.m = m
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan error)
+		go func() { done <- m.Run(ctx) }()
+		h := hp.Hosts[0]
 		for range 3 {
-			hp.ConnectFailed(p.Hosts[0], outcome.ConnectRefused, time.Now())
+			hp.Record(h, outcome.ConnectRefused, nil, time.Now())
 		}
-		if p.Hosts[0].Mode() != pool.Ejected {
+		if h.Mode() != Ejected {
 			t.Fatal("not ejected")
 		}
 		time.Sleep(9 * time.Second)
 		synctest.Wait()
-		if p.Hosts[0].Mode() != pool.Ejected {
+		if h.Mode() != Ejected {
 			t.Fatal("restored before the eject time")
 		}
 		time.Sleep(2 * time.Second)
 		synctest.Wait()
-		if p.Hosts[0].Mode() != pool.Healthy || rec.count(event.HostRestored) != 1 {
-			t.Fatalf("mode %s after eject time", p.Hosts[0].Mode())
+		if h.Mode() != Healthy || rec.count(event.HostRestored) != 1 {
+			t.Fatalf("mode %s after eject time", h.Mode())
+		}
+		cancel()
+		if err := <-done; err != nil {
+			t.Fatal(err)
 		}
 	})
 }
@@ -379,18 +390,18 @@ pools: [ { name: p, hosts: [ { addr: "10.0.0.1:80" }, { addr: "10.0.0.2:80" } ],
 // In a full outage everyone fails everywhere: successes from before it must
 // not make each failing client look like the cause of its own failures.
 func TestFullOutageAttributesNoClient(t *testing.T) {
-	m, hp, rec := setup(t, 2, "{}")
-	rt := m.Route("a", pool.Bit(0))
+	m, hp, rec := setup(t, 2, "{}", nil)
+	rt := route(m, "a", 0)
 	now := t0
 	for c := range 5 {
-		hp.Success(hp.Pool.Hosts[c%2], bitOf(fmt.Sprintf("192.0.2.%d", c)), rt.Bit(), now)
+		hp.Record(hp.Hosts[c%2], outcome.OK, req(rt, fmt.Sprintf("192.0.2.%d", c)), now)
 	}
 	now = now.Add(5 * time.Second) // the outage starts
 	for range 10 {
 		now = now.Add(100 * time.Millisecond)
 		for c := range 5 {
 			k := fmt.Sprintf("192.0.2.%d", c)
-			m.Settle(req(hp, rt, k), []Failure{{hp.Pool.Hosts[0], outcome.Status5xx, 503}, {hp.Pool.Hosts[1], outcome.Status5xx, 503}}, true, now)
+			hp.Settle(req(rt, k), []Failure{{hp.Hosts[0], outcome.Status5xx, 503}, {hp.Hosts[1], outcome.Status5xx, 503}}, true, now)
 		}
 
 	}
@@ -402,20 +413,19 @@ func TestFullOutageAttributesNoClient(t *testing.T) {
 // Failures on a route that mostly succeeds for everyone else are not the
 // route's: a scanner on the site's one route leaves it healthy.
 func TestScannerDoesNotDegradeItsRoute(t *testing.T) {
-	m, hp, rec := setup(t, 2, "{}")
-	site, other := m.Route("a", pool.Bit(0)), m.Route("b", pool.Bit(1))
+	m, hp, rec := setup(t, 2, "{}", nil)
+	site, other := route(m, "a", 0), route(m, "b", 1)
 	now := t0
 	for i := range 20 {
 		now = now.Add(50 * time.Millisecond)
 		for c := range 4 {
-			h := hp.Pool.Hosts[(i+c)%2]
-			hp.Success(h, bitOf(fmt.Sprintf("192.0.2.%d", c)), site.Bit(), now)
-			site.Success(now)
-			hp.Success(h, bitOf(fmt.Sprintf("192.0.2.%d", c)), other.Bit(), now)
+			h := hp.Hosts[(i+c)%2]
+			hp.Record(h, outcome.OK, req(site, fmt.Sprintf("192.0.2.%d", c)), now)
+			hp.Record(h, outcome.OK, req(other, fmt.Sprintf("192.0.2.%d", c)), now)
 		}
-		m.Settle(req(hp, site, "203.0.113.66"), []Failure{{hp.Pool.Hosts[0], outcome.Status5xx, 502}, {hp.Pool.Hosts[1], outcome.Status5xx, 502}}, true, now)
+		hp.Settle(req(site, "203.0.113.66"), []Failure{{hp.Hosts[0], outcome.Status5xx, 502}, {hp.Hosts[1], outcome.Status5xx, 502}}, true, now)
 	}
-	if site.Degraded() || rec.count(event.RouteDegraded) != 0 {
+	if site.tr.Degraded() || rec.count(event.RouteDegraded) != 0 {
 		t.Fatal("the scanner's route was marked degraded")
 	}
 	if rec.count(event.ClientAttributed) != 1 {

@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"sort"
 	"time"
-
-	"github.com/sturdyproxy/sturdy/internal/pool"
 )
 
 // detectOutliers compares each host's host-attributed failure rate in the
@@ -18,16 +16,16 @@ import (
 func (p *Pool) detectOutliers(now time.Time) {
 	ps := p.cfg.Passive
 	type stat struct {
-		h    *pool.Host
-		t    pool.Totals
+		h    *Host
+		t    Totals
 		rate float64
 	}
-	stats := make([]stat, 0, len(p.Pool.Hosts))
-	for _, h := range p.Pool.Hosts {
+	stats := make([]stat, 0, len(p.Hosts))
+	for _, h := range p.Hosts {
 		if !h.Mode().InRotation() {
 			continue
 		}
-		t := h.Window.Sum(now)
+		t := h.window.Sum(now)
 		s := stat{h: h, t: t}
 		if t.Requests > 0 {
 			s.rate = float64(t.Failures) / float64(t.Requests)
@@ -43,25 +41,25 @@ func (p *Pool) detectOutliers(now time.Time) {
 		}
 		median, hasPeers := medianOf(peers)
 		outlier := s.t.Requests >= uint64(ps.MinRequests) &&
-			pool.Count(s.t.FailClients) >= ps.MinClients &&
+			Count(s.t.FailClients) >= ps.MinClients &&
 			s.rate >= float64(ps.FailureRate)
 		if outlier && hasPeers {
 			outlier = s.rate >= 2*median && s.rate-median >= 0.2
 		}
 		if outlier && !hasPeers {
-			servesMany := pool.Count(s.t.OKRoutes|s.t.FailRoutes) >= 2
-			outlier = p.HasActiveChecks() && (!servesMany || pool.Count(s.t.FailRoutes) >= 2)
+			servesMany := Count(s.t.OKRoutes|s.t.FailRoutes) >= 2
+			outlier = p.HasActiveChecks() && (!servesMany || Count(s.t.FailRoutes) >= 2)
 		}
-		evidence := fmt.Sprintf("%d of %d requests failed from %d clients in %s", s.t.Failures, s.t.Requests, pool.Count(s.t.FailClients), ps.Window)
+		evidence := fmt.Sprintf("%d of %d requests failed from %d clients in %s", s.t.Failures, s.t.Requests, Count(s.t.FailClients), ps.Window)
 		if hasPeers {
 			evidence += fmt.Sprintf("; peers %.0f%%", median*100)
 		}
 		switch {
-		case outlier && s.h.Mode() == pool.Healthy:
+		case outlier && s.h.Mode() == Healthy:
 			p.suspect(s.h, "failure rate clearly above its peers'", evidence, now)
-		case outlier && s.h.Mode() == pool.Suspect && !p.HasActiveChecks():
+		case outlier && s.h.Mode() == Suspect && !p.HasActiveChecks():
 			p.eject(s.h, "failure rate clearly above its peers'", evidence, now)
-		case !outlier && s.h.Mode() == pool.Suspect && !p.HasActiveChecks() && s.h.ConnectFailures.Load() == 0:
+		case !outlier && s.h.Mode() == Suspect && !p.HasActiveChecks() && s.h.connectFailures.Load() == 0:
 			p.restore(s.h, "the evidence against it has cleared", now)
 		}
 	}

@@ -8,7 +8,6 @@ import (
 
 	"github.com/sturdyproxy/sturdy/internal/event"
 	"github.com/sturdyproxy/sturdy/internal/outcome"
-	"github.com/sturdyproxy/sturdy/internal/pool"
 )
 
 // RouteTracker watches one route's failures. A route whose failures spread
@@ -18,7 +17,6 @@ import (
 type RouteTracker struct {
 	name string
 	m    *Monitor
-	bit  atomic.Uint64 // set on each reload: the route's index may change
 
 	degraded atomic.Bool
 	recent   pairWindow // the route's successes (a) and failures (b), last 10s
@@ -26,11 +24,18 @@ type RouteTracker struct {
 	mu       sync.Mutex // guards the fields below; only failures take it
 	times    [clientRing]int64
 	n        int
-	hosts    [maxHostsPerEntry]*pool.Host
+	hosts    [maxHostsPerEntry]*Host
 	nhosts   int
 	last     int64
 	since    time.Time
 	evidence string
+}
+
+// NewRouteTracker returns the tracker for a route. The compile step keeps
+// a route's tracker across reloads (by name), so a degraded route stays
+// degraded.
+func NewRouteTracker(m *Monitor, name string) *RouteTracker {
+	return &RouteTracker{name: name, m: m}
 }
 
 // Degraded reports whether the route's failures are currently its own.
@@ -43,10 +48,11 @@ func (rt *RouteTracker) Describe() (time.Time, string) {
 	return rt.since, rt.evidence
 }
 
-func (rt *RouteTracker) record(p *Pool, h *pool.Host, class outcome.Class, now time.Time) bool {
+func (rt *RouteTracker) record(p *Pool, bit uint64, h *Host, class outcome.Class, now time.Time) bool {
 	if rt == nil {
 		return false
 	}
+	cfg := p.attr
 	ns := now.UnixNano()
 	rt.mu.Lock()
 	rt.times[rt.n%clientRing] = ns
@@ -54,7 +60,7 @@ func (rt *RouteTracker) record(p *Pool, h *pool.Host, class outcome.Class, now t
 	rt.last = ns
 	found := false
 	for _, o := range rt.hosts[:rt.nhosts] {
-		found = found || o == h
+		found = found || o.hostState == h.hostState
 	}
 	if !found && rt.nhosts < maxHostsPerEntry {
 		rt.hosts[rt.nhosts] = h
@@ -67,27 +73,27 @@ func (rt *RouteTracker) record(p *Pool, h *pool.Host, class outcome.Class, now t
 	}
 	recent := 0
 	for i := 0; i < min(rt.n, clientRing); i++ {
-		if rt.times[i] > ns-int64(rt.m.attr().Window) {
+		if rt.times[i] > ns-int64(cfg.Window) {
 			recent++
 		}
 	}
 	rt.recent.addB(now, 1)
-	spread := rt.nhosts >= min(2, len(p.Pool.Hosts))
+	spread := rt.nhosts >= min(2, len(p.Hosts))
 	// The route must be failing as a whole, not for one client among many
 	// it serves well (a scanner on the site's route is the scanner's).
 	oks, fails := rt.recent.sum(now)
-	if recent < rt.m.attr().RouteMinFailures || !spread || fails < oks ||
-		!othersSucceed(rt.hosts[:rt.nhosts], rt.bit.Load(), now, func(t pool.Totals) uint64 { return t.OKRoutes }) {
+	if recent < cfg.RouteMinFailures || !spread || fails < oks ||
+		!othersSucceed(rt.hosts[:rt.nhosts], bit, now, func(t Totals) uint64 { return t.OKRoutes }) {
 		rt.mu.Unlock()
 		return false
 	}
 	rt.degraded.Store(true)
 	rt.since = now
-	rt.evidence = fmt.Sprintf("%d failures (last: %s) on %d hosts in %s while other routes succeeded on them", recent, class, rt.nhosts, rt.m.attr().Window)
+	rt.evidence = fmt.Sprintf("%d failures (last: %s) on %d hosts in %s while other routes succeeded on them", recent, class, rt.nhosts, cfg.Window)
 	ev := rt.evidence
 	rt.mu.Unlock()
 	rt.m.emit(event.Event{
-		Type: event.RouteDegraded, Severity: event.Warning, Route: rt.name, Pool: p.Pool.Name,
+		Type: event.RouteDegraded, Severity: event.Warning, Route: rt.name, Pool: p.Name,
 		Message:  "route degraded: its failures are its own; its hosts stay in rotation for other routes",
 		Evidence: map[string]any{"evidence": ev},
 	})
@@ -96,9 +102,9 @@ func (rt *RouteTracker) record(p *Pool, h *pool.Host, class outcome.Class, now t
 
 // sweep recovers a degraded route after a window without failures and
 // forgets hosts seen before it.
-func (rt *RouteTracker) sweep(now time.Time) {
+func (rt *RouteTracker) sweep(now time.Time, window time.Duration) {
 	rt.mu.Lock()
-	quiet := now.UnixNano()-rt.last > int64(rt.m.attr().Window)
+	quiet := now.UnixNano()-rt.last > int64(window)
 	if !quiet {
 		rt.mu.Unlock()
 		return
@@ -116,20 +122,9 @@ func (rt *RouteTracker) sweep(now time.Time) {
 	}
 }
 
-// Success records a successful request on the route.
-func (rt *RouteTracker) Success(now time.Time) {
+// success records a successful request on the route.
+func (rt *RouteTracker) success(now time.Time) {
 	if rt != nil {
 		rt.recent.addA(now, 1)
 	}
-}
-
-// SetBit sets the route's sketch bit (its index in the accepted config).
-func (rt *RouteTracker) SetBit(bit uint64) { rt.bit.Store(bit) }
-
-// Bit is the route's sketch bit (see pool.Window).
-func (rt *RouteTracker) Bit() uint64 {
-	if rt == nil {
-		return 0
-	}
-	return rt.bit.Load()
 }

@@ -65,9 +65,6 @@ type Aggregator struct {
 
 	flushMu   sync.Mutex // serialises Flush; guards lastFlush and entry.idle
 	lastFlush time.Time
-
-	startOnce, stopOnce sync.Once
-	stop, done          chan struct{}
 }
 
 type entry struct {
@@ -75,8 +72,8 @@ type entry struct {
 	idle int          // flushes in a row with nothing counted; guarded by Aggregator.flushMu
 }
 
-// New returns an aggregator writing to log. Call Start to flush
-// periodically, Stop to flush the remainder and end the flusher.
+// New returns an aggregator writing to log. Run flushes it periodically;
+// without Run, call Flush.
 func New(log *slog.Logger, o Options) *Aggregator {
 	if o.Interval <= 0 {
 		o.Interval = DefaultInterval
@@ -93,7 +90,7 @@ func New(log *slog.Logger, o Options) *Aggregator {
 	}
 	return &Aggregator{
 		log: log, interval: o.Interval, maxKeys: int64(o.MaxKeys), level: level, now: o.Now,
-		lastFlush: o.Now(), stop: make(chan struct{}), done: make(chan struct{}),
+		lastFlush: o.Now(),
 	}
 }
 
@@ -167,35 +164,19 @@ func (a *Aggregator) Flush() {
 	}
 }
 
-// Start runs the flusher: one Flush per interval until Stop.
-func (a *Aggregator) Start() {
-	a.startOnce.Do(func() {
-		go func() {
-			defer close(a.done)
-			t := time.NewTicker(a.interval)
-			defer t.Stop()
-			for {
-				select {
-				case <-t.C:
-					a.Flush()
-				case <-a.stop:
-					return
-				}
-			}
-		}()
-	})
-}
-
-// Stop ends the flusher (if started) and writes what was counted since the
-// last flush, so that nothing counted before shutdown is lost.
-func (a *Aggregator) Stop() {
-	a.stopOnce.Do(func() {
-		close(a.stop)
-		started := true
-		a.startOnce.Do(func() { started = false })
-		if started {
-			<-a.done
+// Run flushes once per interval until ctx ends, then writes what was
+// counted since the last flush, so that nothing counted before shutdown is
+// lost.
+func (a *Aggregator) Run(ctx context.Context) error {
+	t := time.NewTicker(a.interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+			a.Flush()
+		case <-ctx.Done():
+			a.Flush()
+			return nil
 		}
-		a.Flush()
-	})
+	}
 }

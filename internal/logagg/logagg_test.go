@@ -2,6 +2,7 @@ package logagg
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -53,7 +54,9 @@ func TestDeadPoolUnderLoadLogsFewLines(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		out := &lines{}
 		a := New(newLogger(out), Options{})
-		a.Start()
+		ctx, stop := context.WithCancel(t.Context())
+		done := make(chan error)
+		go func() { done <- a.Run(ctx) }()
 		const sorry = "requests from route default answered by sorry page"
 		const empty = "attempts on pool default found no available host"
 		// Requests arrive between ticks, so each interval sees exactly
@@ -68,7 +71,8 @@ func TestDeadPoolUnderLoadLogsFewLines(t *testing.T) {
 		}
 		synctest.Wait()
 		got := out.records(t)
-		a.Stop()
+		stop()
+		<-done
 		if len(got) != 4 {
 			t.Fatalf("%d lines after 20s, want 4 (2 conditions x 2 intervals): %v", len(got), got)
 		}
@@ -80,22 +84,24 @@ func TestDeadPoolUnderLoadLogsFewLines(t *testing.T) {
 			t.Errorf("second line %v", got[1]["msg"])
 		}
 		if n := len(out.records(t)); n != 4 {
-			t.Errorf("Stop wrote %d more lines with nothing counted", n-4)
+			t.Errorf("the end of Run wrote %d more lines with nothing counted", n-4)
 		}
 	})
 }
 
-// Stop flushes what was counted since the last interval, with the window
-// it actually covers.
-func TestStopFlushesRemainder(t *testing.T) {
+// The end of Run flushes what was counted since the last interval, with
+// the window it actually covers.
+func TestTheEndOfRunFlushesTheRemainder(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		out := &lines{}
 		a := New(newLogger(out), Options{Interval: 10 * time.Second})
-		a.Start()
+		ctx, stop := context.WithCancel(t.Context())
+		done := make(chan error)
+		go func() { done <- a.Run(ctx) }()
 		time.Sleep(3 * time.Second)
 		a.AddN("requests from route api shed by its limit", 7)
-		a.Stop()
-		a.Stop() // idempotent
+		stop()
+		<-done
 		got := out.records(t)
 		if len(got) != 1 || got[0]["msg"] != "7 requests from route api shed by its limit in the last 3s" {
 			t.Fatalf("got %v", got)
@@ -103,11 +109,11 @@ func TestStopFlushesRemainder(t *testing.T) {
 	})
 }
 
-func TestStopWithoutStart(t *testing.T) {
+func TestFlushWithoutRun(t *testing.T) {
 	out := &lines{}
 	a := New(newLogger(out), Options{})
 	a.Add("x")
-	a.Stop()
+	a.Flush()
 	if got := out.records(t); len(got) != 1 || got[0]["count"] != 1.0 {
 		t.Fatalf("got %v", got)
 	}

@@ -5,16 +5,10 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"net/netip"
 	"strconv"
-	"sync/atomic"
 	"testing"
 
-	"github.com/sturdyproxy/sturdy/internal/config"
-	"github.com/sturdyproxy/sturdy/internal/edge"
 	"github.com/sturdyproxy/sturdy/internal/health"
-	"github.com/sturdyproxy/sturdy/internal/pool"
-	"github.com/sturdyproxy/sturdy/internal/route"
 )
 
 // cannedUpstream answers every request from memory, so the benchmark
@@ -40,39 +34,7 @@ func (d *discardWriter) Header() http.Header         { return d.h }
 func (d *discardWriter) Write(p []byte) (int, error) { return len(p), nil }
 func (d *discardWriter) WriteHeader(int)             {}
 
-func newBenchHandler(b *testing.B, up Upstream) *Handler { return newBenchHandlerWith(b, up, "") }
-
-// newBenchHandlerWith takes the pool's health YAML (inside pools[0]).
-func newBenchHandlerWith(b *testing.B, up Upstream, healthYAML string) *Handler {
-	p, err := pool.New("web", pool.RoundRobin, []pool.Spec{{Addr: "10.0.0.1:80", Weight: 1}, {Addr: "10.0.0.2:80", Weight: 1}}, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	if healthYAML == "" {
-		healthYAML = "{}"
-	}
-	cfg, err := config.Parse([]byte("listeners: [ { name: web, listen: 127.0.0.1:0 } ]\nroutes: [ { name: site, pool: web } ]\npools: [ { name: web, hosts: [ { addr: 10.0.0.1:80 } ], health: "+healthYAML+" } ]\n"), "bench")
-	if err != nil {
-		b.Fatal(err)
-	}
-	mon := health.NewMonitor(cfg.Attribution, nil, 0)
-	b.Cleanup(mon.Close)
-	hp := mon.NewPool(p, cfg.Pools[0].Health)
-	mon.Apply([]*health.Pool{hp})
-	rt := &Route{
-		Name: "site", Pool: p, Upstream: up, MaxBodyBytes: 10 << 20,
-		Tries: 2, RetryBudget: 0.2, MinRetries: 3, BufferBody: 64 << 10,
-		Health: hp, Tracker: mon.Route("site", 1), Monitor: mon, Stats: new(Stats),
-	}
-	snap := &Snapshot{
-		Tables:  map[string]*route.Table[*Route]{"web": route.New([]*route.Entry[*Route]{{Path: "/", Default: true, Value: rt}})},
-		Trusted: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")},
-		Edge:    edge.New(false, nil, nil, nil),
-	}
-	var ptr atomic.Pointer[Snapshot]
-	ptr.Store(snap)
-	return &Handler{Listener: "web", Snapshot: &ptr}
-}
+func newBenchHandler(b *testing.B, up Upstream) *Handler { return newFixture(b, 2, up).h }
 
 // BenchmarkHandler1KiB is one 1 KiB GET through the whole handler with the
 // network taken out: the proxy's own CPU and allocations per request.
@@ -84,8 +46,11 @@ func BenchmarkHandler1KiB(b *testing.B) {
 // and on: the cost of the attribution bookkeeping on a successful request.
 func BenchmarkHealthModelCost(b *testing.B) {
 	up := cannedUpstream{body: bytes.Repeat([]byte("x"), 1024)}
-	b.Run("passive=off", func(b *testing.B) { benchHandler(b, newBenchHandlerWith(b, up, "{ passive: { enabled: false } }")) })
-	b.Run("passive=on", func(b *testing.B) { benchHandler(b, newBenchHandlerWith(b, up, "{}")) })
+	off := false
+	b.Run("passive=off", func(b *testing.B) {
+		benchHandler(b, newFixture(b, 2, up, func(pc *health.PoolConfig, _ *Route) { pc.Passive.Enabled = &off }).h)
+	})
+	b.Run("passive=on", func(b *testing.B) { benchHandler(b, newBenchHandler(b, up)) })
 }
 
 func benchHandler(b *testing.B, h *Handler) {

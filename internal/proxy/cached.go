@@ -9,7 +9,6 @@ import (
 
 	"github.com/sturdyproxy/sturdy/internal/health"
 	"github.com/sturdyproxy/sturdy/internal/outcome"
-	"github.com/sturdyproxy/sturdy/internal/pool"
 )
 
 // serveCached answers through the route's cache. The cache asks the origin
@@ -35,7 +34,7 @@ func (f *forwarder) serveCached() {
 		if res.Stale {
 			f.answered(AnswerStale)
 			if res.OriginError {
-				rt.Health.EpisodeAnswer(health.ByStale)
+				rt.Pool.EpisodeAnswer(health.ByStale)
 			}
 		}
 		return
@@ -49,7 +48,7 @@ func (f *forwarder) serveCached() {
 	f.class, f.sameTwice = fe.class, fe.sameTwice
 	if fe.fl == failNoHost && rt.Cache.ServeStale(sw, r, rt.CachePolicy, "no backend available") {
 		f.answered(AnswerStale)
-		rt.Health.EpisodeAnswer(health.ByStale)
+		rt.Pool.EpisodeAnswer(health.ByStale)
 		f.status = sw.status
 		return
 	}
@@ -94,7 +93,7 @@ func (c *cacheFetcher) fetch(r *http.Request) (*http.Response, error) {
 // with the response body.
 type releasingBody struct {
 	io.ReadCloser
-	host *pool.Host
+	host *health.Host
 	once sync.Once
 }
 

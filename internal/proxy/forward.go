@@ -11,10 +11,10 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/sturdyproxy/sturdy/internal/balance"
 	"github.com/sturdyproxy/sturdy/internal/edge"
 	"github.com/sturdyproxy/sturdy/internal/health"
 	"github.com/sturdyproxy/sturdy/internal/outcome"
-	"github.com/sturdyproxy/sturdy/internal/pool"
 )
 
 // maxTries bounds Route.Tries; it sizes the per-request failure list.
@@ -47,7 +47,7 @@ type forwarder struct {
 
 	body     *replayBody // the request body when it cannot be replayed
 	buffered []byte      // the request body when it was read for replay
-	tried    pool.Tried
+	tried    balance.Tried
 	url      *url.URL // the outbound URL; attempts change its Host
 	out      *http.Request
 
@@ -61,8 +61,9 @@ type forwarder struct {
 	bytes       int64         // response body bytes sent
 	class       outcome.Class // the last attempt's outcome
 	attr        health.Attribution
-	host        *pool.Host // the last host tried
-	how         int        // 1 + the Answer* kind, when not answered normally
+	pool        *health.Pool // the pool of the last attempt
+	host        *health.Host // the last host tried
+	how         int          // 1 + the Answer* kind, when not answered normally
 	cacheStatus string
 }
 
@@ -74,9 +75,9 @@ func (f *forwarder) serve() {
 		f.ctx, cancel = context.WithTimeout(f.ctx, rt.Total)
 		defer cancel()
 	}
-	f.clientKey = clientKey(r, rt.Monitor, f.snap.Trusted)
-	f.clientBit = pool.Bit(pool.HashString(f.clientKey))
-	if rt.Monitor.Shed(f.clientKey) {
+	f.clientKey = clientKey(r, f.snap.ClientHeader, f.snap.Trusted)
+	f.clientBit = 1 << (balance.HashString(f.clientKey) & 63)
+	if rt.ShedClients && rt.Monitor.Attributed(f.clientKey) {
 		f.answered(AnswerShed)
 		f.status = writeShedClient(f.w, rt.Name)
 		return
@@ -95,17 +96,17 @@ func (f *forwarder) serve() {
 
 // fetch walks the route's pool and, when it has no host at all, the
 // fallback pool.
-func (f *forwarder) fetch() (*http.Response, *pool.Host, failure) {
+func (f *forwarder) fetch() (*http.Response, *health.Host, failure) {
 	rt := f.rt
 	if fl := f.prepare(); fl != failNone {
 		return nil, nil, fl
 	}
-	resp, host, fl := f.exchange(rt.Pool, rt.Health)
+	resp, host, fl := f.exchange(rt.Pool)
 	if fl == failNoHost && rt.Fallback != nil {
 		f.answered(AnswerFallback)
-		rt.Health.EpisodeAnswer(health.ByFallback)
-		f.tried = pool.Tried{}
-		resp, host, fl = f.exchange(rt.Fallback.Pool, rt.Fallback.Health)
+		rt.Pool.EpisodeAnswer(health.ByFallback)
+		f.tried = balance.Tried{}
+		resp, host, fl = f.exchange(rt.Fallback)
 	}
 	return resp, host, fl
 }
@@ -114,26 +115,24 @@ func (f *forwarder) fetch() (*http.Response, *pool.Host, failure) {
 // panic routing when no host is in rotation, retries when they are safe and
 // within budget. It returns the response to pass on (a failing one too,
 // when a backend gave one), or why there is none.
-func (f *forwarder) exchange(p *pool.Pool, ph *health.Pool) (*http.Response, *pool.Host, failure) {
+func (f *forwarder) exchange(p *health.Pool) (*http.Response, *health.Host, failure) {
 	rt := f.rt
-	ph.Budget.Request(f.now)
-	f.url.Scheme = "http"
-	if p.Scheme != "" {
-		f.url.Scheme = p.Scheme
-	}
+	budget := p.Budget()
+	budget.Request(f.now)
+	f.url.Scheme = p.Scheme
 	key := f.hashKey()
 	idempotent := isIdempotent(f.out.Method)
 	f.nfails, f.sameTwice = 0, false
 
+	hr := f.healthRequest()
 	var held *http.Response // a failing answer kept to pass on if nothing better comes
-	var heldHost *pool.Host
+	var heldHost *health.Host
 	for attempt := 0; attempt < rt.Tries; attempt++ {
-		host := p.Next(key, f.tried)
+		host := p.Next(key, &f.tried, f.now)
 		if host == nil && p.AvailableCount() == 0 {
 			// Every host is out. Those out on passive evidence alone are
 			// tried anyway: the evidence may be wrong.
-			if host = p.Panic(f.tried); host != nil {
-				ph.PanicPick(f.now)
+			if host = p.Panic(&f.tried); host != nil {
 				f.answered(AnswerPanic)
 			}
 		}
@@ -143,35 +142,34 @@ func (f *forwarder) exchange(p *pool.Pool, ph *health.Pool) (*http.Response, *po
 		// A retry after a failure that reached a backend spends the retry
 		// budget; one after a refused or timed-out connection costs the
 		// backends nothing and is always made.
-		if attempt > 0 && f.nfails > 0 && !ph.Budget.Allow(f.now, rt.RetryBudget, rt.MinRetries) {
+		if attempt > 0 && f.nfails > 0 && !budget.Allow(f.now, rt.RetryBudget, rt.MinRetries) {
 			break
 		}
 		if held != nil {
 			discard(held, heldHost)
 			held, heldHost = nil, nil
 		}
-		f.tried.Add(host)
-		f.host = host
+		f.tried.Add(host.Index())
+		f.pool, f.host = p, host
 		resp, class, err := f.attempt(host)
-		if class == outcome.OK && ph.FailStatus(resp.StatusCode) {
+		if class == outcome.OK && p.FailStatus(resp.StatusCode) {
 			class = outcome.Status5xx
 		}
 		f.class = class
 		switch {
 		case class == outcome.OK:
-			ph.Success(host, f.clientBit, rt.Tracker.Bit(), f.now)
-			rt.Tracker.Success(f.now)
-			f.settle(ph)
+			p.Record(host, class, &hr, f.now)
+			f.settle(p, &hr)
 			return resp, host, failNone
 		case class == outcome.ClientCancel:
-			host.Attempts[class].Add(1)
-			f.settle(ph)
+			p.Record(host, class, &hr, f.now)
+			f.settle(p, &hr)
 			return nil, nil, failCancel
 		case isBodyTooLarge(err):
-			f.settle(ph)
+			f.settle(p, &hr)
 			return nil, nil, failTooLarge
 		case !class.Sent():
-			ph.ConnectFailed(host, class, f.now)
+			p.Record(host, class, &hr, f.now)
 			if f.body != nil && f.body.started() {
 				attempt = rt.Tries // the body is gone: nothing to send again
 			}
@@ -200,7 +198,7 @@ func (f *forwarder) exchange(p *pool.Pool, ph *health.Pool) (*http.Response, *po
 			break
 		}
 	}
-	f.settle(ph)
+	f.settle(p, &hr)
 	switch {
 	case held != nil:
 		// A backend's own answer, even a failing one, says more than ours.
@@ -247,7 +245,7 @@ func (f *forwarder) answer(fl failure) int {
 func (f *forwarder) sorry() int {
 	rt := f.rt
 	f.answered(AnswerSorry)
-	rt.Health.EpisodeAnswer(health.BySorry)
+	rt.Pool.EpisodeAnswer(health.BySorry)
 	h := f.w.Header()
 	h["Content-Type"] = []string{rt.Sorry.ContentType}
 	h["Retry-After"] = []string{rt.Sorry.RetryAfter}
@@ -258,18 +256,22 @@ func (f *forwarder) sorry() int {
 	return rt.Sorry.Status
 }
 
-// settle hands the request's failed attempts to attribution.
-func (f *forwarder) settle(ph *health.Pool) {
+// healthRequest is what attribution needs to know about this request.
+func (f *forwarder) healthRequest() health.Request {
+	return health.Request{Route: f.rt.Tracker, RouteBit: f.rt.RouteBit, ClientKey: f.clientKey, ClientBit: f.clientBit}
+}
+
+// settle hands the request's failed attempts on p to attribution.
+func (f *forwarder) settle(p *health.Pool, hr *health.Request) {
 	if f.nfails == 0 {
 		return
 	}
-	req := health.Request{Pool: ph, Route: f.rt.Tracker, ClientKey: f.clientKey, ClientBit: f.clientBit}
-	f.attr = f.rt.Monitor.Settle(&req, f.fails[:f.nfails], f.sameTwice, f.now)
+	f.attr = p.Settle(hr, f.fails[:f.nfails], f.sameTwice, f.now)
 }
 
 // discard closes a response we will not pass on. A little of its body is
 // read first so that the connection can be kept.
-func discard(resp *http.Response, h *pool.Host) {
+func discard(resp *http.Response, h *health.Host) {
 	io.CopyN(io.Discard, resp.Body, 4<<10)
 	resp.Body.Close()
 	h.Release()
@@ -288,14 +290,14 @@ func isIdempotent(method string) bool {
 // client's (from X-Forwarded-For) and the header is believed; from anyone
 // else the header is ignored, so a client cannot choose its own key. The
 // common case (an untrusted peer) does not allocate.
-func clientKey(r *http.Request, m *health.Monitor, trusted []netip.Prefix) string {
+func clientKey(r *http.Request, header string, trusted []netip.Prefix) string {
 	peer, _ := clientAddr(r.RemoteAddr)
 	if !isTrusted(peer, trusted) {
 		return hostOf(r.RemoteAddr)
 	}
-	if kind, name := m.ClientKey(); kind == "header" {
-		if v := r.Header.Get(name); v != "" {
-			return v
+	if header != "" {
+		if v := r.Header[header]; len(v) > 0 && v[0] != "" {
+			return v[0]
 		}
 	}
 	ip, _ := edge.ClientIP(r, trusted)
@@ -346,19 +348,19 @@ func (f *forwarder) hashKey() uint64 {
 		return 0
 	case "header":
 		if v := f.r.Header.Get(f.rt.HashName); v != "" {
-			return pool.HashString(v)
+			return balance.HashString(v)
 		}
 	case "cookie":
 		if c, err := f.r.Cookie(f.rt.HashName); err == nil && c.Value != "" {
-			return pool.HashString(c.Value)
+			return balance.HashString(c.Value)
 		}
 	}
-	return pool.HashString(f.clientKey)
+	return balance.HashString(f.clientKey)
 }
 
 // attempt sends the request to host. It returns the response, or nil, the
 // class of the failure and the error.
-func (f *forwarder) attempt(host *pool.Host) (*http.Response, outcome.Class, error) {
+func (f *forwarder) attempt(host *health.Host) (*http.Response, outcome.Class, error) {
 	f.url.Host = host.Addr
 	if f.buffered != nil {
 		f.out.Body = io.NopCloser(bytes.NewReader(f.buffered))

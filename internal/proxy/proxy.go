@@ -10,14 +10,12 @@ import (
 	"net/http"
 	"net/netip"
 	"strconv"
-	"sync/atomic"
 	"time"
 
 	"github.com/sturdyproxy/sturdy/internal/accesslog"
 	"github.com/sturdyproxy/sturdy/internal/cache"
 	"github.com/sturdyproxy/sturdy/internal/edge"
 	"github.com/sturdyproxy/sturdy/internal/health"
-	"github.com/sturdyproxy/sturdy/internal/pool"
 	"github.com/sturdyproxy/sturdy/internal/route"
 )
 
@@ -31,8 +29,9 @@ type Upstream interface {
 // Route is a compiled route: what the proxy needs per request, resolved
 // once at config load.
 type Route struct {
-	Name     string
-	Pool     *pool.Pool
+	Name string
+	// Pool serves the route. Required.
+	Pool     *health.Pool
 	Upstream Upstream
 	// MaxBodyBytes bounds the request body (413 above it). 0 means no limit.
 	MaxBodyBytes int64
@@ -49,11 +48,14 @@ type Route struct {
 	// BufferBody is the largest idempotent request body read into memory so
 	// that it can be replayed.
 	BufferBody int64
-	// Health is the pool's health model; Tracker the route's; Monitor the
-	// attribution of failures. All required.
-	Health  *health.Pool
-	Tracker *health.RouteTracker
-	Monitor *health.Monitor
+	// Tracker watches the route's failures (route attribution) and
+	// RouteBit is the route's sketch bit in this config. Monitor knows
+	// which clients are attributed. All required.
+	Tracker  *health.RouteTracker
+	RouteBit uint64
+	Monitor  *health.Monitor
+	// ShedClients refuses attributed clients with 429.
+	ShedClients bool
 	// Stats are the route's counters. Required.
 	Stats *Stats
 	// HashKind and HashName select the hash balancing key: "client_ip",
@@ -63,7 +65,7 @@ type Route struct {
 	MaxInFlight int64
 	// Fallback is the pool tried while the route's own pool is empty; nil
 	// means none.
-	Fallback *Fallback
+	Fallback *health.Pool
 	// Sorry is the answer when nothing else can answer. Required.
 	Sorry Sorry
 	// Cache, when set, answers through the shared cache with CachePolicy.
@@ -72,12 +74,6 @@ type Route struct {
 	// Agg, when set, receives the degraded answers as aggregated log lines.
 	Agg   Aggregator
 	notes [numAnswers]string // set by Prepare
-}
-
-// Fallback is a route's fallback pool.
-type Fallback struct {
-	Pool   *pool.Pool
-	Health *health.Pool
 }
 
 // Sorry is a route's sorry page.
@@ -95,6 +91,10 @@ type Snapshot struct {
 	Tables map[string]*route.Table[*Route]
 	// Trusted lists the peers whose X-Forwarded-* headers are believed.
 	Trusted []netip.Prefix
+	// ClientHeader, when set (canonical form), is the header that names
+	// the client for attribution behind trusted proxies; otherwise the
+	// client is its address.
+	ClientHeader string
 	// Edge decides what never reaches a backend. Required.
 	Edge *edge.Edge
 	// Access is the access log; nil means off.
@@ -108,12 +108,12 @@ type Handler struct {
 	Listener string
 	// TLS reports whether the listener is HTTPS (for X-Forwarded-Proto).
 	TLS bool
-	// Snapshot is the current config; readers load it once per request.
-	Snapshot *atomic.Pointer[Snapshot]
+	// Current returns the serving config; it is called once per request.
+	Current func() *Snapshot
 }
 
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	snap := h.Snapshot.Load()
+	snap := h.Current()
 	if status, why := snap.Edge.Check(r); status != 0 {
 		writeText(w, status, strconv.Itoa(status)+" "+http.StatusText(status)+": "+why+".\n")
 		return

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/sturdyproxy/sturdy/internal/health"
 	"github.com/sturdyproxy/sturdy/internal/outcome"
-	"github.com/sturdyproxy/sturdy/internal/pool"
 )
 
 // bufPool holds copy buffers. 32 KiB keeps syscalls per 64 KiB body low
@@ -17,7 +17,7 @@ var bufPool = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }
 
 // respond streams resp to the client, releases host when done, and
 // returns the status the client got.
-func (f *forwarder) respond(host *pool.Host, resp *http.Response) int {
+func (f *forwarder) respond(host *health.Host, resp *http.Response) int {
 	defer host.Release()
 	defer resp.Body.Close()
 	w := f.w
@@ -49,7 +49,7 @@ func (f *forwarder) respond(host *pool.Host, resp *http.Response) int {
 	if err != nil {
 		if err == errUpstreamBody {
 			// A late failure: counted against nobody, but counted.
-			host.Attempts[outcome.BodyError].Add(1)
+			f.pool.Record(host, outcome.BodyError, nil, f.now)
 			f.status = http.StatusBadGateway
 			// Headers are gone already; abort so the client sees a broken
 			// response, not a short one that looks complete.

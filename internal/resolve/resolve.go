@@ -34,9 +34,6 @@ type Resolver struct {
 
 	mu      sync.Mutex        // serialises Set with the refresh loop's reads of names; guards pending
 	pending map[string]*entry // resolved by Prepare, not yet in use
-	stop    chan struct{}
-	wg      sync.WaitGroup
-	once    sync.Once
 }
 
 type entry struct {
@@ -55,7 +52,7 @@ func New(lookup Lookup, refresh, timeout time.Duration, bus event.Emitter) *Reso
 	if lookup == nil {
 		lookup = net.DefaultResolver.LookupHost
 	}
-	r := &Resolver{lookup: lookup, refresh: refresh, timeout: timeout, bus: bus, stop: make(chan struct{})}
+	r := &Resolver{lookup: lookup, refresh: refresh, timeout: timeout, bus: bus}
 	empty := map[string]*entry{}
 	r.names.Store(&empty)
 	return r
@@ -139,28 +136,18 @@ func (r *Resolver) Set(addrs []string) []string {
 	return unresolved
 }
 
-// Start runs the refresh loop.
-func (r *Resolver) Start() {
-	r.wg.Add(1)
-	go func() {
-		defer r.wg.Done()
-		t := time.NewTicker(r.refresh)
-		defer t.Stop()
-		for {
-			select {
-			case <-r.stop:
-				return
-			case <-t.C:
-				r.refreshAll()
-			}
+// Run refreshes every name once per refresh interval until ctx ends.
+func (r *Resolver) Run(ctx context.Context) error {
+	t := time.NewTicker(r.refresh)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+			r.refreshAll()
 		}
-	}()
-}
-
-// Close stops the refresh loop and waits for it.
-func (r *Resolver) Close() {
-	r.once.Do(func() { close(r.stop) })
-	r.wg.Wait()
+	}
 }
 
 func (r *Resolver) refreshAll() {

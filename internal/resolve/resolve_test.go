@@ -61,7 +61,6 @@ func TestLastGoodAddressesSurviveResolverFailure(t *testing.T) {
 	dns := &fakeDNS{answers: map[string][]string{"app.internal": {"127.1.2.3"}}}
 	ev := &events{}
 	r := New(dns.lookup, time.Hour, time.Second, ev)
-	defer r.Close()
 	if un := r.Set([]string{"app.internal:" + port, "10.0.0.1:80", "ghost.internal:80"}); len(un) != 1 || un[0] != "ghost.internal" {
 		t.Fatalf("unresolved %v", un)
 	}
@@ -114,7 +113,6 @@ func TestLastGoodAddressesSurviveResolverFailure(t *testing.T) {
 func TestPrepareResolvesWithoutChangingWhatIsInUse(t *testing.T) {
 	dns := &fakeDNS{answers: map[string][]string{"a.internal": {"127.1.2.3"}, "b.internal": {"127.1.2.4"}}}
 	r := New(dns.lookup, time.Hour, time.Second, nil)
-	defer r.Close()
 	r.Set([]string{"a.internal:80"})
 	r.Prepare([]string{"a.internal:80", "b.internal:80"})
 	if names := r.Names(); len(names) != 1 || names[0].Name != "a.internal" {

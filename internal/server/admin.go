@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -22,13 +23,13 @@ func (s *Server) startAdmin(a config.Admin) error {
 	h := admin.New(adminBackend{s}, admin.Options{Token: a.Token, Loopback: config.IsLoopback(host), Log: s.log})
 	s.admin = &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second, IdleTimeout: 60 * time.Second}
 	s.adminAddr = ln.Addr().String()
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		if err := s.admin.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+	srv := s.admin
+	s.group.Go("admin listener", func(context.Context) error {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			s.log.Error("admin listener stopped", "err", err)
 		}
-	}()
+		return nil
+	})
 	return nil
 }
 

@@ -13,6 +13,7 @@ import (
 
 	"github.com/sturdyproxy/sturdy/internal/event"
 	"github.com/sturdyproxy/sturdy/internal/fake"
+	"github.com/sturdyproxy/sturdy/internal/outcome"
 )
 
 const emptyDefaultConfig = `
@@ -99,10 +100,10 @@ func TestIncident001EmptyDefaultPool(t *testing.T) {
 
 			// The default pool is found out by its readiness checks.
 			deadline := time.Now().Add(5 * time.Second)
-			for s.rt.pools["default"].AvailableCount() > 0 && time.Now().Before(deadline) {
+			for s.Runtime().Pool("default").AvailableCount() > 0 && time.Now().Before(deadline) {
 				time.Sleep(20 * time.Millisecond)
 			}
-			if n := s.rt.pools["default"].AvailableCount(); n != 0 {
+			if n := s.Runtime().Pool("default").AvailableCount(); n != 0 {
 				t.Fatalf("%d default hosts still in rotation; events:%s", n, ev)
 			}
 
@@ -151,9 +152,9 @@ func TestIncident001EmptyDefaultPool(t *testing.T) {
 
 func deadPoolAttempts(s *Server) uint64 {
 	var n uint64
-	for _, h := range s.rt.pools["default"].Hosts {
-		for i := range h.Attempts {
-			n += h.Attempts[i].Load()
+	for _, h := range s.Runtime().Pool("default").Hosts {
+		for _, c := range outcome.All() {
+			n += h.Attempts(c)
 		}
 	}
 	return n
@@ -227,7 +228,7 @@ pools: [ { name: web, hosts: [ { addr: "{{b}}" } ] } ]
 		}()
 	}
 	deadline := time.Now().Add(5 * time.Second)
-	for s.rt.stats["slow"].InFlight.Load() < 3 && time.Now().Before(deadline) {
+	for s.Runtime().Route("slow").Stats.InFlight.Load() < 3 && time.Now().Before(deadline) {
 		time.Sleep(5 * time.Millisecond)
 	}
 	start := time.Now()
@@ -240,7 +241,7 @@ pools: [ { name: web, hosts: [ { addr: "{{b}}" } ] } ]
 	}
 	close(release)
 	wg.Wait()
-	if h := s.rt.pools["web"].Hosts[0]; h.Window.Sum(time.Now()).Failures != 0 {
+	if h := s.Runtime().Pool("web").Hosts[0]; h.Window(time.Now()).Failures != 0 {
 		t.Error("a shed request was charged to the backend")
 	}
 }

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/sturdyproxy/sturdy/internal/fake"
-	"github.com/sturdyproxy/sturdy/internal/pool"
+	"github.com/sturdyproxy/sturdy/internal/health"
 )
 
 const hygieneConfig = `
@@ -103,9 +103,9 @@ func TestEdgeHygieneAndDenyList(t *testing.T) {
 			if got, _ := fake.RawGet("127.0.0.9", addr, "x", "/", 5*time.Second); got != 403 {
 				t.Errorf("after reload: %d, want 403", got)
 			}
-			for _, p := range s.rt.pools {
+			for _, p := range s.Runtime().Pools {
 				for _, h := range p.Hosts {
-					if h.Mode() != pool.Healthy || h.Window.Sum(time.Now()).Failures != 0 {
+					if h.Mode() != health.Healthy || h.Window(time.Now()).Failures != 0 {
 						t.Errorf("edge decisions touched host %s: %s", h.Addr, h.Mode())
 					}
 				}

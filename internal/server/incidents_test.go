@@ -13,7 +13,8 @@ import (
 
 	"github.com/sturdyproxy/sturdy/internal/event"
 	"github.com/sturdyproxy/sturdy/internal/fake"
-	"github.com/sturdyproxy/sturdy/internal/pool"
+	"github.com/sturdyproxy/sturdy/internal/health"
+	"github.com/sturdyproxy/sturdy/internal/outcome"
 )
 
 // eventCounter counts the server's events by type since the server
@@ -121,9 +122,9 @@ func noEjections(t *testing.T, s *Server, ev *eventCounter) {
 			t.Errorf("%d %s events; events:%s", n, typ, ev)
 		}
 	}
-	for _, p := range s.rt.pools {
+	for _, p := range s.Runtime().Pools {
 		for _, h := range p.Hosts {
-			if h.Mode() != pool.Healthy {
+			if h.Mode() != health.Healthy {
 				t.Errorf("host %s is %s", h.Addr, h.Mode())
 			}
 		}
@@ -267,8 +268,8 @@ func TestIncident002SlowRouteIsTheRoutesProblem(t *testing.T) {
 		t.Errorf("slowest report answer took %s; the route's timeout is 200ms", d)
 	}
 	noEjections(t, s, ev)
-	if !s.rt.trackers["report"].Degraded() || ev.get(event.RouteDegraded) != 1 || s.rt.trackers["site"].Degraded() {
-		t.Errorf("report degraded=%v, events:%s", s.rt.trackers["report"].Degraded(), ev)
+	if !s.Runtime().Route("report").Tracker.Degraded() || ev.get(event.RouteDegraded) != 1 || s.Runtime().Route("site").Tracker.Degraded() {
+		t.Errorf("report degraded=%v, events:%s", s.Runtime().Route("report").Tracker.Degraded(), ev)
 	}
 }
 
@@ -350,13 +351,13 @@ func TestDeadHostLeavesRotationAtOnce(t *testing.T) {
 	if f := tl.failures(); f != 0 {
 		t.Errorf("%d failures: %v", f, tl.n)
 	}
-	dead := s.rt.pools["web"].Hosts[0]
-	if dead.Mode() != pool.Ejected || ev.get(event.HostEjected) != 1 {
+	dead := s.Runtime().Pool("web").Hosts[0]
+	if dead.Mode() != health.Ejected || ev.get(event.HostEjected) != 1 {
 		t.Errorf("dead host is %s; events:%s", dead.Mode(), ev)
 	}
 	// It leaves after 3 failures in a row; the other two clients may each
 	// have had an attempt on their way to it at that moment.
-	if n := dead.Attempts[1].Load() + dead.Attempts[2].Load(); n > 3+2 {
+	if n := dead.Attempts(outcome.ConnectRefused) + dead.Attempts(outcome.ConnectTimeout); n > 3+2 {
 		t.Errorf("dead host was tried %d times; it should leave after 3", n)
 	}
 }
@@ -394,8 +395,8 @@ func TestHostFailingForEveryoneIsEjected(t *testing.T) {
 			}
 			s, url, _ := startSturdy(t, parseConfig(t, badHostConfig, map[string]string{"b1": bs[0].Addr, "b2": bs[1].Addr, "bad": bad.Addr, "active": active}))
 			ev := countEvents(s)
-			host := s.rt.pools["web"].Hosts[2]
-			gone := func() bool { return host.Mode() == pool.Ejected || host.Mode() == pool.Down }
+			host := s.Runtime().Pool("web").Hosts[2]
+			gone := func() bool { return host.Mode() == health.Ejected || host.Mode() == health.Down }
 			tl := &tally{}
 			for round := 0; round < 40 && !gone(); round++ {
 				r := load(t, url, ips("127.0.0.", 5), 4, 0, func(i int) string { return fmt.Sprintf("/item/%d", i) })
@@ -423,14 +424,16 @@ func TestHostFailingForEveryoneIsEjected(t *testing.T) {
 			}
 			bad.Set("", fake.Behavior{})
 			deadline := time.Now().Add(5 * time.Second)
-			for host.Mode() != pool.Healthy && time.Now().Before(deadline) {
+			for host.Mode() != health.Healthy && time.Now().Before(deadline) {
 				time.Sleep(20 * time.Millisecond)
 			}
-			if host.Mode() != pool.Healthy || ev.get(event.HostUp) != 1 {
+			if host.Mode() != health.Healthy || ev.get(event.HostUp) != 1 {
 				t.Fatalf("host %s after recovering; events:%s", host.Mode(), ev)
 			}
-			if host.State.CheckOK.Load() < 2 {
-				t.Errorf("up after %d passing probes, rise is 2", host.State.CheckOK.Load())
+			for _, e := range s.Events().Recent(50) {
+				if e.Type == event.HostUp && e.Message != "host up: 2 readiness probes passed" {
+					t.Errorf("%q; rise is 2", e.Message)
+				}
 			}
 		})
 	}
@@ -478,10 +481,10 @@ pools:
 	ev := countEvents(s)
 	a.stop()
 	b.stop()
-	for i := 0; i < 20 && s.rt.pools["web"].AvailableCount() > 0; i++ {
+	for i := 0; i < 20 && s.Runtime().Pool("web").AvailableCount() > 0; i++ {
 		get(t, http.DefaultClient, url+"/")
 	}
-	if n := s.rt.pools["web"].AvailableCount(); n != 0 {
+	if n := s.Runtime().Pool("web").AvailableCount(); n != 0 {
 		t.Fatalf("%d hosts still in rotation", n)
 	}
 	// Every host out: requests are still tried on them; none can be
@@ -500,12 +503,12 @@ pools:
 	start := time.Now()
 	resp, body = get(t, http.DefaultClient, url+"/")
 	if resp.StatusCode != 200 || time.Since(start) > time.Second {
-		for _, h := range s.rt.pools["web"].Hosts {
-			t.Logf("%s %s last failure %d", h.Addr, h.Mode(), h.LastFailure.Load())
+		for _, h := range s.Runtime().Pool("web").Hosts {
+			t.Logf("%s %s", h.Addr, h.Mode())
 		}
 		t.Fatalf("after recovery: %d %q in %s; a=%s events:%s", resp.StatusCode, body, time.Since(start), a.addr, ev)
 	}
-	if s.rt.pools["web"].AvailableCount() != 1 {
+	if s.Runtime().Pool("web").AvailableCount() != 1 {
 		t.Fatal("the recovered host is not back in rotation")
 	}
 }
@@ -587,14 +590,14 @@ pools:
 	if ev.get(event.HostEjected) != 1 {
 		t.Fatalf("dead host not ejected; events:%s", ev)
 	}
-	dead := s.rt.pools["web"].Hosts[2]
-	before := dead.Attempts[1].Load()
+	dead := s.Runtime().Pool("web").Hosts[2]
+	before := dead.Attempts(outcome.ConnectRefused)
 	for range 10 {
 		if resp, _ := get(t, http.DefaultClient, url+"/"); resp.StatusCode != 503 {
 			t.Fatalf("status %d, want the backends' 503", resp.StatusCode)
 		}
 	}
-	if dead.Attempts[1].Load() != before || ev.get(event.PanicEntered) != 0 {
-		t.Fatalf("the ejected host was tried (%d more attempts) or panic announced; events:%s", dead.Attempts[1].Load()-before, ev)
+	if dead.Attempts(outcome.ConnectRefused) != before || ev.get(event.PanicEntered) != 0 {
+		t.Fatalf("the ejected host was tried (%d more attempts) or panic announced; events:%s", dead.Attempts(outcome.ConnectRefused)-before, ev)
 	}
 }

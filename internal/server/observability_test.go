@@ -156,7 +156,7 @@ pools: [ { name: web, balance: least_conn, hosts: [ { addr: "{{a}}" }, { addr: "
 	deadline := time.Now().Add(5 * time.Second)
 	var busy string
 	for busy == "" && time.Now().Before(deadline) {
-		for _, h := range s.rt.pools["web"].Hosts {
+		for _, h := range s.Runtime().Pool("web").Hosts {
 			if h.InFlight() == 1 {
 				busy = h.Addr
 			}

@@ -365,7 +365,7 @@ func TestClientCancelReachesBackendAndFreesHost(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("backend never saw the cancellation")
 	}
-	host := s.rt.pools["web"].Hosts[0]
+	host := s.Runtime().Pool("web").Hosts[0]
 	deadline := time.Now().Add(5 * time.Second)
 	for host.InFlight() != 0 && time.Now().Before(deadline) {
 		time.Sleep(5 * time.Millisecond)

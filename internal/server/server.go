@@ -1,6 +1,7 @@
-// Package server wires a config into running listeners: it compiles the
-// config, serves each listener and the admin listener, swaps configs on
-// reload without dropping a request, and drains on shutdown.
+// Package server runs one sturdy instance: it compiles the config (through
+// internal/compile), serves each listener and the admin listener, publishes
+// a reloaded config with one atomic swap without dropping a request, owns
+// every background component under one supervisor, and drains on shutdown.
 package server
 
 import (
@@ -18,6 +19,7 @@ import (
 	"github.com/sturdyproxy/sturdy/internal/accesslog"
 	"github.com/sturdyproxy/sturdy/internal/alert"
 	"github.com/sturdyproxy/sturdy/internal/cache"
+	"github.com/sturdyproxy/sturdy/internal/compile"
 	"github.com/sturdyproxy/sturdy/internal/config"
 	"github.com/sturdyproxy/sturdy/internal/edge"
 	"github.com/sturdyproxy/sturdy/internal/event"
@@ -25,13 +27,17 @@ import (
 	"github.com/sturdyproxy/sturdy/internal/logagg"
 	"github.com/sturdyproxy/sturdy/internal/proxy"
 	"github.com/sturdyproxy/sturdy/internal/resolve"
+	"github.com/sturdyproxy/sturdy/internal/supervise"
 	"github.com/sturdyproxy/sturdy/internal/view"
 )
 
 // Server runs one sturdy instance.
 type Server struct {
-	log     *slog.Logger
-	snap    atomic.Pointer[proxy.Snapshot]
+	log *slog.Logger
+	// cur is the serving runtime: the request path, the health monitor,
+	// the listeners' certificates and the status all read it, and a reload
+	// replaces it in one store.
+	cur     atomic.Pointer[compile.Runtime]
 	bus     *event.Bus
 	monitor *health.Monitor
 	cache   *cache.Cache // shared by every route that opts in
@@ -40,29 +46,27 @@ type Server struct {
 	alerts  *alert.Dispatcher
 	access  *accesslog.Logger // nil when off
 	dns     *resolve.Resolver
-	load    func() (*config.Config, error)
+	group   *supervise.Group
 	started time.Time
 
 	// draining is set once shutdown begins; /readyz reports it.
 	draining atomic.Bool
 
-	// mu guards the fields below. Only Start, Reload and Shutdown take it,
+	// mu guards the fields below. Start, Reload and Shutdown take it,
 	// never the request path.
 	mu        sync.Mutex
-	cfg       *config.Config
-	rt        *runtime
+	load      func() (*config.Config, error)
 	listeners map[string]*listener
 	admin     *http.Server
 	adminAddr string
-	wg        sync.WaitGroup // one per serving goroutine
+	running   bool
 	reloads   view.Reloads
 }
 
 type listener struct {
-	cfg  config.Listener
-	srv  *http.Server
-	ln   net.Listener
-	cert atomic.Pointer[tls.Certificate]
+	cfg config.Listener
+	srv *http.Server
+	ln  net.Listener
 }
 
 // Option adjusts a Server at construction.
@@ -75,8 +79,7 @@ type options struct {
 // WithLookup replaces the system resolver for pool host names (tests).
 func WithLookup(l resolve.Lookup) Option { return func(o *options) { o.lookup = l } }
 
-// New compiles cfg. Nothing listens until Start; the health monitor runs
-// from here until Shutdown.
+// New compiles cfg. Nothing listens and nothing runs until Start.
 func New(cfg *config.Config, log *slog.Logger, opts ...Option) (*Server, error) {
 	var o options
 	for _, opt := range opts {
@@ -88,30 +91,38 @@ func New(cfg *config.Config, log *slog.Logger, opts ...Option) (*Server, error) 
 	}
 	bus := event.NewBus(log, 200, nil)
 	s := &Server{
-		log: log, cfg: cfg, listeners: map[string]*listener{}, bus: bus,
-		monitor: health.NewMonitor(cfg.Attribution, bus, 0),
+		log: log, listeners: map[string]*listener{}, bus: bus,
 		cache:   newCache(cfg.Cache, bus),
 		edge:    new(edge.Counters),
 		agg:     logagg.New(log, logagg.Options{Interval: cfg.Log.AggregateInterval.D()}),
 		access:  access,
 		dns:     resolve.New(o.lookup, cfg.DNS.Refresh.D(), cfg.DNS.Timeout.D(), bus),
+		group:   supervise.New(log),
 		started: time.Now(),
 	}
-	s.monitor.SetDialer(s.dns.DialContext)
-	rt, err := s.build(cfg, nil)
+	s.monitor = health.NewMonitor(health.Options{
+		Bus:      bus,
+		Dial:     s.dns.DialContext,
+		Current:  s.healthSet,
+		Panicked: s.group.Recovered,
+	})
+	rt, err := compile.Compile(cfg, nil, s.env())
 	if err != nil {
-		s.monitor.Close()
-		s.cache.Close()
-		s.access.Close()
 		return nil, err
 	}
-	s.rt = rt
 	s.resolveNames(cfg)
-	s.monitor.Apply(rt.health)
-	rt.applyRouteBits()
-	s.snap.Store(rt.snap)
+	s.cur.Store(rt)
 	return s, nil
 }
+
+// env is what every compile of this server builds on.
+func (s *Server) env() compile.Env {
+	return compile.Env{Monitor: s.monitor, Cache: s.cache, Agg: s.agg, Access: s.access, Edge: s.edge, Dial: s.dns.DialContext}
+}
+
+func (s *Server) snapshot() *proxy.Snapshot { return s.cur.Load().Proxy }
+
+func (s *Server) healthSet() *health.Set { return s.cur.Load().Health }
 
 // SetLoader sets how ReloadFile (SIGHUP, the runtime API) reads the config.
 func (s *Server) SetLoader(load func() (*config.Config, error)) {
@@ -161,31 +172,54 @@ func (s *Server) Events() *event.Bus { return s.bus }
 // Monitor is the server's health monitor.
 func (s *Server) Monitor() *health.Monitor { return s.monitor }
 
-// Start binds every listener and the admin address. On error nothing is
-// left listening.
+// Start binds every listener and the admin address and starts the
+// background components. On error nothing is left listening or running.
 func (s *Server) Start() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for _, lc := range s.cfg.Listeners {
-		l, err := s.startListener(lc)
+	rt := s.cur.Load()
+	cfg := rt.Config
+	s.group.Start(context.Background())
+	for _, lc := range rt.Listeners {
+		l, err := s.bind(lc.Listener)
 		if err != nil {
-			s.closeAllLocked()
+			s.abortLocked()
 			return err
 		}
 		s.listeners[lc.Name] = l
 	}
-	if s.cfg.Admin.Listen != "off" {
-		if err := s.startAdmin(s.cfg.Admin); err != nil {
-			s.closeAllLocked()
+	if cfg.Admin.Listen != "off" {
+		if err := s.startAdmin(cfg.Admin); err != nil {
+			s.abortLocked()
 			return err
 		}
 	}
-	s.alerts = alert.New(s.cfg.Webhooks, alert.Options{Log: s.log, StatusURL: statusURL(s.adminAddr)})
+	s.alerts = alert.New(rt.Webhooks, alert.Options{Log: s.log, StatusURL: statusURL(s.adminAddr)})
 	s.bus.Subscribe(s.alerts.Notify)
-	s.agg.Start()
-	s.dns.Start()
-	s.log.Info("sturdy started", "listeners", len(s.listeners), "admin", s.adminAddr, "config", s.cfg.File, "config_hash", s.cfg.Hash)
+	s.group.Go("health monitor", s.monitor.Run)
+	s.group.Go("dns refresh", s.dns.Run)
+	s.group.Go("cache", s.cache.Run)
+	s.group.Go("log aggregator", s.agg.Run)
+	s.group.Go("webhooks", s.alerts.Run)
+	s.group.Go("access log", s.access.Run)
+	for _, l := range s.listeners {
+		s.serve(l)
+	}
+	s.running = true
+	s.log.Info("sturdy started", "listeners", len(s.listeners), "admin", s.adminAddr, "config", cfg.File, "config_hash", cfg.Hash)
 	return nil
+}
+
+// abortLocked undoes a Start that failed half way.
+func (s *Server) abortLocked() {
+	for _, l := range s.listeners {
+		l.ln.Close()
+	}
+	if s.admin != nil {
+		s.admin.Close()
+	}
+	s.group.Stop()
+	s.cur.Load().Close()
 }
 
 // Addr returns the bound address of a listener (useful with port 0).
@@ -205,14 +239,15 @@ func (s *Server) AdminAddr() string {
 	return s.adminAddr
 }
 
-func (s *Server) startListener(lc config.Listener) (*listener, error) {
+// bind opens a listener's socket and prepares its server; serve starts it.
+func (s *Server) bind(lc config.Listener) (*listener, error) {
 	ln, err := net.Listen("tcp", lc.Listen)
 	if err != nil {
 		return nil, fmt.Errorf("listener %s: cannot listen on %s: %w", lc.Name, lc.Listen, err)
 	}
 	l := &listener{cfg: lc, ln: ln}
 	l.srv = &http.Server{
-		Handler:           &proxy.Handler{Listener: lc.Name, TLS: lc.TLS != nil, Snapshot: &s.snap},
+		Handler:           &proxy.Handler{Listener: lc.Name, TLS: lc.TLS != nil, Current: s.snapshot},
 		ReadHeaderTimeout: lc.ReadHeaderTimeout.D(),
 		IdleTimeout:       lc.IdleTimeout.D(),
 		MaxHeaderBytes:    int(lc.MaxHeaderBytes),
@@ -221,40 +256,40 @@ func (s *Server) startListener(lc config.Listener) (*listener, error) {
 		ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
 	}
 	if lc.TLS != nil {
-		if err := l.loadCert(); err != nil {
-			ln.Close()
-			return nil, fmt.Errorf("listener %s: %w", lc.Name, err)
-		}
+		name := lc.Name
 		l.srv.TLSConfig = &tls.Config{
-			MinVersion:     tls.VersionTLS12,
-			NextProtos:     []string{"h2", "http/1.1"},
-			GetCertificate: func(*tls.ClientHelloInfo) (*tls.Certificate, error) { return l.cert.Load(), nil },
+			MinVersion: tls.VersionTLS12,
+			NextProtos: []string{"h2", "http/1.1"},
+			// The serving runtime's certificate: a reload that changes the
+			// files publishes the new one with everything else.
+			GetCertificate: func(*tls.ClientHelloInfo) (*tls.Certificate, error) {
+				if lc := s.cur.Load().Listener(name); lc != nil && lc.Cert != nil {
+					return lc.Cert, nil
+				}
+				return nil, fmt.Errorf("listener %s has no certificate", name)
+			},
 		}
 	}
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		var err error
-		if lc.TLS != nil {
-			err = l.srv.ServeTLS(ln, "", "")
-		} else {
-			err = l.srv.Serve(ln)
-		}
-		if err != nil && !errors.Is(err, http.ErrServerClosed) {
-			s.log.Error("listener stopped", "listener", lc.Name, "err", err)
-		}
-	}()
-	s.log.Info("listening", "listener", lc.Name, "addr", ln.Addr().String(), "tls", lc.TLS != nil)
 	return l, nil
 }
 
-func (l *listener) loadCert() error {
-	c, err := tls.LoadX509KeyPair(l.cfg.TLS.Cert, l.cfg.TLS.Key)
-	if err != nil {
-		return fmt.Errorf("cannot load certificate: %w", err)
-	}
-	l.cert.Store(&c)
-	return nil
+// serve runs a bound listener as a member of the group.
+func (s *Server) serve(l *listener) {
+	// l.cfg changes on reload (under s.mu); what Serve needs is fixed here.
+	name, isTLS, srv, ln := l.cfg.Name, l.cfg.TLS != nil, l.srv, l.ln
+	s.group.Go("listener "+name, func(context.Context) error {
+		var err error
+		if isTLS {
+			err = srv.ServeTLS(ln, "", "")
+		} else {
+			err = srv.Serve(ln)
+		}
+		if err != nil && !errors.Is(err, http.ErrServerClosed) {
+			s.log.Error("listener stopped", "listener", name, "err", err)
+		}
+		return nil
+	})
+	s.log.Info("listening", "listener", name, "addr", ln.Addr().String(), "tls", isTLS)
 }
 
 // sameSocket reports whether a listener can keep its socket across a reload.
@@ -276,70 +311,56 @@ func (s *Server) Reload(cfg *config.Config) error {
 	if s.draining.Load() {
 		return errors.New("shutting down: reload refused")
 	}
+	old := s.cur.Load()
 	// Everything that can fail happens before anything live changes: a
 	// refused reload leaves the running config exactly as it was.
-	rt, err := s.build(cfg, s.rt)
+	rt, err := compile.Compile(cfg, old, s.env())
 	if err != nil {
 		s.reloadFailedLocked(err)
 		return err
 	}
-	certs := map[string]*tls.Certificate{}
-	for _, lc := range cfg.Listeners {
-		if old := s.listeners[lc.Name]; old != nil && sameSocket(old.cfg, lc) && lc.TLS != nil {
-			c, err := tls.LoadX509KeyPair(lc.TLS.Cert, lc.TLS.Key)
-			if err != nil {
-				err = fmt.Errorf("listener %s: cannot load certificate: %w", lc.Name, err)
-				s.reloadFailedLocked(err)
-				return err
-			}
-			certs[lc.Name] = &c
-		}
-	}
 	// Bind new sockets before swapping, so that a port conflict leaves the
 	// old config serving.
 	next := map[string]*listener{}
-	var started []*listener
+	var bound []*listener
 	for _, lc := range cfg.Listeners {
-		if old := s.listeners[lc.Name]; old != nil && sameSocket(old.cfg, lc) {
-			next[lc.Name] = old
+		if l := s.listeners[lc.Name]; l != nil && sameSocket(l.cfg, lc) {
+			next[lc.Name] = l
 			continue
 		}
-		l, err := s.startListener(lc)
+		l, err := s.bind(lc)
 		if err != nil {
-			closeListeners(started)
+			for _, b := range bound {
+				b.ln.Close()
+			}
+			rt.Close()
 			s.reloadFailedLocked(err)
 			return err
 		}
-		started = append(started, l)
+		bound = append(bound, l)
 		next[lc.Name] = l
 	}
-	for _, lc := range cfg.Listeners {
-		if l := next[lc.Name]; l == s.listeners[lc.Name] {
-			l.cfg = lc
-			if c := certs[lc.Name]; c != nil {
-				l.cert.Store(c)
-			}
-		}
-	}
-	// Publish the routes first so that a reused listener never sees a
-	// snapshot without its table, then retire what is gone.
+	s.cur.Store(rt) // the one step that publishes the new config
+	s.monitor.Wake()
 	s.resolveNames(cfg)
-	s.monitor.Configure(cfg.Attribution)
-	s.monitor.Apply(rt.health)
-	rt.applyRouteBits()
-	s.snap.Store(rt.snap)
-	grace := cfg.ShutdownGrace.D()
-	for name, old := range s.listeners {
-		if next[name] != old {
-			s.wg.Add(1)
-			go s.retire(old, grace)
+	if s.running {
+		for _, l := range bound {
+			s.serve(l)
 		}
 	}
-	closeUnused(s.rt, rt)
-	old := s.cfg
-	s.listeners, s.rt, s.cfg = next, rt, cfg
+	grace := cfg.ShutdownGrace.D()
+	for name, l := range s.listeners {
+		if next[name] != l {
+			s.retire(l, grace)
+		}
+	}
+	for _, lc := range cfg.Listeners {
+		next[lc.Name].cfg = lc
+	}
+	old.Retire(rt)
+	s.listeners = next
 	if s.alerts != nil {
-		s.alerts.Reconfigure(cfg.Webhooks)
+		s.alerts.Reconfigure(rt.Webhooks)
 	}
 	if err := s.access.Reopen(); err != nil {
 		s.log.Warn("access log could not be reopened", "err", err)
@@ -348,7 +369,7 @@ func (s *Server) Reload(cfg *config.Config) error {
 	s.reloads.Last, s.reloads.LastErr = time.Now(), ""
 	s.bus.Emit(event.Event{
 		Type: event.ReloadApplied, Message: "config reloaded",
-		Evidence: map[string]any{"config": cfg.File, "config_hash": cfg.Hash, "previous_hash": old.Hash},
+		Evidence: map[string]any{"config": cfg.File, "config_hash": cfg.Hash, "previous_hash": old.Config.Hash},
 	})
 	return nil
 }
@@ -366,38 +387,27 @@ func (s *Server) reloadFailedLocked(err error) {
 	s.bus.Emit(event.Event{
 		Type: event.ReloadRefused, Severity: event.Warning,
 		Message:  "reload refused; the previous config keeps serving",
-		Evidence: map[string]any{"error": err.Error(), "serving_hash": s.cfg.Hash},
+		Evidence: map[string]any{"error": err.Error(), "serving_hash": s.cur.Load().Config.Hash},
 	})
 }
 
 // retire stops a listener the new config no longer has, letting its
-// in-flight requests finish within grace. The caller did s.wg.Add(1).
+// in-flight requests finish within grace.
 func (s *Server) retire(l *listener, grace time.Duration) {
-	defer s.wg.Done()
-	ctx, cancel := context.WithTimeout(context.Background(), grace)
-	defer cancel()
-	if err := l.srv.Shutdown(ctx); err != nil {
-		l.srv.Close()
-	}
-}
-
-func closeListeners(ls []*listener) {
-	for _, l := range ls {
-		l.srv.Close()
-	}
-}
-
-func (s *Server) closeAllLocked() {
-	for _, l := range s.listeners {
-		l.srv.Close()
-	}
-	if s.admin != nil {
-		s.admin.Close()
-	}
+	srv := l.srv
+	s.group.Go("retire listener "+l.cfg.Name, func(context.Context) error {
+		ctx, cancel := context.WithTimeout(context.Background(), grace)
+		defer cancel()
+		if err := srv.Shutdown(ctx); err != nil {
+			srv.Close()
+		}
+		return nil
+	})
 }
 
 // Shutdown stops accepting, lets in-flight requests finish until ctx ends,
-// then closes what is left. It returns once every listener has stopped.
+// then closes what is left and stops every background component. It
+// returns once all of them have stopped.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.draining.Store(true)
 	s.mu.Lock()
@@ -421,25 +431,15 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		}()
 	}
 	wg.Wait()
-	s.monitor.Close()
-	s.dns.Close()
-	s.cache.Close()
-	s.agg.Stop()
-	if s.alerts != nil {
-		s.alerts.Stop(ctx)
-	}
-	s.access.Close()
-	s.mu.Lock()
-	for _, tr := range s.rt.transports {
-		tr.Close()
-	}
-	s.mu.Unlock()
 	if admin != nil {
 		shutCtx, cancel := context.WithTimeout(context.Background(), time.Second)
 		admin.Shutdown(shutCtx)
 		cancel()
 	}
-	s.wg.Wait()
+	if err := s.group.Stop(); err != nil {
+		s.log.Error("a component failed", "err", err)
+	}
+	s.cur.Load().Close()
 	if err, _ := firstErr.Load().(error); err != nil {
 		return fmt.Errorf("shutdown grace ended with requests still in flight: %w", err)
 	}
@@ -450,10 +450,6 @@ func (s *Server) Shutdown(ctx context.Context) error {
 // configured grace. Each receive on reload re-reads the config (SIGHUP).
 func (s *Server) Run(ctx context.Context, reload <-chan struct{}) error {
 	if err := s.Start(); err != nil {
-		s.monitor.Close()
-		s.dns.Close()
-		s.cache.Close()
-		s.access.Close()
 		return err
 	}
 	for {
@@ -461,9 +457,7 @@ func (s *Server) Run(ctx context.Context, reload <-chan struct{}) error {
 		case <-reload:
 			s.ReloadFile() // a refusal is logged and announced as an event
 		case <-ctx.Done():
-			s.mu.Lock()
-			grace := s.cfg.ShutdownGrace.D()
-			s.mu.Unlock()
+			grace := s.cur.Load().Config.ShutdownGrace.D()
 			s.log.Info("shutting down", "grace", grace.String())
 			sctx, cancel := context.WithTimeout(context.Background(), grace)
 			defer cancel()
@@ -471,5 +465,24 @@ func (s *Server) Run(ctx context.Context, reload <-chan struct{}) error {
 			s.log.Info("stopped")
 			return err
 		}
+	}
+}
+
+// hostAddrs lists every pool host address of cfg.
+func hostAddrs(cfg *config.Config) []string {
+	var addrs []string
+	for _, pc := range cfg.Pools {
+		for _, h := range pc.Hosts {
+			addrs = append(addrs, h.Addr)
+		}
+	}
+	return addrs
+}
+
+// resolveNames hands the pools' host names to the background resolver; a
+// name that never resolved is a warning at load.
+func (s *Server) resolveNames(cfg *config.Config) {
+	for _, name := range s.dns.Set(hostAddrs(cfg)) {
+		s.log.Warn("a pool host name does not resolve; its host fails with dns_error until it does", "name", name)
 	}
 }

@@ -7,10 +7,9 @@ import (
 	"time"
 
 	"github.com/sturdyproxy/sturdy/internal/admin"
-	"github.com/sturdyproxy/sturdy/internal/event"
+	"github.com/sturdyproxy/sturdy/internal/compile"
 	"github.com/sturdyproxy/sturdy/internal/health"
 	"github.com/sturdyproxy/sturdy/internal/outcome"
-	"github.com/sturdyproxy/sturdy/internal/pool"
 	"github.com/sturdyproxy/sturdy/internal/view"
 )
 
@@ -20,8 +19,9 @@ var Version = "dev"
 // Status takes one snapshot of everything operators see. It reads atomics
 // and takes the server's lock briefly; the request path never waits on it.
 func (s *Server) Status() view.Status {
+	rt := s.cur.Load()
+	cfg := rt.Config
 	s.mu.Lock()
-	cfg, rt := s.cfg, s.rt
 	reloads := s.reloads
 	s.mu.Unlock()
 	now := time.Now()
@@ -39,16 +39,16 @@ func (s *Server) Status() view.Status {
 		},
 		Retries: view.Retries{Made: map[string]uint64{}, Refused: map[string]uint64{}},
 	}
-	for _, pc := range cfg.Pools {
-		hp := rt.healthBy[pc.Name]
-		st.Pools = append(st.Pools, poolView(hp, pc.Balance, now))
-		st.Retries.Made[pc.Name] = hp.Budget.Made.Load()
-		st.Retries.Refused[pc.Name] = hp.Budget.Refused.Load()
+	for _, hp := range rt.Pools {
+		st.Pools = append(st.Pools, poolView(hp, now))
+		st.Retries.Made[hp.Name] = hp.Budget().Made.Load()
+		st.Retries.Refused[hp.Name] = hp.Budget().Refused.Load()
 	}
-	for _, rc := range cfg.Routes {
+	for i, rc := range cfg.Routes {
+		pr := rt.Routes[i]
 		r := view.Route{Name: rc.Name, Pool: rc.Pool, Default: rc.Default, Serving: "normal"}
-		rt.stats[rc.Name].View(&r)
-		if tr := rt.trackers[rc.Name]; tr.Degraded() {
+		pr.Stats.View(&r)
+		if tr := pr.Tracker; tr.Degraded() {
 			r.Degraded = true
 			r.DegradedSince, r.DegradedReason = tr.Describe()
 		}
@@ -60,12 +60,12 @@ func (s *Server) Status() view.Status {
 				r.Serving, r.ServingSince = "stale", cs.MaskingSince
 			}
 		}
-		hp := rt.healthBy[rc.Pool]
+		hp := pr.Pool
 		if empty, since, _ := hp.Empty(); empty && r.Serving == "normal" {
 			switch {
 			case hp.InPanic():
 				r.Serving = "panic"
-			case rc.Fallback.Pool != "" && rt.pools[rc.Fallback.Pool].AvailableCount() > 0:
+			case pr.Fallback != nil && pr.Fallback.AvailableCount() > 0:
 				r.Serving = "fallback"
 			default:
 				r.Serving = "sorry"
@@ -93,11 +93,11 @@ func (s *Server) Status() view.Status {
 	return st
 }
 
-func poolView(hp *health.Pool, balance string, now time.Time) view.Pool {
-	p := hp.Pool
+func poolView(p *health.Pool, now time.Time) view.Pool {
+	hp := p
 	empty, since, total := hp.Empty()
 	v := view.Pool{
-		Name: p.Name, Balance: balance, Available: p.AvailableCount(),
+		Name: p.Name, Balance: p.Balance(), Available: p.AvailableCount(),
 		Empty: empty, EmptySecs: total.Seconds(), Panic: hp.InPanic(), ActiveCheck: hp.ActiveCheck(),
 	}
 	if empty {
@@ -109,17 +109,17 @@ func poolView(hp *health.Pool, balance string, now time.Time) view.Pool {
 	return v
 }
 
-func hostView(h *pool.Host, now time.Time) view.Host {
+func hostView(h *health.Host, now time.Time) view.Host {
 	since, reason, evidence := h.Describe()
-	t := h.Window.Sum(now)
+	t := h.Window(now)
 	v := view.Host{
 		Addr: h.Addr, Weight: h.Weight, State: h.Mode().String(), Since: since,
 		Reason: reason, Evidence: evidence, InFlight: h.InFlight(),
-		WindowRequests: t.Requests, WindowFailures: t.Failures, Ejections: h.Ejections.Load(),
+		WindowRequests: t.Requests, WindowFailures: t.Failures, Ejections: h.Ejections(),
 		Attempts: make(map[string]uint64, outcome.NumClasses),
 	}
 	for _, c := range outcome.All() {
-		v.Attempts[c.String()] = h.Attempts[c].Load()
+		v.Attempts[c.String()] = h.Attempts(c)
 	}
 	if c := h.LastCheck(); !c.Time.IsZero() {
 		v.LastCheck, v.LastCheckOK, v.CheckDetail = c.Time, c.OK, c.Detail
@@ -146,51 +146,36 @@ func notReady(counted []string, routes []view.Route) []string {
 
 // SetHostMode is the runtime API's drain / maintenance / ready.
 func (s *Server) SetHostMode(poolName, addr, mode string) error {
-	s.mu.Lock()
-	p := s.rt.pools[poolName]
-	s.mu.Unlock()
+	p := s.cur.Load().Pool(poolName)
 	if p == nil {
 		return fmt.Errorf("pool %q: %w", poolName, admin.ErrUnknownHost)
 	}
-	var h *pool.Host
-	for _, c := range p.Hosts {
-		if c.Addr == addr {
-			h = c
-		}
-	}
-	if h == nil {
-		return fmt.Errorf("host %q in pool %q: %w", addr, poolName, admin.ErrUnknownHost)
-	}
-	now := time.Now()
-	to, typ, msg := pool.Healthy, event.HostReady, "host returned to service by an operator"
+	to := health.Healthy
 	switch mode {
 	case admin.ModeDrain:
-		to, typ, msg = pool.Drained, event.HostDrained, "host drained by an operator: in-flight requests finish, no new ones"
+		to = health.Drained
 	case admin.ModeMaintenance:
-		to, typ, msg = pool.Maintenance, event.HostMaintenance, "host put in maintenance by an operator"
+		to = health.Maintenance
 	case admin.ModeReady:
 	default:
 		return fmt.Errorf("unknown mode %q; expected drain, maintenance or ready", mode)
 	}
-	for {
-		from := h.Mode()
-		if from == to {
-			return nil
-		}
-		if h.Transition(from, to, "operator: "+mode, "", now) {
-			s.bus.Emit(event.Event{Type: typ, Pool: poolName, Host: addr, Message: msg, Evidence: map[string]any{"was": from.String(), "in_flight": h.InFlight()}})
-			return nil
-		}
+	if !p.SetMode(addr, to, time.Now()) {
+		return fmt.Errorf("host %q in pool %q: %w", addr, poolName, admin.ErrUnknownHost)
 	}
+	return nil
 }
 
 // ReloadFile re-reads the config through the server's loader and applies
 // it; an invalid config changes nothing.
 func (s *Server) ReloadFile() error {
-	if s.load == nil {
+	s.mu.Lock()
+	load := s.load
+	s.mu.Unlock()
+	if load == nil {
 		return errors.New("this server has no config file to reload")
 	}
-	cfg, err := s.load()
+	cfg, err := load()
 	if err != nil {
 		s.reloadFailed(err)
 		return err
@@ -206,3 +191,6 @@ func (b adminBackend) SetHostMode(pool, addr, mode string) error {
 	return b.s.SetHostMode(pool, addr, mode)
 }
 func (b adminBackend) Reload() error { return b.s.ReloadFile() }
+
+// Runtime is the serving runtime (the compiled config).
+func (s *Server) Runtime() *compile.Runtime { return s.cur.Load() }

@@ -47,12 +47,12 @@ func TestHTTPSBackend(t *testing.T) {
 	if resp.StatusCode != 503 {
 		t.Fatalf("certificate name mismatch: %d %q, want the sorry page", resp.StatusCode, body)
 	}
-	h := s.rt.pools["secure"].Hosts[0]
+	h := s.Runtime().Pool("secure").Hosts[0]
 	deadline := time.Now().Add(3 * time.Second)
-	for (h.Attempts[outcome.TLSError].Load() == 0 || h.LastCheck().Time.IsZero()) && time.Now().Before(deadline) {
+	for (h.Attempts(outcome.TLSError) == 0 || h.LastCheck().Time.IsZero()) && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
 	}
-	if h.Attempts[outcome.TLSError].Load() == 0 {
+	if h.Attempts(outcome.TLSError) == 0 {
 		t.Fatal("no tls_error counted")
 	}
 	if c := h.LastCheck(); c.OK || !strings.Contains(c.Detail, "certificate") {

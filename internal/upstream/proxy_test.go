@@ -4,17 +4,13 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"net/netip"
 	"strings"
 	"sync/atomic"
 	"testing"
 
+	"github.com/sturdyproxy/sturdy/internal/compile"
 	"github.com/sturdyproxy/sturdy/internal/config"
-	"github.com/sturdyproxy/sturdy/internal/edge"
-	"github.com/sturdyproxy/sturdy/internal/health"
-	"github.com/sturdyproxy/sturdy/internal/pool"
 	"github.com/sturdyproxy/sturdy/internal/proxy"
-	"github.com/sturdyproxy/sturdy/internal/route"
 	"github.com/sturdyproxy/sturdy/internal/upstream"
 )
 
@@ -22,31 +18,17 @@ import (
 // upstream client.
 func newProxy(t *testing.T, backend string, up proxy.Upstream) http.Handler {
 	t.Helper()
-	p, err := pool.New("web", pool.RoundRobin, []pool.Spec{{Addr: backend, Weight: 1}}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
 	cfg, err := config.Parse([]byte("listeners: [ { name: web, listen: 127.0.0.1:0 } ]\nroutes: [ { name: site, pool: web } ]\npools: [ { name: web, hosts: [ { addr: "+backend+" } ] } ]\n"), "test")
 	if err != nil {
 		t.Fatal(err)
 	}
-	mon := health.NewMonitor(cfg.Attribution, nil, 0)
-	t.Cleanup(mon.Close)
-	hp := mon.NewPool(p, cfg.Pools[0].Health)
-	mon.Apply([]*health.Pool{hp})
-	rt := &proxy.Route{
-		Name: "site", Pool: p, Upstream: up, MaxBodyBytes: 10 << 20,
-		Tries: 2, RetryBudget: 0.2, MinRetries: 3, BufferBody: 64 << 10,
-		Health: hp, Tracker: mon.Route("site", 1), Monitor: mon, Stats: new(proxy.Stats),
+	rt, err := compile.Compile(cfg, nil, compile.Env{})
+	if err != nil {
+		t.Fatal(err)
 	}
-	snap := &proxy.Snapshot{
-		Tables:  map[string]*route.Table[*proxy.Route]{"web": route.New([]*route.Entry[*proxy.Route]{{Path: "/", Default: true, Value: rt}})},
-		Trusted: []netip.Prefix{},
-		Edge:    edge.New(false, nil, nil, nil),
-	}
-	var ptr atomic.Pointer[proxy.Snapshot]
-	ptr.Store(snap)
-	return &proxy.Handler{Listener: "web", Snapshot: &ptr}
+	rt.Close() // its own upstream client is replaced by up
+	rt.Route("site").Upstream = up
+	return &proxy.Handler{Listener: "web", Current: func() *proxy.Snapshot { return rt.Proxy }}
 }
 
 // TestThroughProxy runs the request shapes the proxy builds (bodiless

@@ -1,4 +1,4 @@
-package pool
+package health
 
 import (
 	"math/bits"
@@ -10,11 +10,11 @@ import (
 // slides one slice at a time.
 const windowBuckets = 10
 
-// Window counts a host's recent attempts in a sliding window, lock-free.
+// window counts a host's recent attempts in a sliding window, lock-free.
 // Besides counts it keeps 64-bit sketches of which clients and which routes
 // succeeded and failed, enough to tell "several distinct clients" and
 // "other routes succeed" without storing keys.
-type Window struct {
+type window struct {
 	width atomic.Int64 // bucket width in nanoseconds
 	b     [windowBuckets]bucket
 }
@@ -44,7 +44,7 @@ func Count(sketch uint64) int { return bits.OnesCount64(sketch) }
 func Bit(hash uint64) uint64 { return 1 << (hash & 63) }
 
 // SetSpan sets the window's length; counts already kept are dropped.
-func (w *Window) SetSpan(d time.Duration) {
+func (w *window) SetSpan(d time.Duration) {
 	width := int64(d) / windowBuckets
 	if width <= 0 {
 		width = int64(time.Second)
@@ -55,11 +55,11 @@ func (w *Window) SetSpan(d time.Duration) {
 }
 
 // Span returns the window's length.
-func (w *Window) Span() time.Duration {
+func (w *window) Span() time.Duration {
 	return time.Duration(w.width.Load() * windowBuckets)
 }
 
-func (w *Window) current(now time.Time) *bucket {
+func (w *window) current(now time.Time) *bucket {
 	width := w.width.Load()
 	if width == 0 {
 		width = int64(3 * time.Second)
@@ -81,7 +81,7 @@ func (w *Window) current(now time.Time) *bucket {
 }
 
 // Success records a successful attempt by client bit c on route bit r.
-func (w *Window) Success(now time.Time, c, r uint64) {
+func (w *window) Success(now time.Time, c, r uint64) {
 	b := w.current(now)
 	b.requests.Add(1)
 	b.okClients.Or(c)
@@ -90,12 +90,12 @@ func (w *Window) Success(now time.Time, c, r uint64) {
 
 // Attempt records a failed attempt that was attributed elsewhere (a client,
 // a request, a route): it counts as traffic, not against the host.
-func (w *Window) Attempt(now time.Time) {
+func (w *window) Attempt(now time.Time) {
 	w.current(now).requests.Add(1)
 }
 
 // Failure records a failed attempt attributed to the host.
-func (w *Window) Failure(now time.Time, c, r uint64) {
+func (w *window) Failure(now time.Time, c, r uint64) {
 	b := w.current(now)
 	b.requests.Add(1)
 	b.failures.Add(1)
@@ -104,11 +104,11 @@ func (w *Window) Failure(now time.Time, c, r uint64) {
 }
 
 // Sum adds up the buckets that are inside the window at now.
-func (w *Window) Sum(now time.Time) Totals { return w.SumRecent(now, windowBuckets) }
+func (w *window) Sum(now time.Time) Totals { return w.SumRecent(now, windowBuckets) }
 
 // SumRecent adds up the last k slices of the window (k of 10): what is
 // happening now, rather than over the whole window.
-func (w *Window) SumRecent(now time.Time, k int) Totals {
+func (w *window) SumRecent(now time.Time, k int) Totals {
 	width := w.width.Load()
 	if width == 0 {
 		return Totals{}
@@ -130,7 +130,7 @@ func (w *Window) SumRecent(now time.Time, k int) Totals {
 }
 
 // Reset drops every count, e.g. when a probe clears a suspect host.
-func (w *Window) Reset() {
+func (w *window) Reset() {
 	for i := range w.b {
 		w.b[i].epoch.Store(-1)
 	}

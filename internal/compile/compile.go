@@ -1,0 +1,334 @@
+// Package compile turns a validated config into the runtime that serves it.
+// It is the one place where config becomes runtime state: it reads every
+// file the config names (certificates, CA bundles, deny lists, sorry
+// pages), parses every string, builds the pools (carrying host state and
+// warm upstream connections over from the previous runtime), the routes,
+// the routing tables and the edge, and reports every problem with its file,
+// line and key path.
+//
+// Compiling changes nothing live and starts no goroutine: `sturdy check`,
+// `sturdy run`, reloads and `sturdy drill` all compile the same way, and the
+// server publishes a result with one atomic swap. A refused reload leaves
+// no trace.
+package compile
+
+import (
+	"crypto/tls"
+	"net/netip"
+	"net/textproto"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/sturdyproxy/sturdy/internal/accesslog"
+	"github.com/sturdyproxy/sturdy/internal/alert"
+	"github.com/sturdyproxy/sturdy/internal/cache"
+	"github.com/sturdyproxy/sturdy/internal/config"
+	"github.com/sturdyproxy/sturdy/internal/edge"
+	"github.com/sturdyproxy/sturdy/internal/health"
+	"github.com/sturdyproxy/sturdy/internal/proxy"
+	"github.com/sturdyproxy/sturdy/internal/route"
+	"github.com/sturdyproxy/sturdy/internal/upstream"
+)
+
+// Env is what a runtime is built on: the long-lived parts of a running
+// sturdy that outlive any one config. Zero fields are fine for `check`
+// and tests: a nil Monitor gets a private one, a nil Cache leaves cached
+// routes uncached, a nil Dial dials directly.
+type Env struct {
+	Monitor *health.Monitor
+	Cache   *cache.Cache
+	Agg     proxy.Aggregator
+	Access  *accesslog.Logger
+	Edge    *edge.Counters
+	// Dial makes the dial function of upstream clients (the background
+	// DNS resolver's); probes get theirs from the monitor.
+	Dial health.Dialer
+}
+
+// Runtime is one compiled config. It must not change once published.
+type Runtime struct {
+	Config *config.Config
+	// Proxy is what the request path reads.
+	Proxy *proxy.Snapshot
+	// Health is what the health monitor watches.
+	Health *health.Set
+	// Pools and Routes are in config order.
+	Pools  []*health.Pool
+	Routes []*proxy.Route
+	// Listeners are in config order.
+	Listeners []Listener
+	// Webhooks receive events.
+	Webhooks []alert.Webhook
+
+	poolBy    map[string]*health.Pool
+	routeBy   map[string]*proxy.Route
+	upstreams map[upstreamKey]*upstream.Client
+}
+
+// Listener is one listener's settings with its certificate loaded.
+type Listener struct {
+	config.Listener
+	// Cert is the certificate of a TLS listener; nil for plain HTTP.
+	Cert *tls.Certificate
+}
+
+// Pool returns the pool named name, or nil.
+func (rt *Runtime) Pool(name string) *health.Pool { return rt.poolBy[name] }
+
+// Listener returns the listener named name, or nil.
+func (rt *Runtime) Listener(name string) *Listener {
+	for i := range rt.Listeners {
+		if rt.Listeners[i].Name == name {
+			return &rt.Listeners[i]
+		}
+	}
+	return nil
+}
+
+// Route returns the route named name, or nil.
+func (rt *Runtime) Route(name string) *proxy.Route { return rt.routeBy[name] }
+
+// Compile builds the runtime for cfg, a config that config.Load accepted.
+// prev (nil on first load) lends host state, route state and upstream
+// clients for what the two configs share; prev itself is not changed. On
+// failure the error is a config.ErrorList.
+func Compile(cfg *config.Config, prev *Runtime, env Env) (*Runtime, error) {
+	c := &compiler{cfg: cfg, prev: prev, env: env, poolTLS: map[string]poolTLS{}}
+	if c.env.Monitor == nil {
+		c.env.Monitor = health.NewMonitor(health.Options{})
+	}
+	rt := &Runtime{
+		Config:    cfg,
+		poolBy:    map[string]*health.Pool{},
+		routeBy:   map[string]*proxy.Route{},
+		upstreams: map[upstreamKey]*upstream.Client{},
+	}
+	c.rt = rt
+	attr := c.attributing()
+	for i := range cfg.Pools {
+		if p := c.pool(i, attr); p != nil {
+			rt.Pools = append(rt.Pools, p)
+			rt.poolBy[p.Name] = p
+		}
+	}
+	rt.Health = &health.Set{Pools: rt.Pools, Attributing: attr}
+	trusted := c.prefixes("trusted_proxies", cfg.TrustedProxies)
+	rt.Listeners = c.listeners()
+	rt.Webhooks = webhooks(cfg)
+	for i := range cfg.Routes {
+		r := c.route(i)
+		rt.Routes = append(rt.Routes, r)
+		rt.routeBy[r.Name] = r
+		rt.Health.Routes = append(rt.Health.Routes, r.Tracker)
+	}
+	deny := c.denyList()
+	if len(c.errs) > 0 {
+		rt.Close()
+		slices.SortStableFunc(c.errs, func(a, b config.Error) int { return a.Line - b.Line })
+		return nil, c.errs
+	}
+	clientHeader := ""
+	if kind, name, _ := config.ParseClientKey(cfg.Attribution.ClientKey); kind == "header" {
+		clientHeader = textproto.CanonicalMIMEHeaderKey(name)
+	}
+	rt.Proxy = &proxy.Snapshot{
+		Tables:       c.tables(),
+		Trusted:      trusted,
+		ClientHeader: clientHeader,
+		Edge:         edge.New(cfg.Edge.NonASCII == config.NonASCIIReject, deny, trusted, env.Edge),
+		Access:       env.Access,
+	}
+	return rt, nil
+}
+
+// Close releases the upstream clients of a runtime that will not serve
+// (or no longer does): idle connections close, requests in flight finish.
+func (rt *Runtime) Close() {
+	for _, u := range rt.upstreams {
+		u.Close()
+	}
+}
+
+// Retire closes what rt has and next, which replaces it, does not share.
+func (rt *Runtime) Retire(next *Runtime) {
+	for k, u := range rt.upstreams {
+		if next.upstreams[k] != u {
+			u.Close()
+		}
+	}
+}
+
+// compiler collects the errors of one compile.
+type compiler struct {
+	cfg  *config.Config
+	prev *Runtime
+	env  Env
+	rt   *Runtime
+	errs config.ErrorList
+
+	poolTLS map[string]poolTLS // by pool name
+}
+
+func (c *compiler) errorf(path, format string, args ...any) {
+	c.errs = append(c.errs, c.cfg.Errorf(path, format, args...))
+}
+
+// readFile reads a file the config names at key path p; a failure is an
+// error positioned there.
+func (c *compiler) readFile(p, what, name string) ([]byte, bool) {
+	b, err := os.ReadFile(name)
+	if err != nil {
+		c.errorf(p, "cannot read %s: %v", what, err)
+		return nil, false
+	}
+	return b, true
+}
+
+func (c *compiler) attributing() *health.Attributing {
+	a := c.cfg.Attribution
+	if _, _, err := config.ParseClientKey(a.ClientKey); err != nil {
+		c.errorf("attribution.client_key", "%v", err)
+	}
+	return &health.Attributing{
+		Window:            a.Window.D(),
+		ClientMinFailures: a.ClientMinFailures,
+		RouteMinFailures:  a.RouteMinFailures,
+		ShedClients:       a.ShedClients,
+	}
+}
+
+func (c *compiler) prefixes(p string, list []string) []netip.Prefix {
+	out := make([]netip.Prefix, 0, len(list))
+	for i, s := range list {
+		pf, err := config.ParsePrefix(s)
+		if err != nil {
+			c.errorf(p+"["+strconv.Itoa(i)+"]", "%v", err)
+			continue
+		}
+		out = append(out, pf)
+	}
+	return out
+}
+
+// denyList merges the inline deny list and the deny file (re-read on every
+// reload).
+func (c *compiler) denyList() []netip.Prefix {
+	e := c.cfg.Edge
+	deny := c.prefixes("edge.deny", e.Deny)
+	if e.DenyFile == "" {
+		return deny
+	}
+	b, ok := c.readFile("edge.deny_file", "the deny list", e.DenyFile)
+	if !ok {
+		return deny
+	}
+	more, err := config.ParseDenyList(b, e.DenyFile)
+	if err != nil {
+		c.errorf("edge.deny_file", "%v", err)
+		return deny
+	}
+	for _, s := range more {
+		pf, _ := config.ParsePrefix(s) // ParseDenyList checked each line
+		deny = append(deny, pf)
+	}
+	return deny
+}
+
+func (c *compiler) listeners() []Listener {
+	out := make([]Listener, len(c.cfg.Listeners))
+	for i, lc := range c.cfg.Listeners {
+		out[i].Listener = lc
+		if lc.TLS == nil {
+			continue
+		}
+		// A listener that could never complete a handshake is a config
+		// error rather than a latent outage (incident 001).
+		cert, err := tls.LoadX509KeyPair(lc.TLS.Cert, lc.TLS.Key)
+		if err != nil {
+			c.errorf("listeners["+strconv.Itoa(i)+"].tls", "cannot load certificate and key: %v", err)
+			continue
+		}
+		out[i].Cert = &cert
+	}
+	return out
+}
+
+// tables builds each listener's routing table.
+func (c *compiler) tables() map[string]*route.Table[*proxy.Route] {
+	per := map[string][]*route.Entry[*proxy.Route]{}
+	for i, rc := range c.cfg.Routes {
+		e := &route.Entry[*proxy.Route]{Hosts: rc.Hosts, Path: rc.Path, Default: rc.Default, Value: c.rt.Routes[i]}
+		for _, ln := range listenersOf(c.cfg, rc) {
+			per[ln] = append(per[ln], e)
+		}
+	}
+	out := make(map[string]*route.Table[*proxy.Route], len(c.cfg.Listeners))
+	for _, l := range c.cfg.Listeners {
+		out[l.Name] = route.New(per[l.Name])
+	}
+	return out
+}
+
+// listenersOf names the listeners a route is served on.
+func listenersOf(cfg *config.Config, rc config.Route) []string {
+	if len(rc.Listeners) > 0 {
+		return rc.Listeners
+	}
+	names := make([]string, len(cfg.Listeners))
+	for i, l := range cfg.Listeners {
+		names[i] = l.Name
+	}
+	return names
+}
+
+// sorry is a route's sorry page, read from its file when it has one.
+func (c *compiler) sorry(i int, rc config.Route) proxy.Sorry {
+	s := rc.Sorry
+	var body []byte
+	switch {
+	case s.BodyFile != "":
+		b, ok := c.readFile("routes["+strconv.Itoa(i)+"].sorry.body_file", "the sorry page", s.BodyFile)
+		if !ok {
+			return proxy.Sorry{}
+		}
+		body = b
+	case s.Body != "":
+		body = []byte(s.Body)
+	default:
+		body = config.DefaultSorryBody(rc.Name)
+	}
+	ct := s.ContentType
+	if ct == "" {
+		ct = "text/plain; charset=utf-8"
+		if strings.HasPrefix(strings.TrimSpace(string(body)), "<") {
+			ct = "text/html; charset=utf-8"
+		}
+	}
+	return proxy.Sorry{
+		Status:      s.Status,
+		RetryAfter:  strconv.Itoa(int(max(s.RetryAfter.D().Seconds(), 1))),
+		ContentType: ct,
+		Body:        body,
+	}
+}
+
+// off maps a stale cap to the cache's policy: in the config 0s turns a
+// stale kind off, in the policy that is a negative cap.
+func off(d config.Duration) time.Duration {
+	if d == 0 {
+		return -1
+	}
+	return d.D()
+}
+
+// webhooks are the config's webhooks for the alert dispatcher.
+func webhooks(cfg *config.Config) []alert.Webhook {
+	out := make([]alert.Webhook, len(cfg.Webhooks))
+	for i, w := range cfg.Webhooks {
+		out[i] = alert.Webhook{Name: w.Name, URL: w.URL, Format: w.Format, Events: w.Events, Timeout: w.Timeout.D()}
+	}
+	return out
+}

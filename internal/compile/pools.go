@@ -1,0 +1,168 @@
+package compile
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/hex"
+	"net"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/sturdyproxy/sturdy/internal/config"
+	"github.com/sturdyproxy/sturdy/internal/health"
+	"github.com/sturdyproxy/sturdy/internal/upstream"
+)
+
+// pool compiles pools[i]; a nil result means errors were recorded.
+func (c *compiler) pool(i int, attr *health.Attributing) *health.Pool {
+	pc := c.cfg.Pools[i]
+	p := "pools[" + strconv.Itoa(i) + "]"
+	hc := health.PoolConfig{
+		Name:         pc.Name,
+		Balance:      pc.Balance,
+		Scheme:       "http",
+		MaxInFlight:  int64(pc.MaxConnsPerHost),
+		FailStatuses: pc.Health.FailStatuses,
+		Passive:      pc.Health.Passive,
+	}
+	for _, h := range pc.Hosts {
+		hc.Hosts = append(hc.Hosts, health.HostSpec{Addr: h.Addr, Weight: h.Weight})
+	}
+	if pc.TLS != nil {
+		tc, id := c.upstreamTLS(p+".tls", pc.TLS)
+		hc.Scheme, hc.TLS = "https", tc
+		c.poolTLS[pc.Name] = poolTLS{tc, id}
+	}
+	if a := pc.Health.Active; a != nil {
+		lo, hi, err := config.ParseStatusRange(a.ExpectStatus)
+		if err != nil {
+			c.errorf(p+".health.active.expect_status", "%v", err)
+		}
+		hc.Probe = &health.Probe{
+			Method: a.Method, Path: a.Path, Host: a.Host,
+			ExpectLo: lo, ExpectHi: hi, Expect: a.ExpectStatus, ExpectBody: a.ExpectBody,
+			Interval: a.Interval.D(), FastInterval: a.FastInterval.D(), Jitter: a.Jitter.D(),
+			Timeout: a.Timeout.D(), Rise: a.Rise, Fall: a.Fall,
+		}
+	}
+	var prev *health.Pool
+	if c.prev != nil {
+		prev = c.prev.poolBy[pc.Name]
+	}
+	hp, err := health.NewPool(c.env.Monitor, attr, hc, prev)
+	if err != nil {
+		c.errorf(p+".balance", "%v", err)
+		return nil
+	}
+	return hp
+}
+
+// poolTLS is a pool's upstream TLS config and its identity.
+type poolTLS struct {
+	config *tls.Config
+	id     string
+}
+
+// upstreamTLS is the client TLS config for a pool's backends, with its CA
+// bundle read; the second result identifies the settings and the bundle's
+// content, so that upstream clients are shared only by equal settings.
+func (c *compiler) upstreamTLS(p string, t *config.UpstreamTLS) (*tls.Config, string) {
+	tc := &tls.Config{
+		MinVersion:         tls.VersionTLS12,
+		ServerName:         t.ServerName,
+		InsecureSkipVerify: t.InsecureSkipVerify,
+	}
+	id := sha256.New()
+	id.Write([]byte(t.ServerName + "\x00" + strconv.FormatBool(t.InsecureSkipVerify) + "\x00"))
+	if t.CA != "" {
+		b, ok := c.readFile(p+".ca", "the CA file", t.CA)
+		if ok {
+			roots := x509.NewCertPool()
+			if !roots.AppendCertsFromPEM(b) {
+				c.errorf(p+".ca", "no PEM certificate in %s", t.CA)
+			}
+			tc.RootCAs = roots
+			id.Write(b)
+		}
+	}
+	return tc, hex.EncodeToString(id.Sum(nil)[:8])
+}
+
+// upstreamKey identifies an upstream client. Routes that share a pool and
+// its timeouts share connections; a reload that keeps the key keeps the
+// warm connections.
+type upstreamKey struct {
+	pool           string
+	tls            string // the TLS settings' identity; "" for plain HTTP
+	connect        time.Duration
+	responseHeader time.Duration
+	maxIdle        int
+	idleTimeout    time.Duration
+}
+
+// upstream returns the client for a route of pool pc: the previous
+// runtime's when the settings are the same.
+func (c *compiler) upstream(rc config.Route, pc config.Pool) *upstream.Client {
+	k := upstreamKey{
+		pool:           pc.Name,
+		connect:        rc.Timeouts.Connect.D(),
+		responseHeader: rc.Timeouts.ResponseHeader.D(),
+		maxIdle:        pc.MaxIdleConnsPerHost,
+		idleTimeout:    pc.IdleConnTimeout.D(),
+	}
+	pt := c.poolTLS[pc.Name]
+	k.tls = pt.id
+	if u := c.rt.upstreams[k]; u != nil {
+		return u
+	}
+	u := (*upstream.Client)(nil)
+	if c.prev != nil {
+		u = c.prev.upstreams[k]
+	}
+	if u == nil {
+		u = c.newUpstream(k, pt.config)
+	}
+	c.rt.upstreams[k] = u
+	return u
+}
+
+// newUpstream makes the upstream client for one pool and timeout set: the
+// strict synchronous HTTP/1.1 client for plain HTTP, with http.Transport
+// for what it hands over (HTTPS, Upgrade, Expect: 100-continue). Neither
+// retries on its own, uses proxy environment variables, or asks for
+// compression the client did not ask for; both keep a bounded number of
+// idle connections.
+func (c *compiler) newUpstream(k upstreamKey, tc *tls.Config) *upstream.Client {
+	d := &net.Dialer{Timeout: k.connect, KeepAlive: 30 * time.Second}
+	dial := d.DialContext
+	if c.env.Dial != nil {
+		dial = c.env.Dial(d)
+	}
+	return upstream.New(upstream.Options{
+		ConnectTimeout:        k.connect,
+		ResponseHeaderTimeout: k.responseHeader,
+		MaxIdlePerHost:        k.maxIdle,
+		IdleTimeout:           k.idleTimeout,
+		DialContext:           dial,
+		Fallback:              fallbackTransport(k, tc, dial),
+	})
+}
+
+func fallbackTransport(k upstreamKey, tc *tls.Config, dial func(ctx context.Context, network, addr string) (net.Conn, error)) *http.Transport {
+	return &http.Transport{
+		Proxy:                  nil,
+		DialContext:            dial,
+		TLSClientConfig:        tc,
+		MaxIdleConnsPerHost:    k.maxIdle,
+		IdleConnTimeout:        k.idleTimeout,
+		ResponseHeaderTimeout:  k.responseHeader,
+		ExpectContinueTimeout:  time.Second,
+		DisableCompression:     true,
+		MaxResponseHeaderBytes: 1 << 20,
+		WriteBufferSize:        32 << 10,
+		ReadBufferSize:         32 << 10,
+	}
+}

@@ -1,0 +1,86 @@
+package compile
+
+import (
+	"net/textproto"
+	"strconv"
+
+	"github.com/sturdyproxy/sturdy/internal/cache"
+	"github.com/sturdyproxy/sturdy/internal/config"
+	"github.com/sturdyproxy/sturdy/internal/health"
+	"github.com/sturdyproxy/sturdy/internal/proxy"
+)
+
+// route compiles routes[i]; its pools are built already.
+func (c *compiler) route(i int) *proxy.Route {
+	rc := c.cfg.Routes[i]
+	pi := c.poolIndex(rc.Pool)
+	pc := c.cfg.Pools[pi]
+	var prev *proxy.Route
+	if c.prev != nil {
+		prev = c.prev.routeBy[rc.Name]
+	}
+	r := &proxy.Route{
+		Name:         rc.Name,
+		Pool:         c.rt.poolBy[rc.Pool],
+		Upstream:     c.upstream(rc, pc),
+		MaxBodyBytes: int64(rc.MaxBodyBytes),
+		Total:        rc.Timeouts.Total.D(),
+		Tries:        rc.Retry.Tries,
+		RetryBudget:  float64(rc.Retry.Budget),
+		MinRetries:   rc.Retry.MinRetries,
+		BufferBody:   int64(rc.Retry.BufferBody),
+		RouteBit:     1 << (uint64(i) & 63),
+		Monitor:      c.env.Monitor,
+		ShedClients:  c.cfg.Attribution.ShedClients,
+		MaxInFlight:  int64(rc.Limits.MaxInFlight),
+		Sorry:        c.sorry(i, rc),
+		Agg:          c.env.Agg,
+	}
+	// A route's counters and its attribution tracker live as long as its
+	// name, across reloads: counters only go up, a degraded route stays so.
+	if prev != nil {
+		r.Stats, r.Tracker = prev.Stats, prev.Tracker
+	} else {
+		r.Stats, r.Tracker = new(proxy.Stats), health.NewRouteTracker(c.env.Monitor, rc.Name)
+	}
+	if fp := rc.Fallback.Pool; fp != "" {
+		r.Fallback = c.rt.poolBy[fp]
+	}
+	if rc.Cache.Enabled && c.env.Cache != nil {
+		r.Cache, r.CachePolicy = c.env.Cache, cachePolicy(rc, pc)
+	}
+	if pc.Balance == config.BalanceHash {
+		kind, name, err := config.ParseHashKey(pc.HashKey)
+		if err != nil {
+			c.errorf("pools["+strconv.Itoa(pi)+"].hash_key", "%v", err)
+		}
+		if kind == "header" {
+			name = textproto.CanonicalMIMEHeaderKey(name)
+		}
+		r.HashKind, r.HashName = kind, name
+	}
+	r.Prepare()
+	return r
+}
+
+func (c *compiler) poolIndex(name string) int {
+	for i, p := range c.cfg.Pools {
+		if p.Name == name {
+			return i
+		}
+	}
+	return -1 // config.Load refuses a route naming an unknown pool
+}
+
+// cachePolicy maps a route's cache settings to the cache's policy.
+func cachePolicy(rc config.Route, pc config.Pool) *cache.Policy {
+	return &cache.Policy{
+		Route:                   rc.Name,
+		StaleIfErrorMax:         off(rc.Cache.StaleIfErrorMax),
+		StaleWhileRevalidateMax: off(rc.Cache.StaleWhileRevalidateMax),
+		CacheAuthorized:         rc.Cache.CacheAuthorized,
+		IgnoreCookies:           rc.Cache.IgnoreCookies,
+		BypassPaths:             rc.Cache.BypassPaths,
+		FailStatuses:            pc.Health.FailStatuses,
+	}
+}
