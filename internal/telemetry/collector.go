@@ -172,6 +172,9 @@ func (c *Collector) sinks(e emitter, st *view.Status) {
 		e.counter(d.accessRecords, float64(st.AccessLog.Dropped), "dropped")
 		e.counter(d.accessErrors, float64(st.AccessLog.Errors))
 	}
+	for name, n := range st.Panics {
+		e.counter(d.panics, float64(n), name)
+	}
 }
 
 // emitter sends const metrics. Label values come from the snapshot, so a

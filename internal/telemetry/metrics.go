@@ -30,6 +30,7 @@ type descs struct {
 	attributed, attributedClients, shedClients                       *prometheus.Desc
 	whSent, whFailed, whDropped, whRetries, whQueue                  *prometheus.Desc
 	accessRecords, accessErrors                                      *prometheus.Desc
+	panics                                                           *prometheus.Desc
 }
 
 func newDescs() *descs {
@@ -86,6 +87,7 @@ func newDescs() *descs {
 
 		accessRecords: d("access_log_records_total", "Access log records by result (written, dropped because the writer fell behind).", "result"),
 		accessErrors:  d("access_log_write_errors_total", "Access log write errors."),
+		panics:        d("component_panics_total", "Panics recovered in a background component (which then restarted): a bug in sturdy, always worth a report.", "component"),
 	}
 }
 

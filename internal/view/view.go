@@ -36,6 +36,9 @@ type Status struct {
 	DNS []DNSName `json:"dns,omitempty"`
 	// AccessLog reports the access log's counts (from accesslog.Logger.Stats).
 	AccessLog AccessLog `json:"access_log"`
+	// Panics counts panics recovered per background component (see
+	// internal/supervise); empty when there were none.
+	Panics map[string]uint64 `json:"panics,omitempty"`
 }
 
 // Host states.
