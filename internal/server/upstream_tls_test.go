@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/sturdyproxy/sturdy/internal/outcome"
+	"github.com/sturdyproxy/sturdy/internal/testutil"
 )
 
 const tlsPoolConfig = `
@@ -28,6 +29,7 @@ pools:
 // name; a mismatch is a tls_error (nothing was sent), never a 502 with the
 // request half-sent.
 func TestHTTPSBackend(t *testing.T) {
+	t.Parallel()
 	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Write([]byte("secure " + r.URL.Path + " tls=" + map[bool]string{true: "yes", false: "no"}[r.TLS != nil]))
 	}))
@@ -48,10 +50,7 @@ func TestHTTPSBackend(t *testing.T) {
 		t.Fatalf("certificate name mismatch: %d %q, want the sorry page", resp.StatusCode, body)
 	}
 	h := s.Runtime().Pool("secure").Hosts[0]
-	deadline := time.Now().Add(3 * time.Second)
-	for (h.Attempts(outcome.TLSError) == 0 || h.LastCheck().Time.IsZero()) && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
+	testutil.Eventually(3*time.Second, func() bool { return h.Attempts(outcome.TLSError) > 0 && !h.LastCheck().Time.IsZero() })
 	if h.Attempts(outcome.TLSError) == 0 {
 		t.Fatal("no tls_error counted")
 	}
