@@ -43,8 +43,10 @@ func (*timeoutErr) Error() string   { return "i/o timeout" }
 func (*timeoutErr) Timeout() bool   { return true }
 func (*timeoutErr) Temporary() bool { return true }
 
-func ok(body string) step     { return step{status: 200, body: body} }
-func answer(status int) step { return step{status: status, body: strconv.Itoa(status) + " from the backend"} }
+func ok(body string) step { return step{status: 200, body: body} }
+func answer(status int) step {
+	return step{status: status, body: strconv.Itoa(status) + " from the backend"}
+}
 
 // script is a scripted upstream: attempt i of a request gets steps[i]
 // (whichever host the pool chose), and attempts past the script succeed. It
@@ -103,13 +105,13 @@ type rule struct {
 	body   string // request body; "" means none
 	tune   func(*health.PoolConfig, *Route)
 	before func(*fixture) // e.g. take hosts out
-	steps  []step // what attempt 1, 2, ... meet
+	steps  []step         // what attempt 1, 2, ... meet
 
 	tries      int // attempts made, each on a different host
 	status     int
-	bodyHas    string // a part of the client's answer body
+	bodyHas    string                // a part of the client's answer body
 	hostFails  map[int]outcome.Class // the host of attempt i is charged with it
-	retries    uint64 // retries counted against the budget
+	retries    uint64                // retries counted against the budget
 	attributed health.Attribution
 }
 
@@ -117,88 +119,88 @@ func TestRequestPathRules(t *testing.T) {
 	bigPUT := strings.Repeat("p", 70<<10) // above the 64 KiB replay buffer
 	rules := []rule{
 		{
-			name: "a GET whose first host refuses is retried at no cost to the budget",
+			name:  "a GET whose first host refuses is retried at no cost to the budget",
 			steps: []step{refused}, tries: 2, status: 200,
 			hostFails: map[int]outcome.Class{0: outcome.ConnectRefused},
 		},
 		{
-			name: "a connect timeout is retried like a refusal",
+			name:  "a connect timeout is retried like a refusal",
 			steps: []step{dialWait}, tries: 2, status: 200,
 			hostFails: map[int]outcome.Class{0: outcome.ConnectTimeout},
 		},
 		{
-			name: "a GET that reached a backend and failed is retried within the budget",
+			name:  "a GET that reached a backend and failed is retried within the budget",
 			steps: []step{reset}, tries: 2, status: 200, retries: 1,
 			hostFails: map[int]outcome.Class{0: outcome.Reset}, attributed: health.AttrHost,
 		},
 		{
-			name: "a POST that was sent is never replayed",
+			name:   "a POST that was sent is never replayed",
 			method: "POST", body: "charge=1", steps: []step{reset},
 			tries: 1, status: 502, bodyHas: "backend reset the connection",
 			hostFails: map[int]outcome.Class{0: outcome.Reset}, attributed: health.AttrHost,
 		},
 		{
-			name: "a POST whose host refused the connection goes to the next host, body intact",
+			name:   "a POST whose host refused the connection goes to the next host, body intact",
 			method: "POST", body: "charge=1", steps: []step{refused},
 			tries: 2, status: 200, hostFails: map[int]outcome.Class{0: outcome.ConnectRefused},
 		},
 		{
-			name: "a small PUT is buffered and replayed whole",
+			name:   "a small PUT is buffered and replayed whole",
 			method: "PUT", body: "doc", steps: []step{hangUp},
 			tries: 2, status: 200, retries: 1,
 			hostFails: map[int]outcome.Class{0: outcome.EOFBeforeResponse},
 		},
 		{
-			name: "a PUT too large to buffer is not replayed once sent",
+			name:   "a PUT too large to buffer is not replayed once sent",
 			method: "PUT", body: bigPUT, steps: []step{reset},
 			tries: 1, status: 502, hostFails: map[int]outcome.Class{0: outcome.Reset},
 		},
 		{
-			name: "the same failure on two hosts is the request's: no host is charged",
+			name:  "the same failure on two hosts is the request's: no host is charged",
 			steps: []step{reset, reset}, tries: 2,
 			status: 502, bodyHas: "failed the same way on two backends", retries: 1, attributed: health.AttrRequest,
 		},
 		{
-			name: "a backend's own 503 is passed on when the retry fails too",
+			name:  "a backend's own 503 is passed on when the retry fails too",
 			steps: []step{answer(503), answer(503)}, tries: 2,
 			status: 503, bodyHas: "503 from the backend", retries: 1, attributed: health.AttrRequest,
 		},
 		{
-			name: "a 503 then a success gives the success",
+			name:  "a 503 then a success gives the success",
 			steps: []step{answer(503)}, tries: 2, status: 200, retries: 1,
 			hostFails: map[int]outcome.Class{0: outcome.Status5xx},
 		},
 		{
-			name: "a 4xx is the client's answer, never a failure",
+			name:  "a 4xx is the client's answer, never a failure",
 			steps: []step{answer(404)}, tries: 1, status: 404,
 		},
 		{
-			name: "a response timeout with one try is a 504",
+			name:  "a response timeout with one try is a 504",
 			tune:  func(_ *health.PoolConfig, r *Route) { r.Tries = 1 },
 			steps: []step{slow}, tries: 1, status: 504, bodyHas: "response_timeout",
 			hostFails: map[int]outcome.Class{0: outcome.ResponseTimeout},
 		},
 		{
-			name: "an unparsable answer with one try is a 502",
+			name:  "an unparsable answer with one try is a 502",
 			tune:  func(_ *health.PoolConfig, r *Route) { r.Tries = 1 },
 			steps: []step{garbage}, tries: 1, status: 502, bodyHas: "bad_response",
 			hostFails: map[int]outcome.Class{0: outcome.BadResponse},
 		},
 		{
-			name: "an empty retry budget stops retries of sent requests",
+			name:  "an empty retry budget stops retries of sent requests",
 			tune:  func(_ *health.PoolConfig, r *Route) { r.RetryBudget, r.MinRetries = 0, 0 },
 			steps: []step{reset}, tries: 1, status: 502, hostFails: map[int]outcome.Class{0: outcome.Reset},
 		},
 		{
-			name: "an empty retry budget still lets a refused connection move on",
+			name:  "an empty retry budget still lets a refused connection move on",
 			tune:  func(_ *health.PoolConfig, r *Route) { r.RetryBudget, r.MinRetries = 0, 0 },
 			steps: []step{refused}, tries: 2, status: 200, hostFails: map[int]outcome.Class{0: outcome.ConnectRefused},
 		},
 		{
-			name: "a request body above the route's limit is refused before any attempt",
+			name:   "a request body above the route's limit is refused before any attempt",
 			method: "POST", body: "0123456789",
-			tune:   func(_ *health.PoolConfig, r *Route) { r.MaxBodyBytes = 4 },
-			tries:  0, status: 413,
+			tune:  func(_ *health.PoolConfig, r *Route) { r.MaxBodyBytes = 4 },
+			tries: 0, status: 413,
 		},
 		{
 			name:   "with every host out by an operator the sorry page answers, with Retry-After",
@@ -385,4 +387,3 @@ func TestAnAttributedClientIsShed(t *testing.T) {
 		}
 	}
 }
-
