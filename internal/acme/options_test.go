@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sturdyproxy/sturdy/internal/certs"
 	"github.com/sturdyproxy/sturdy/internal/config"
 	"github.com/sturdyproxy/sturdy/internal/testpki"
 )
@@ -79,5 +80,43 @@ func TestUrgent(t *testing.T) {
 		if got := tc.ev.Urgent(); got != tc.want {
 			t.Errorf("%+v: urgent %v", tc.ev, got)
 		}
+	}
+}
+
+func TestNamesForAndWarnings(t *testing.T) {
+	dir := t.TempDir()
+	ca := testpki.NewCA(t, "CA")
+	cert, key := ca.Write(t, dir, "shop", testpki.Leaf{DNS: []string{"shop.test"}})
+	c, err := config.Parse([]byte(`
+acme: { agree: true, challenges: [ http-01 ] }
+listeners:
+  - { name: https, listen: "127.0.0.1:0", tls: { acme: true, certificates: [ { cert: "`+cert+`", key: "`+key+`" } ] } }
+  - { name: files, listen: "127.0.0.1:0", tls: { cert: "`+cert+`", key: "`+key+`" } }
+routes:
+  - { name: shop, hosts: [ shop.test, blog.test, "*.cdn.test" ], pool: web }
+  - { name: api, hosts: [ api.test, blog.test ], pool: web, listeners: [ https ] }
+  - { name: internal, hosts: [ internal.test ], pool: web, listeners: [ files ] }
+pools: [ { name: web, hosts: [ { addr: 127.0.0.1:9 } ] } ]
+`), "test.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ls, err := certs.Compile(c, New(Options{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := NamesFor(c, ls); strings.Join(got, " ") != "api.test blog.test" {
+		t.Errorf("names: %v; want the uncovered exact hosts of the acme listener", got)
+	}
+	var msgs []string
+	for _, w := range Warnings(c) {
+		msgs = append(msgs, w.Error())
+	}
+	want := []string{
+		"test.yaml:2: acme: no email: the CA cannot warn you before a certificate expires if renewal keeps failing; set acme.email",
+		"test.yaml:2: acme.challenges: no challenge can be answered: http-01 needs a plain listener (port 80 for a public CA), tls-alpn-01 the TLS listener (port 443)",
+	}
+	if strings.Join(msgs, "\n") != strings.Join(want, "\n") {
+		t.Errorf("warnings:\n%s", strings.Join(msgs, "\n"))
 	}
 }

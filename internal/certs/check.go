@@ -15,8 +15,9 @@ const ExpiryWarning = 30 * 24 * time.Hour
 // Warnings are what `sturdy check` says about the certificates of the
 // compiled listeners ls (from Compile) at time now: expired and soon
 // expiring certificates, explicit names the certificate does not hold,
-// route hosts that no certificate of a TLS listener covers, and
-// certificates whose names no route serves. They never stop a load.
+// route hosts that no certificate of a TLS listener covers, certificates
+// whose names no route serves, and routes requiring a verified client
+// certificate where none is verified. They never stop a load.
 func Warnings(c *config.Config, ls map[string]*Listener, now time.Time) []config.Error {
 	var out []config.Error
 	warn := func(path, format string, args ...any) {
@@ -41,6 +42,7 @@ func Warnings(c *config.Config, ls map[string]*Listener, now time.Time) []config
 		}
 		routeHosts(warn, c, i, cl)
 	}
+	routeRequirements(warn, c)
 	return out
 }
 
@@ -163,3 +165,20 @@ func cutWild(n string) (string, bool) {
 }
 
 func isWild(n string) bool { _, ok := cutWild(n); return ok }
+
+// routeRequirements warns about routes that require a verified client
+// certificate on a listener that never verifies one: every request there
+// is refused with 403.
+func routeRequirements(warn func(string, string, ...any), c *config.Config) {
+	for ri, r := range c.Routes {
+		if r.ClientCert != config.ClientCertRequired {
+			continue
+		}
+		for _, l := range c.Listeners {
+			if !servedOn(r, l.Name) || l.RedirectHTTPS != nil || (l.TLS != nil && l.TLS.ClientAuth.VerifiesClients()) {
+				continue
+			}
+			warn(fmt.Sprintf("routes[%d].client_cert", ri), "listener %s does not verify client certificates (tls.client_auth.mode verify_if_given or require_and_verify), so route %s answers 403 to every request there; set listeners on the route or client_auth on the listener", l.Name, r.Name)
+		}
+	}
+}

@@ -72,3 +72,24 @@ pools: [ { name: web, hosts: [ { addr: 127.0.0.1:9 } ] } ]
 		t.Errorf("short certificate one day before its end not reported: %v", got)
 	}
 }
+
+func TestCheckWarnsAboutUnverifiableRequirement(t *testing.T) {
+	dir := t.TempDir()
+	ca := testpki.NewCA(t, "CA")
+	cert, key := ca.Write(t, dir, "site", testpki.Leaf{DNS: []string{"site.test"}})
+	c := parse(t, `
+listeners:
+  - { name: http, listen: 127.0.0.1:0, redirect_https: {} }
+  - { name: https, listen: 127.0.0.1:0, tls: { cert: "{{c}}", key: "{{k}}", client_auth: { mode: verify_if_given, ca: "{{ca}}" } } }
+  - { name: open, listen: 127.0.0.1:0, tls: { cert: "{{c}}", key: "{{k}}" } }
+routes:
+  - { name: site, default: true, pool: web }
+  - { name: admin, path: /admin/, pool: web, client_cert: required }
+  - { name: ops, path: /ops/, pool: web, client_cert: required, listeners: [ https ] }
+pools: [ { name: web, hosts: [ { addr: 127.0.0.1:9 } ] } ]
+`, map[string]string{"c": cert, "k": key, "ca": ca.WriteCA(t, dir, "ca.pem")})
+	got := Warnings(c, compile(t, c), time.Now())
+	if len(got) != 1 || got[0].Path != "routes[1].client_cert" || !strings.Contains(got[0].Msg, "listener open does not verify") {
+		t.Errorf("warnings: %v", got)
+	}
+}

@@ -176,3 +176,40 @@ func TestSubjectControlBytesEscaped(t *testing.T) {
 		t.Errorf("got %q", got)
 	}
 }
+
+// Sessions resume across a reload, except on a listener that verifies
+// client certificates: the CA may have changed, and a resumed session
+// would skip the check.
+func TestTicketsAcrossReload(t *testing.T) {
+	dir := t.TempDir()
+	serverCA, clientCA := testpki.NewCA(t, "server CA"), testpki.NewCA(t, "client CA")
+	cert, key := serverCA.Write(t, dir, "site", testpki.Leaf{DNS: []string{"site.test"}})
+	caFile := clientCA.WriteCA(t, dir, "clients.pem")
+	good := clientCA.TLS(t, testpki.Leaf{CommonName: "alice", Client: true})
+	for _, tc := range []struct {
+		extra  string
+		resume bool
+	}{
+		{"", true},
+		{`, client_auth: { mode: verify_if_given, ca: "` + caFile + `" }`, false},
+	} {
+		c := parse(t, oneSite, map[string]string{"c": cert, "k": key, "extra": tc.extra})
+		h := NewHandle(compile(t, c)["web"])
+		addr := serve(t, h)
+		cfg := client(serverCA.Pool(), "site.test")
+		cfg.MaxVersion = tls.VersionTLS12
+		cfg.ClientSessionCache = tls.NewLRUClientSessionCache(4)
+		cfg.GetClientCertificate = func(*tls.CertificateRequestInfo) (*tls.Certificate, error) { return &good, nil }
+		if _, err := handshake(t, addr, cfg); err != nil {
+			t.Fatal(err)
+		}
+		if cs, err := handshake(t, addr, cfg); err != nil || !cs.DidResume {
+			t.Fatalf("%q: no resumption before the reload: %v", tc.extra, err)
+		}
+		h.Swap(compile(t, c)["web"])
+		cs, err := handshake(t, addr, cfg)
+		if err != nil || cs.DidResume != tc.resume {
+			t.Errorf("%q: resumed across the reload %v, %v; want %v", tc.extra, cs.DidResume, err, tc.resume)
+		}
+	}
+}
