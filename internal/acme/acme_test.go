@@ -195,6 +195,19 @@ func TestHTTP01IssuesThroughThePlainListener(t *testing.T) {
 	if resp.StatusCode != 308 {
 		t.Errorf("plain request: %d, want the redirect", resp.StatusCode)
 	}
+
+	// A name no route uses any more stops being served (and renewed).
+	m.SetNames(nil)
+	deadline := time.Now().Add(5 * time.Second)
+	for m.Manages("shop.test") {
+		if time.Now().After(deadline) {
+			t.Fatal("shop.test still managed after SetNames(nil)")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if _, err := tls.Dial("tcp", s.secure.Addr().String(), &tls.Config{ServerName: "shop.test", RootCAs: p.issuer}); err == nil {
+		t.Error("a name removed from the manager is still served")
+	}
 }
 
 func TestTLSALPN01IssuesThroughTheTLSListener(t *testing.T) {

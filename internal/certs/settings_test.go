@@ -55,7 +55,7 @@ func TestMinimumVersion(t *testing.T) {
 }
 
 func TestCipherSuitesRestrictTLS12(t *testing.T) {
-	addr, cfg := oneSiteWith(t, `, cipher_suites: [ TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384 ]`)
+	addr, cfg := oneSiteWith(t, `, cipher_suites: [ TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384 ], alpn: [ http/1.1 ]`)
 	cfg.MaxVersion = tls.VersionTLS12
 	cfg.CipherSuites = []uint16{tls.TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256}
 	if _, err := handshake(t, addr, cfg); err == nil {

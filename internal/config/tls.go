@@ -301,6 +301,10 @@ func (v *validator) listenerTLS(p string, t *TLS) {
 			v.errorf(fmt.Sprintf("%s.cipher_suites[%d]", p, j), "%v", err)
 		}
 	}
+	if len(t.CipherSuites) > 0 && slices.Contains(t.ALPN, "h2") &&
+		!slices.Contains(t.CipherSuites, "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256") && !slices.Contains(t.CipherSuites, "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256") {
+		v.errorf(p+".cipher_suites", "HTTP/2 (alpn h2) requires TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256 or TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256 (RFC 9113 section 9.2.2); add one, or set alpn: [ http/1.1 ]")
+	}
 	if len(t.ALPN) == 0 {
 		v.errorf(p+".alpn", "empty; expected h2 and/or http/1.1, or leave alpn out for both")
 	}
