@@ -248,10 +248,12 @@ func hstsValue(h *config.HSTS) string {
 	return v
 }
 
-// configForClient picks the handshake's settings and certificate. Each
-// file certificate has its own prebuilt tls.Config, so a handshake costs
-// two map look-ups and allocates nothing here.
-func (l *Listener) configForClient(hello *tls.ClientHelloInfo) (*tls.Config, error) {
+// ConfigForClient picks the handshake's settings and certificate: it is
+// tls.Config.GetConfigForClient for this compiled listener (Handle calls
+// it on the current one). Each file certificate has its own prebuilt
+// tls.Config, so a handshake costs two map look-ups and allocates nothing
+// here.
+func (l *Listener) ConfigForClient(hello *tls.ClientHelloInfo) (*tls.Config, error) {
 	if l.challenge != nil && len(hello.SupportedProtos) == 1 && hello.SupportedProtos[0] == ACMEProtocol {
 		return l.challenge, nil
 	}

@@ -32,12 +32,14 @@ func (h *Handle) Load() *Listener { return h.cur.Load() }
 // TLSConfig is the config to give the http.Server (TLSConfig, then
 // ServeTLS(ln, "", "")). Session ticket keys live here, so that sessions
 // resume across reloads, except on listeners that verify client
-// certificates, whose keys change with each compiled Listener.
+// certificates, whose keys change with each compiled Listener. A server
+// that keeps the compiled Listener in its own runtime can do the same with
+// GetConfigForClient calling the current Listener's ConfigForClient.
 func (h *Handle) TLSConfig() *tls.Config {
 	return &tls.Config{
 		MinVersion: tls.VersionTLS12,
 		GetConfigForClient: func(hello *tls.ClientHelloInfo) (*tls.Config, error) {
-			return h.cur.Load().configForClient(hello)
+			return h.cur.Load().ConfigForClient(hello)
 		},
 	}
 }

@@ -22,25 +22,38 @@ const ChallengePrefix = "/.well-known/acme-challenge/"
 // ACME handler in front of routing, or the routes themselves when a
 // backend answers its own challenges).
 func Redirect(r *config.RedirectHTTPS, next http.Handler) http.Handler {
+	rd := NewRedirector(r)
+	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if !rd.Handle(w, req) {
+			next.ServeHTTP(w, req)
+		}
+	})
+}
+
+// Redirector is the redirect of one listener, for a request path that
+// looks it up per request (so that a reload can change it) rather than
+// wrapping a handler. Build it once per compile; it never changes.
+type Redirector struct {
+	status int
+	port   string // ":8443", or "" for 443
+}
+
+// NewRedirector compiles a listener's redirect_https.
+func NewRedirector(r *config.RedirectHTTPS) *Redirector {
 	port := ""
 	if r.Port != 443 {
 		port = ":" + strconv.Itoa(r.Port)
 	}
-	return &redirect{status: r.Status, port: port, next: next}
-}
-
-type redirect struct {
-	status int
-	port   string // ":8443", or "" for 443
-	next   http.Handler
+	return &Redirector{status: r.Status, port: port}
 }
 
 var noBody = []string{"0"}
 
-func (h *redirect) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+// Handle answers r with the redirect and reports true, or reports false
+// for an ACME HTTP-01 challenge, which the caller routes as usual.
+func (h *Redirector) Handle(w http.ResponseWriter, r *http.Request) bool {
 	if strings.HasPrefix(r.URL.Path, ChallengePrefix) {
-		h.next.ServeHTTP(w, r)
-		return
+		return false
 	}
 	host := r.Host
 	if hp, _, err := net.SplitHostPort(host); err == nil {
@@ -51,7 +64,7 @@ func (h *redirect) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if host == "" {
 		http.Error(w, "this listener only redirects to HTTPS, and the request named no host to redirect to", http.StatusBadRequest)
-		return
+		return true
 	}
 	// Go's server has already refused Host values with bytes that could
 	// break the Location header.
@@ -59,6 +72,7 @@ func (h *redirect) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	hdr["Location"] = []string{"https://" + host + h.port + r.URL.RequestURI()}
 	hdr["Content-Length"] = noBody
 	w.WriteHeader(h.status)
+	return true
 }
 
 // HSTSHeader is the header name, in canonical form.
