@@ -74,6 +74,11 @@ func cmdCheck(_ context.Context, args []string, stdout, stderr io.Writer) int {
 		printConfigError(stderr, err)
 		return exitFail
 	}
+	tlsWarnings, err := checkTLS(cfg)
+	if err != nil {
+		printConfigError(stderr, err)
+		return exitFail
+	}
 	// The same compile as run and reload: every file the config names is
 	// read, so that a missing certificate fails here, not at reload.
 	rt, err := compile.Compile(cfg, nil, compile.Env{})
@@ -83,7 +88,7 @@ func cmdCheck(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	rt.Close()
 	if !*quiet {
-		for _, w := range lint.Check(cfg) {
+		for _, w := range append(lint.Check(cfg), tlsWarnings...) {
 			fmt.Fprintf(stderr, "warning: %s\n", w.Error())
 		}
 	}

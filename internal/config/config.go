@@ -36,6 +36,8 @@ type Config struct {
 	DNS DNS `yaml:"dns"`
 	// Webhooks receive events (state transitions).
 	Webhooks []Webhook `yaml:"webhooks"`
+	// ACME obtains certificates for listeners with tls.acme (tls.go).
+	ACME *ACME `yaml:"acme"`
 
 	// File is the path the config was loaded from ("" when embedded).
 	File string `yaml:"-"`
@@ -103,6 +105,8 @@ type Listener struct {
 	// TLS, when set, makes the listener HTTPS with HTTP/2. Both files must
 	// exist and hold a matching certificate and key.
 	TLS *TLS `yaml:"tls"`
+	// RedirectHTTPS answers every request with a redirect to HTTPS (tls.go).
+	RedirectHTTPS *RedirectHTTPS `yaml:"redirect_https"`
 	// ReadHeaderTimeout bounds how long a client may take to send request
 	// headers. Default 10s.
 	ReadHeaderTimeout Duration `yaml:"read_header_timeout"`
@@ -110,12 +114,6 @@ type Listener struct {
 	IdleTimeout Duration `yaml:"idle_timeout"`
 	// MaxHeaderBytes bounds the request line plus headers. Default 64KiB.
 	MaxHeaderBytes Size `yaml:"max_header_bytes"`
-}
-
-// TLS names a certificate and key file in PEM format.
-type TLS struct {
-	Cert string `yaml:"cert"`
-	Key  string `yaml:"key"`
 }
 
 // Route sends matching requests to a pool.
@@ -151,6 +149,8 @@ type Route struct {
 	Limits Limits `yaml:"limits"`
 	// Cache opts the route into the shared cache.
 	Cache RouteCache `yaml:"cache"`
+	// ClientCert is none (default) or required: a certificate verified against the listener's client_auth.ca, else 403.
+	ClientCert string `yaml:"client_cert"`
 }
 
 // Timeouts of a route.
@@ -203,6 +203,9 @@ type UpstreamTLS struct {
 	// InsecureSkipVerify accepts any certificate. Default false; sturdy
 	// check warns when it is set.
 	InsecureSkipVerify bool `yaml:"insecure_skip_verify"`
+	// Cert and Key are a client certificate (PEM) shown to the backends. Default: none.
+	Cert string `yaml:"cert"`
+	Key  string `yaml:"key"`
 }
 
 // Host is one backend.

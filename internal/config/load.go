@@ -96,6 +96,7 @@ func (c *Config) setDefaults() {
 	c.setObservabilityDefaults()
 	c.setHealthDefaults()
 	c.setDegradedDefaults()
+	c.setTLSDefaults()
 	if c.Admin.Listen == "" {
 		c.Admin.Listen = DefaultAdminListen
 	}
@@ -202,6 +203,7 @@ func (c *Config) validate() ErrorList {
 	v.observability()
 	v.health()
 	v.degraded(pools)
+	v.tls()
 	return v.errs
 }
 
@@ -225,17 +227,6 @@ func (v *validator) listeners() {
 			addrs[l.Listen] = i
 			if l.Listen == c.Admin.Listen {
 				v.errorf(p+".listen", "address %s is also the admin address; give them different ports", l.Listen)
-			}
-		}
-		if t := l.TLS; t != nil {
-			// A listener that could never complete a handshake is a config
-			// error rather than a latent outage (incident 001); the compile
-			// step loads the pair.
-			if t.Cert == "" {
-				v.errorf(p+".tls.cert", "missing; a TLS listener needs a certificate file (PEM)")
-			}
-			if t.Key == "" {
-				v.errorf(p+".tls.key", "missing; a TLS listener needs a private key file (PEM)")
 			}
 		}
 	}
