@@ -74,11 +74,6 @@ func cmdCheck(_ context.Context, args []string, stdout, stderr io.Writer) int {
 		printConfigError(stderr, err)
 		return exitFail
 	}
-	tlsWarnings, err := checkTLS(cfg)
-	if err != nil {
-		printConfigError(stderr, err)
-		return exitFail
-	}
 	// The same compile as run and reload: every file the config names is
 	// read, so that a missing certificate fails here, not at reload.
 	rt, err := compile.Compile(cfg, nil, compile.Env{})
@@ -88,7 +83,7 @@ func cmdCheck(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	rt.Close()
 	if !*quiet {
-		for _, w := range append(lint.Check(cfg), tlsWarnings...) {
+		for _, w := range append(lint.Check(cfg), rt.Warnings...) {
 			fmt.Fprintf(stderr, "warning: %s\n", w.Error())
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"strconv"
 
 	"github.com/sturdyproxy/sturdy/internal/cache"
+	"github.com/sturdyproxy/sturdy/internal/certs"
 	"github.com/sturdyproxy/sturdy/internal/config"
 	"github.com/sturdyproxy/sturdy/internal/health"
 	"github.com/sturdyproxy/sturdy/internal/proxy"
@@ -34,6 +35,7 @@ func (c *compiler) route(i int) *proxy.Route {
 		ShedClients:  c.cfg.Attribution.ShedClients,
 		MaxInFlight:  int64(rc.Limits.MaxInFlight),
 		Sorry:        c.sorry(i, rc),
+		ClientCert:   certs.RequirementOf(rc),
 		Agg:          c.env.Agg,
 	}
 	// A route's counters and its attribution tracker live as long as its

@@ -96,6 +96,8 @@ type poolShared struct {
 	panicAnswers atomic.Uint64
 	episode      [numBy]atomic.Uint64 // answers by other means while empty
 	ejectMu      sync.Mutex           // makes "count the ejected, eject one more" one step
+	trackMu      sync.Mutex           // serialises trackEmpty; guards lastTrack
+	lastTrack    time.Time
 }
 
 func (s *poolShared) rotationChanged() { s.version.Add(1) }

@@ -14,7 +14,9 @@ import (
 
 	"github.com/sturdyproxy/sturdy/internal/accesslog"
 	"github.com/sturdyproxy/sturdy/internal/cache"
+	"github.com/sturdyproxy/sturdy/internal/certs"
 	"github.com/sturdyproxy/sturdy/internal/edge"
+	"github.com/sturdyproxy/sturdy/internal/forcehttps"
 	"github.com/sturdyproxy/sturdy/internal/health"
 	"github.com/sturdyproxy/sturdy/internal/route"
 )
@@ -71,6 +73,8 @@ type Route struct {
 	// Cache, when set, answers through the shared cache with CachePolicy.
 	Cache       *cache.Cache
 	CachePolicy *cache.Policy
+	// ClientCert is what the route asks of the client's certificate.
+	ClientCert certs.Requirement
 	// Agg, when set, receives the degraded answers as aggregated log lines.
 	Agg   Aggregator
 	notes [numAnswers]string // set by Prepare
@@ -87,8 +91,8 @@ type Sorry struct {
 // Snapshot is everything the request path reads, swapped as one pointer on
 // reload. It must not change once published.
 type Snapshot struct {
-	// Tables holds one routing table per listener name.
-	Tables map[string]*route.Table[*Route]
+	// Listeners holds what each listener (by name) answers.
+	Listeners map[string]*Listener
 	// Trusted lists the peers whose X-Forwarded-* headers are believed.
 	Trusted []netip.Prefix
 	// ClientHeader, when set (canonical form), is the header that names
@@ -99,6 +103,20 @@ type Snapshot struct {
 	Edge *edge.Edge
 	// Access is the access log; nil means off.
 	Access *accesslog.Logger
+}
+
+// Listener is what one listener answers before and through its routes.
+type Listener struct {
+	// Table chooses the route. Required.
+	Table *route.Table[*Route]
+	// Challenge answers ACME HTTP-01 challenges (before any redirect);
+	// nil means none.
+	Challenge func(http.ResponseWriter, *http.Request) bool
+	// Redirect sends every plain request to HTTPS; nil means none.
+	Redirect *forcehttps.Redirector
+	// HSTS is the Strict-Transport-Security value of a TLS listener's
+	// answers; nil means none.
+	HSTS []string
 }
 
 // Handler serves one listener. Its zero value is not usable; set Listener
@@ -114,16 +132,30 @@ type Handler struct {
 
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	snap := h.Current()
+	ln := snap.Listeners[h.Listener]
 	if status, why := snap.Edge.Check(r); status != 0 {
 		writeText(w, status, strconv.Itoa(status)+" "+http.StatusText(status)+": "+why+".\n")
 		return
 	}
-	e, ok := snap.Tables[h.Listener].Match(r.Host, r.URL.Path)
+	if ln.Challenge != nil && ln.Challenge(w, r) {
+		return
+	}
+	if ln.Redirect != nil && ln.Redirect.Handle(w, r) {
+		return
+	}
+	if ln.HSTS != nil {
+		w.Header()["Strict-Transport-Security"] = ln.HSTS
+	}
+	e, ok := ln.Table.Match(r.Host, r.URL.Path)
 	if !ok {
 		writeNoRoute(w)
 		return
 	}
 	rt := e.Value
+	if err := rt.ClientCert.Check(r); err != nil {
+		rt.Stats.observe(writeEdgeError(w, http.StatusForbidden, rt.Name, err.Error()), 0)
+		return
+	}
 	if rt.MaxBodyBytes > 0 && r.Body != nil && r.Body != http.NoBody {
 		if r.ContentLength > rt.MaxBodyBytes {
 			rt.Stats.observe(writeEdgeError(w, http.StatusRequestEntityTooLarge, rt.Name, "the request body is larger than this route allows"), 0)

@@ -22,7 +22,7 @@ pools:
   - name: secure
     hosts: [ { addr: "{{b}}" } ]
     tls: { ca: "{{ca}}", server_name: "{{name}}" }
-    health: { active: { path: /healthz, interval: 200ms, timeout: 100ms, jitter: 0s } }
+    health: { active: { path: /healthz, interval: 2s, fast_interval: 200ms, timeout: 1s, jitter: 0s } }
 `
 
 // HTTPS backends: certificates are verified against the configured CA and

@@ -172,6 +172,9 @@ func (c *Collector) sinks(e emitter, st *view.Status) {
 		e.counter(d.accessRecords, float64(st.AccessLog.Dropped), "dropped")
 		e.counter(d.accessErrors, float64(st.AccessLog.Errors))
 	}
+	for _, c := range st.Certificates {
+		e.timestamp(d.certExpiry, c.NotAfter, c.Listener, c.Names, c.Source)
+	}
 	for name, n := range st.Panics {
 		e.counter(d.panics, float64(n), name)
 	}
