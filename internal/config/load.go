@@ -31,7 +31,7 @@ func Load(path string) (*Config, error) {
 func Parse(data []byte, name string) (*Config, error) {
 	var root yaml.Node
 	if err := yaml.Unmarshal(data, &root); err != nil {
-		return nil, ErrorList{syntaxError(name, err)}
+		return nil, ErrorList{syntaxError(name, data, err)}
 	}
 	cfg := &Config{File: name}
 	d := &decoder{file: name, lines: map[string]int{}}
@@ -52,21 +52,6 @@ func Parse(data []byte, name string) (*Config, error) {
 		return nil, errs
 	}
 	return cfg, nil
-}
-
-// syntaxError turns "yaml: line 3: did not find expected key" into a
-// positioned Error.
-func syntaxError(name string, err error) Error {
-	msg := strings.TrimPrefix(err.Error(), "yaml: ")
-	line := 0
-	if rest, ok := strings.CutPrefix(msg, "line "); ok {
-		if n, tail, ok := strings.Cut(rest, ": "); ok {
-			if l, err := strconv.Atoi(n); err == nil {
-				line, msg = l, tail
-			}
-		}
-	}
-	return Error{File: name, Line: line, Msg: "YAML syntax: " + msg}
 }
 
 // Line returns the line in the file where the value at key path p was
