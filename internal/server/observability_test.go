@@ -84,7 +84,8 @@ func TestMetricsAfterAHostDies(t *testing.T) {
 // A dead default pool under steady load writes a handful of log lines, not
 // one per request (incident 001's 1.5 GB an hour).
 func TestDeadPoolLogVolume(t *testing.T) {
-	t.Parallel()
+	// Not parallel: the bound is on lines per elapsed time, and a machine
+	// busy with the other tests stretches the episode.
 	if testing.Short() {
 		t.Skip("counts log lines over four aggregation intervals (4s); -short skips it")
 	}
