@@ -97,6 +97,7 @@ func (c *Config) setDefaults() {
 	c.setObservabilityDefaults()
 	c.setHealthDefaults()
 	c.setDegradedDefaults()
+	c.setAccessDefaults()
 	if c.Admin.Listen == "" {
 		c.Admin.Listen = DefaultAdminListen
 	}
@@ -196,6 +197,7 @@ func (c *Config) validate() ErrorList {
 	v.observability()
 	v.health()
 	v.degraded(pools)
+	v.access(pools)
 	return v.errs
 }
 

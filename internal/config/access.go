@@ -1,0 +1,503 @@
+package config
+
+// Access control at the edge (docs/access.md): method restrictions,
+// allow/deny lists, rate and concurrency limits, basic and forward auth.
+// Every decision here happens before any upstream attempt and is charged to
+// no backend. Validation reads no file: the compile functions of packages
+// acl and basicauth read the files these keys name.
+
+import (
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Access defaults. docs/access.md lists the same values.
+const (
+	DefaultRateLimitStatus    = http.StatusTooManyRequests
+	DefaultConnLimitStatus    = http.StatusTooManyRequests
+	DefaultZoneSize           = 65536
+	DefaultBasicAuthRealm     = "restricted"
+	DefaultAuthFailureBurst   = 5
+	DefaultForwardAuthTimeout = 5 * time.Second
+	DefaultSharedTimeout      = 50 * time.Millisecond
+	DefaultSharedProbe        = time.Second
+	DefaultSharedPrefix       = "sturdy:rl:"
+	// MaxZoneSize bounds a zone's table (about 100 bytes per key).
+	MaxZoneSize = 1 << 24
+)
+
+// DefaultAuthFailureRate is how fast a client may keep failing basic auth
+// once its burst is spent: 10 attempts a minute.
+var DefaultAuthFailureRate = Rate{N: 10, Per: time.Minute}
+
+// DefaultForwardAuthRequestHeaders are the client headers sent to the auth
+// service when request_headers is not given.
+var DefaultForwardAuthRequestHeaders = []string{"Cookie", "Authorization"}
+
+// Methods nginx's limit_except accepts; routes[].methods takes the same.
+var LimitExceptMethods = []string{
+	"GET", "HEAD", "POST", "PUT", "DELETE", "MKCOL", "COPY", "MOVE",
+	"OPTIONS", "PROPFIND", "PROPPATCH", "LOCK", "UNLOCK", "PATCH",
+}
+
+// Rate is a request rate written "10r/s" or "600r/m", as in nginx.
+type Rate struct {
+	N   int64         // requests
+	Per time.Duration // per second or per minute; 0 when unset
+}
+
+func (r *Rate) decodeScalar(s string) error {
+	num, unit, ok := strings.Cut(strings.TrimSpace(s), "r/")
+	n, err := strconv.ParseInt(num, 10, 64)
+	if !ok || err != nil || n < 1 || n > 1_000_000 || (unit != "s" && unit != "m") {
+		return fmt.Errorf("invalid rate %q; expected requests per second or minute, like 10r/s or 30r/m", s)
+	}
+	r.N, r.Per = n, time.Second
+	if unit == "m" {
+		r.Per = time.Minute
+	}
+	return nil
+}
+
+// Set reports whether the rate was given.
+func (r Rate) Set() bool { return r.N > 0 && r.Per > 0 }
+
+// Interval is the time one request "costs": 1/rate.
+func (r Rate) Interval() time.Duration { return r.Per / time.Duration(r.N) }
+
+func (r Rate) String() string {
+	if !r.Set() {
+		return ""
+	}
+	if r.Per == time.Minute {
+		return strconv.FormatInt(r.N, 10) + "r/m"
+	}
+	return strconv.FormatInt(r.N, 10) + "r/s"
+}
+
+// MarshalYAML writes the rate in the form it is read in.
+func (r Rate) MarshalYAML() (any, error) { return r.String(), nil }
+
+// RateLimitZone (top level, rate_limit_zones[]) is nginx's limit_req_zone:
+// a table of leaky buckets, one per key, that routes refer to by name.
+// Routes naming the same zone share its buckets.
+type RateLimitZone struct {
+	// Name identifies the zone in routes and metrics. Required, unique.
+	Name string `yaml:"name"`
+	// Key selects whose bucket a request fills: "client_ip" (default: the
+	// client's address, behind trusted proxies and the PROXY protocol),
+	// "header:NAME", "cookie:NAME" or "route". A request without the
+	// header or cookie is not limited by this zone (as in nginx).
+	Key string `yaml:"key"`
+	// Rate is the steady rate each key may send, "10r/s" or "600r/m". Required.
+	Rate Rate `yaml:"rate"`
+	// Size is the most keys the zone remembers. Default 65536, at most
+	// 16777216. See docs/access.md for what happens when it is full.
+	Size int `yaml:"size"`
+	// Attributed is a stricter limit for clients that attribution holds
+	// responsible for their own failures. Default: none (they get Rate).
+	Attributed *AttributedLimit `yaml:"attributed"`
+	// Shared keeps the zone's buckets in shared_limits' Redis, so that
+	// every sturdy instance sees one budget per key. Default false.
+	Shared bool `yaml:"shared"`
+}
+
+// AttributedLimit is the stricter bucket for attributed clients.
+type AttributedLimit struct {
+	// Rate is required and should be lower than the zone's.
+	Rate Rate `yaml:"rate"`
+	// Burst is how many requests above the rate are accepted. Default 0.
+	Burst int `yaml:"burst"`
+}
+
+// RateLimit (routes[].rate_limit[]) is nginx's limit_req.
+type RateLimit struct {
+	// Zone names a rate_limit_zones entry. Required.
+	Zone string `yaml:"zone"`
+	// Burst is how many requests above the rate are accepted (queued or
+	// passed) before requests are refused. Default 0.
+	Burst int `yaml:"burst"`
+	// NoDelay passes the burst at once instead of spacing it at the rate.
+	// Default false.
+	NoDelay bool `yaml:"nodelay"`
+	// Delay (nginx delay=N) passes the first Delay excess requests at once
+	// and spaces the rest of the burst. Default 0; at most Burst.
+	Delay int `yaml:"delay"`
+	// Status answers refused requests (nginx limit_req_status). Default 429,
+	// with Retry-After. 400 to 599.
+	Status int `yaml:"status"`
+}
+
+// ConnLimitZone (top level, conn_limit_zones[]) is nginx's limit_conn_zone:
+// a table of in-flight request counts, one per key.
+type ConnLimitZone struct {
+	// Name identifies the zone in routes and metrics. Required, unique.
+	Name string `yaml:"name"`
+	// Key is as for rate_limit_zones. Default client_ip.
+	Key string `yaml:"key"`
+	// Size is the most keys counted at once. Default 65536.
+	Size int `yaml:"size"`
+}
+
+// ConnLimit (routes[].conn_limit[]) is nginx's limit_conn.
+type ConnLimit struct {
+	// Zone names a conn_limit_zones entry. Required.
+	Zone string `yaml:"zone"`
+	// Max is how many requests of one key may be in flight. Required, >= 1.
+	Max int `yaml:"max"`
+	// Status answers refused requests (nginx limit_conn_status). Default 429
+	// (nginx's default is 503). 400 to 599.
+	Status int `yaml:"status"`
+}
+
+// AccessRule (routes[].access[]) is one nginx allow or deny line. Rules are
+// tried in order and the first that matches decides; a request no rule
+// matches is allowed, so lists usually end with { deny: all }.
+type AccessRule struct {
+	// Allow is an address, a CIDR or "all".
+	Allow string `yaml:"allow"`
+	// Deny is an address, a CIDR or "all".
+	Deny string `yaml:"deny"`
+	// AllowFile names a file of addresses and CIDRs, one per line (#
+	// comments), read at load and on every reload.
+	AllowFile string `yaml:"allow_file"`
+	// DenyFile is the same for deny.
+	DenyFile string `yaml:"deny_file"`
+}
+
+// BasicAuth (routes[].basic_auth) is nginx's auth_basic and
+// auth_basic_user_file.
+type BasicAuth struct {
+	// Realm is sent in WWW-Authenticate. Default "restricted".
+	Realm string `yaml:"realm"`
+	// Htpasswd names the user file (bcrypt, apr1, {SHA}, {SSHA}, {PLAIN}),
+	// read at load and on every reload. Required.
+	Htpasswd string `yaml:"htpasswd"`
+	// ForwardAuthorization passes the client's Authorization header to the
+	// backends. Default false: the password stays at the edge.
+	ForwardAuthorization bool `yaml:"forward_authorization"`
+	// FailureRate is how fast one client may keep failing once FailureBurst
+	// failures are spent; further attempts get 429 with Retry-After without
+	// being checked. Default 10r/m.
+	FailureRate Rate `yaml:"failure_rate"`
+	// FailureBurst is how many failures in a row are tolerated. Default 5.
+	FailureBurst int `yaml:"failure_burst"`
+}
+
+// ForwardAuth (routes[].forward_auth) is nginx's auth_request, Traefik's
+// forwardAuth and Caddy's forward_auth: each request is first asked about
+// to an auth service.
+type ForwardAuth struct {
+	// URL of the auth endpoint, http or https, like
+	// http://127.0.0.1:4180/oauth2/auth. Required.
+	URL string `yaml:"url"`
+	// Pool, when set, sends the sub-request to this pool's hosts (with
+	// their health checks) instead of URL's host; URL's host is then only
+	// the Host header. Default: none.
+	Pool string `yaml:"pool"`
+	// Timeout bounds the whole sub-request. Default 5s.
+	Timeout Duration `yaml:"timeout"`
+	// RequestHeaders are the client headers sent to the auth service.
+	// Default [Cookie, Authorization].
+	RequestHeaders []string `yaml:"request_headers"`
+	// CopyHeaders are the auth answer's headers set on the upstream request
+	// after a 2xx, like X-Auth-Request-User. Default: none.
+	CopyHeaders []string `yaml:"copy_headers"`
+}
+
+// SharedLimits (top level, shared_limits) is the Redis that zones with
+// shared: true keep their buckets in.
+type SharedLimits struct {
+	// Redis is host:port. Required.
+	Redis string `yaml:"redis"`
+	// DB is the Redis database number. Default 0.
+	DB int `yaml:"db"`
+	// Prefix starts every key sturdy writes. Default "sturdy:rl:".
+	Prefix string `yaml:"prefix"`
+	// Timeout bounds one call; a call that fails or times out switches the
+	// zones to their local buckets until Redis answers again. Default 50ms.
+	Timeout Duration `yaml:"timeout"`
+	// Probe is how often an unreachable Redis is tried again. Default 1s.
+	Probe Duration `yaml:"probe"`
+}
+
+func (c *Config) setAccessDefaults() {
+	for i := range c.RateLimitZones {
+		z := &c.RateLimitZones[i]
+		if z.Key == "" {
+			z.Key = DefaultHashKey
+		}
+		setDefaultInt(&z.Size, DefaultZoneSize)
+	}
+	for i := range c.ConnLimitZones {
+		z := &c.ConnLimitZones[i]
+		if z.Key == "" {
+			z.Key = DefaultHashKey
+		}
+		setDefaultInt(&z.Size, DefaultZoneSize)
+	}
+	if s := c.SharedLimits; s != nil {
+		if s.Prefix == "" {
+			s.Prefix = DefaultSharedPrefix
+		}
+		setDefault(&s.Timeout, DefaultSharedTimeout)
+		setDefault(&s.Probe, DefaultSharedProbe)
+	}
+	for i := range c.Routes {
+		r := &c.Routes[i]
+		for j := range r.RateLimit {
+			setDefaultInt(&r.RateLimit[j].Status, DefaultRateLimitStatus)
+		}
+		for j := range r.ConnLimit {
+			setDefaultInt(&r.ConnLimit[j].Status, DefaultConnLimitStatus)
+		}
+		for j, m := range r.Methods {
+			r.Methods[j] = strings.ToUpper(m)
+		}
+		if b := r.BasicAuth; b != nil {
+			if b.Realm == "" {
+				b.Realm = DefaultBasicAuthRealm
+			}
+			if !b.FailureRate.Set() {
+				b.FailureRate = DefaultAuthFailureRate
+			}
+			if b.FailureBurst == 0 && !c.Has(fmt.Sprintf("routes[%d].basic_auth.failure_burst", i)) {
+				b.FailureBurst = DefaultAuthFailureBurst
+			}
+		}
+		if f := r.ForwardAuth; f != nil {
+			setDefault(&f.Timeout, DefaultForwardAuthTimeout)
+			if f.RequestHeaders == nil {
+				f.RequestHeaders = append([]string(nil), DefaultForwardAuthRequestHeaders...)
+			}
+		}
+	}
+}
+
+func (v *validator) access(pools map[string]bool) {
+	c := v.c
+	rz := v.zoneNames("rate_limit_zones", len(c.RateLimitZones), func(i int) (string, string, int) {
+		z := c.RateLimitZones[i]
+		return z.Name, z.Key, z.Size
+	})
+	cz := v.zoneNames("conn_limit_zones", len(c.ConnLimitZones), func(i int) (string, string, int) {
+		z := c.ConnLimitZones[i]
+		return z.Name, z.Key, z.Size
+	})
+	shared := false
+	for i, z := range c.RateLimitZones {
+		p := fmt.Sprintf("rate_limit_zones[%d]", i)
+		if !z.Rate.Set() {
+			v.errorf(p+".rate", "missing; expected a rate like 10r/s or 600r/m")
+		}
+		if a := z.Attributed; a != nil {
+			if !a.Rate.Set() {
+				v.errorf(p+".attributed.rate", "missing; expected a rate lower than the zone's, like 1r/s")
+			} else if z.Rate.Set() && a.Rate.Interval() < z.Rate.Interval() {
+				v.errorf(p+".attributed.rate", "%s is faster than the zone's %s; the limit for attributed clients should be stricter", a.Rate, z.Rate)
+			}
+			if a.Burst < 0 {
+				v.errorf(p+".attributed.burst", "must not be negative")
+			}
+		}
+		shared = shared || z.Shared
+		if z.Shared && c.SharedLimits == nil {
+			v.errorf(p+".shared", "no shared_limits store is configured; add shared_limits: { redis: HOST:PORT } or remove shared")
+		}
+	}
+	if s := c.SharedLimits; s != nil {
+		v.checkAddr("shared_limits.redis", s.Redis)
+		if s.DB < 0 {
+			v.errorf("shared_limits.db", "must not be negative")
+		}
+		if s.Timeout.D() > 5*time.Second {
+			v.errorf("shared_limits.timeout", "%s is longer than 5s; every request of a shared zone could wait that long while Redis hangs", s.Timeout)
+		}
+		if !shared {
+			v.errorf("shared_limits", "no rate_limit_zones entry has shared: true; remove shared_limits or share a zone")
+		}
+	}
+	for i := range c.Routes {
+		v.routeAccess(fmt.Sprintf("routes[%d]", i), &c.Routes[i], rz, cz, pools)
+	}
+}
+
+// zoneNames checks names, keys and sizes of one zone list and returns the
+// names defined.
+func (v *validator) zoneNames(list string, n int, at func(int) (name, key string, size int)) map[string]bool {
+	names := map[string]int{}
+	for i := range n {
+		name, key, size := at(i)
+		p := fmt.Sprintf("%s[%d]", list, i)
+		v.uniqueName(p, name, "zone", names, i)
+		if _, _, err := ParseLimitKey(key); err != nil {
+			v.errorf(p+".key", "%v", err)
+		}
+		if size < 1 || size > MaxZoneSize {
+			v.errorf(p+".size", "size %d out of range; expected 1 to %d keys", size, MaxZoneSize)
+		}
+	}
+	known := make(map[string]bool, len(names))
+	for name := range names {
+		known[name] = true
+	}
+	return known
+}
+
+func (v *validator) routeAccess(p string, r *Route, rz, cz, pools map[string]bool) {
+	known := map[string]bool{}
+	for _, m := range LimitExceptMethods {
+		known[m] = true
+	}
+	for j, m := range r.Methods {
+		if !known[m] {
+			v.errorf(fmt.Sprintf("%s.methods[%d]", p, j), "unknown method %q; expected one of: %s", m, strings.Join(LimitExceptMethods, ", "))
+		}
+	}
+	for j, a := range r.Access {
+		ap := fmt.Sprintf("%s.access[%d]", p, j)
+		set := 0
+		for _, s := range []string{a.Allow, a.Deny, a.AllowFile, a.DenyFile} {
+			if s != "" {
+				set++
+			}
+		}
+		if set != 1 {
+			v.errorf(ap, "give exactly one of allow, deny, allow_file or deny_file in each rule, like { allow: 10.0.0.0/8 }")
+			continue
+		}
+		key, s := "allow", a.Allow
+		if a.Deny != "" {
+			key, s = "deny", a.Deny
+		}
+		if s != "" && s != "all" {
+			if _, err := ParsePrefix(s); err != nil {
+				v.errorf(ap+"."+key, "%v (or all)", err)
+			}
+		}
+	}
+	seen := map[string]int{}
+	for j, l := range r.RateLimit {
+		lp := fmt.Sprintf("%s.rate_limit[%d]", p, j)
+		if l.Zone == "" {
+			v.errorf(lp+".zone", "missing; expected the name of a rate_limit_zones entry")
+		} else if !rz[l.Zone] {
+			v.errorf(lp+".zone", "no rate limit zone named %q; define it under rate_limit_zones", l.Zone)
+		} else if k, dup := seen[l.Zone]; dup {
+			v.errorf(lp+".zone", "zone %q is already used by rate_limit[%d] of this route", l.Zone, k)
+		}
+		seen[l.Zone] = j
+		if l.Burst < 0 {
+			v.errorf(lp+".burst", "must not be negative")
+		}
+		if l.Delay < 0 || l.Delay > l.Burst {
+			v.errorf(lp+".delay", "delay %d out of range; expected 0 to burst (%d)", l.Delay, l.Burst)
+		}
+		if l.NoDelay && l.Delay > 0 {
+			v.errorf(lp+".delay", "give nodelay or delay, not both")
+		}
+		v.checkStatus(lp+".status", l.Status)
+	}
+	clear(seen)
+	for j, l := range r.ConnLimit {
+		lp := fmt.Sprintf("%s.conn_limit[%d]", p, j)
+		if l.Zone == "" {
+			v.errorf(lp+".zone", "missing; expected the name of a conn_limit_zones entry")
+		} else if !cz[l.Zone] {
+			v.errorf(lp+".zone", "no conn limit zone named %q; define it under conn_limit_zones", l.Zone)
+		} else if k, dup := seen[l.Zone]; dup {
+			v.errorf(lp+".zone", "zone %q is already used by conn_limit[%d] of this route", l.Zone, k)
+		}
+		seen[l.Zone] = j
+		if l.Max < 1 {
+			v.errorf(lp+".max", "max %d; expected at least 1 request in flight per key", l.Max)
+		}
+		v.checkStatus(lp+".status", l.Status)
+	}
+	if b := r.BasicAuth; b != nil {
+		if b.Htpasswd == "" {
+			v.errorf(p+".basic_auth.htpasswd", "missing; expected an htpasswd file (htpasswd -cB FILE USER writes one)")
+		}
+		if strings.ContainsAny(b.Realm, "\"\\\r\n") {
+			v.errorf(p+".basic_auth.realm", "realm %q holds quotes, backslashes or line breaks", b.Realm)
+		}
+		if b.FailureBurst < 0 {
+			v.errorf(p+".basic_auth.failure_burst", "must not be negative")
+		}
+	}
+	if f := r.ForwardAuth; f != nil {
+		v.forwardAuth(p+".forward_auth", f, pools)
+	}
+}
+
+func (v *validator) forwardAuth(p string, f *ForwardAuth, pools map[string]bool) {
+	if f.URL == "" {
+		v.errorf(p+".url", "missing; expected the auth endpoint, like http://127.0.0.1:4180/oauth2/auth")
+	} else if u, err := url.Parse(f.URL); err != nil {
+		v.errorf(p+".url", "invalid URL: %v", unwrapURLError(err))
+	} else if u.Scheme != "http" && u.Scheme != "https" {
+		v.errorf(p+".url", "scheme %q not supported; expected http or https", u.Scheme)
+	} else if u.Host == "" {
+		v.errorf(p+".url", "URL %q has no host", f.URL)
+	}
+	if f.Pool != "" && !pools[f.Pool] {
+		v.errorf(p+".pool", "no pool named %q; define it under pools", f.Pool)
+	}
+	if f.Timeout.D() <= 0 {
+		v.errorf(p+".timeout", "must be positive; a sub-request that may wait forever holds every request behind it")
+	}
+	for j, h := range f.RequestHeaders {
+		if !validHeaderName(h) {
+			v.errorf(fmt.Sprintf("%s.request_headers[%d]", p, j), "invalid header name %q", h)
+		}
+	}
+	for j, h := range f.CopyHeaders {
+		if !validHeaderName(h) {
+			v.errorf(fmt.Sprintf("%s.copy_headers[%d]", p, j), "invalid header name %q", h)
+		}
+	}
+}
+
+func (v *validator) checkStatus(p string, s int) {
+	if s < 400 || s > 599 {
+		v.errorf(p, "status %d out of range; expected 400 to 599 (usually 429 or 503)", s)
+	}
+}
+
+func validHeaderName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c == '-' || c == '_' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z') {
+			return false
+		}
+	}
+	return true
+}
+
+// Limit key kinds, as ParseLimitKey returns them.
+const (
+	KeyClientIP = "client_ip"
+	KeyHeader   = "header"
+	KeyCookie   = "cookie"
+	KeyRoute    = "route"
+)
+
+// ParseLimitKey splits a zone key into its kind (client_ip, header,
+// cookie, route) and the header or cookie name.
+func ParseLimitKey(s string) (kind, name string, err error) {
+	if s == KeyClientIP || s == KeyRoute {
+		return s, "", nil
+	}
+	kind, name, ok := strings.Cut(s, ":")
+	if ok && (kind == KeyHeader && validHeaderName(name) || kind == KeyCookie && name != "" && !strings.ContainsAny(name, "=; \t")) {
+		return kind, name, nil
+	}
+	return "", "", fmt.Errorf("invalid key %q; expected client_ip, route, header:NAME or cookie:NAME", s)
+}
