@@ -46,7 +46,7 @@ type Table struct {
 const evictScan = 8
 
 type shard struct {
-	mu sync.Mutex // guards everything below
+	mu   sync.Mutex // guards everything below
 	idx  index
 	ents []entry
 	// head is the most recently used slot, tail the least; -1 when empty.
