@@ -3,6 +3,8 @@ package ratelimit
 import (
 	"context"
 	"errors"
+	"io"
+	"net"
 	"sync/atomic"
 	"time"
 
@@ -58,6 +60,7 @@ func NewShared(cfg *config.SharedLimits, onEvent func(SharedEvent)) *Shared {
 			// A failed call falls back at once; retrying would make every
 			// request of the zone wait for a Redis that is not there.
 			MaxRetries:      -1,
+			DialerRetries:   1,
 			DisableIdentity: true,
 		}),
 		addr: cfg.Redis, prefix: cfg.Prefix, probe: probe, onEvent: onEvent,
@@ -86,6 +89,9 @@ func (s *Shared) Run(ctx context.Context) error {
 		if s.up.Load() {
 			continue
 		}
+		if !s.answers(ctx) {
+			continue
+		}
 		pctx, cancel := context.WithTimeout(ctx, s.probe)
 		err := s.client.Ping(pctx).Err()
 		cancel()
@@ -93,6 +99,28 @@ func (s *Shared) Run(ctx context.Context) error {
 			s.onEvent(SharedEvent{Addr: s.addr, Up: true})
 		}
 	}
+}
+
+// answers reports whether Redis answers PING on a connection of its own.
+// The probe does not go through the client: its pool logs every failed
+// dial, which would be a line per probe for as long as Redis is down.
+func (s *Shared) answers(ctx context.Context) bool {
+	ctx, cancel := context.WithTimeout(ctx, s.probe)
+	defer cancel()
+	var d net.Dialer
+	c, err := d.DialContext(ctx, "tcp", s.addr)
+	if err != nil {
+		return false
+	}
+	defer c.Close()
+	deadline, _ := ctx.Deadline()
+	c.SetDeadline(deadline)
+	if _, err := c.Write([]byte("PING\r\n")); err != nil {
+		return false
+	}
+	buf := make([]byte, 7)
+	_, err = io.ReadFull(c, buf)
+	return err == nil && string(buf) == "+PONG\r\n"
 }
 
 // Close closes the connections (for a Shared that Run never ran).
