@@ -16,6 +16,23 @@ import (
 var passwords = map[string]string{
 	"alice": "wonder land", "bob": "builder", "carol": "c4r0l", "dave": "dave pass",
 	"eve": "eve", "frank": "frank", "grace": "not secret",
+	"heidi": "Hello world!", "ivan": "Hello world!",
+}
+
+// The test vectors of Drepper's SHA-crypt specification, with rounds.
+func TestSHACryptVectors(t *testing.T) {
+	for _, tc := range []struct{ setting, password, want string }{
+		{"$5$saltstring", "Hello world!", "$5$saltstring$5B8vYYiY.CVt1RlTTf8KbXBH3hsxY/GNooZaBBGWEc5"},
+		{"$5$rounds=10000$saltstringsaltstring", "Hello world!", "$5$rounds=10000$saltstringsaltst$3xv.VbSHBb41AL9AvLeujZkZRBAwqFMz2.opqey6IcA"},
+		{"$5$rounds=10$roundstoolow", "the minimum number is still observed", "$5$rounds=1000$roundstoolow$yfvwcWrQ8l/K0DAWyuPMDNHpIVlTQebY9l/gL972bIC"},
+		{"$6$saltstring", "Hello world!", "$6$saltstring$svn8UoSVapNtMuq1ukKS4tPQd8iKwSMHWjl/O817G3uBnIFNjnQJuesI68u4OTLiBFdcbYEdFCoEOfaS35inz1"},
+		{"$6$rounds=10000$saltstringsaltstring", "Hello world!", "$6$rounds=10000$saltstringsaltst$OW1/O6BYHV6BcXZu8QVeXbDWra3Oeqh0sbHbbMCVNSnCM/UrjmM0Dp8vOuZeHBy/YTBmSK6H9qs/y3RnOaw5v."},
+		{"$6$rounds=1400$anotherlongsaltstring", "a very much longer text to encrypt.  This one even stretches over morethan one line.", "$6$rounds=1400$anotherlongsalts$POfYwTEok97VWcjxIiSOjiykti.o/pQs.wPvMxQ6Fm7I6IoYN3CmLs66x9t0oSwbtEW7o7UmJEiDwGqd8p4ur1"},
+	} {
+		if got := shaCrypt(tc.password, tc.setting); got != tc.want {
+			t.Errorf("%s:\n got %s\nwant %s", tc.setting, got, tc.want)
+		}
+	}
 }
 
 func compile(t *testing.T, file string, prev *Auth) *Auth {
@@ -60,6 +77,25 @@ func TestTheDummyHashIsRealBcrypt(t *testing.T) {
 	}
 }
 
+// Hashes written by the openssl on this machine, when it is installed.
+func TestHashesWrittenByOpenssl(t *testing.T) {
+	bin, err := exec.LookPath("openssl")
+	if err != nil {
+		t.Skip("openssl not installed; the fixtures in testdata cover its formats")
+	}
+	for _, flag := range []string{"-1", "-apr1", "-5", "-6"} {
+		out, err := exec.Command(bin, "passwd", flag, "pass word "+flag).Output()
+		if err != nil {
+			t.Fatalf("openssl passwd %s: %v", flag, err)
+		}
+		h := strings.TrimSpace(string(out))
+		s, err := schemeOf(h)
+		if err != nil || !verify(s, h, "pass word "+flag) || verify(s, h, "pass word") {
+			t.Errorf("openssl passwd %s: %s: wrong verdict (%v)", flag, h, err)
+		}
+	}
+}
+
 // Files written by the htpasswd on this machine, when it is installed.
 func TestFilesWrittenByHtpasswd(t *testing.T) {
 	bin, err := exec.LookPath("htpasswd")
@@ -88,7 +124,7 @@ func TestUnusableFilesAreLoadErrorsNamingTheLine(t *testing.T) {
 	dir := t.TempDir()
 	for _, tc := range []struct{ body, want string }{
 		{"a:$2y$05$6KfVJl2.i/7wZw8Ey8a59Oy8H2RU4aPVlb2pMcT5j3dpbwkEFKYp.\ngina:3vFtjoRF3lp0A\n", `:2: user "gina": DES crypt (htpasswd -d) is not supported`},
-		{"# only\n\nsam:$6$saltstring$svn8UoSVapNtMuq1ukKS4tPQd8iKwSMHWjl/O817G3uBnIFNjnQJuesI68u4OTLiBFdcbYEdFCoEOfaS35inz1\n", `:3: user "sam": SHA-crypt ($5$, $6$) is not supported; regenerate with htpasswd -B`},
+		{"# only\n\nsam:$y$j9T$Fq3.dNV1sBfOqvV0lHz.1/$ZpCB0y8AcSIpjKEY4HMeTaJeQ6trZ4dK5kkFBqLXsW2\n", `:3: user "sam": yescrypt and scrypt are not supported; regenerate with htpasswd -B`},
 		{"nocolon\n", ":1: expected user:hash"},
 		{"a:{PLAIN}x\na:{PLAIN}y\n", `:2: user "a" is listed twice`},
 		{"a:{SHA}short\n", `:1: user "a": malformed {SHA} hash`},

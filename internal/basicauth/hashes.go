@@ -13,12 +13,12 @@ import (
 
 // The password forms of htpasswd files that nginx accepts and sturdy
 // supports: bcrypt ($2a$, $2b$, $2y$, htpasswd -B), Apache's MD5 (apr1,
-// htpasswd -m, htpasswd's default), MD5-crypt ($1$), RFC 2307 {SHA}
-// (htpasswd -s), {SSHA} (salted, OpenLDAP and Dovecot) and {PLAIN}.
-// nginx also accepts whatever the system's crypt(3) does: DES (htpasswd
-// -d, which truncates passwords to 8 bytes), SHA-crypt ($5$, $6$) and
-// yescrypt ($y$); sturdy refuses those at load, naming the user, so that a
-// file is never half-working.
+// htpasswd -m, htpasswd's default), MD5-crypt ($1$), SHA-crypt ($5$, $6$,
+// openssl passwd -5/-6), RFC 2307 {SHA} (htpasswd -s), {SSHA} (salted,
+// OpenLDAP and Dovecot) and {PLAIN}. nginx also accepts whatever else the
+// system's crypt(3) does: DES (htpasswd -d, which truncates passwords to 8
+// bytes) and yescrypt ($y$); sturdy refuses those at load, naming the
+// user, so that a file is never half-working.
 
 // scheme verifies one stored hash.
 type scheme uint8
@@ -26,6 +26,7 @@ type scheme uint8
 const (
 	schemeBcrypt scheme = iota + 1
 	schemeMD5Crypt
+	schemeSHACrypt
 	schemeSHA
 	schemeSSHA
 	schemePlain
@@ -57,7 +58,10 @@ func schemeOf(h string) (scheme, error) {
 	case strings.HasPrefix(h, "{PLAIN}"):
 		return schemePlain, nil
 	case strings.HasPrefix(h, "$5$"), strings.HasPrefix(h, "$6$"):
-		return 0, errors.New("SHA-crypt ($5$, $6$) is not supported; regenerate with htpasswd -B (bcrypt)")
+		if n := strings.Count(h, "$"); n != 3 && !(n == 4 && strings.HasPrefix(h[3:], "rounds=")) {
+			return 0, errors.New("malformed SHA-crypt hash")
+		}
+		return schemeSHACrypt, nil
 	case strings.HasPrefix(h, "$y$"), strings.HasPrefix(h, "$7$"):
 		return 0, errors.New("yescrypt and scrypt are not supported; regenerate with htpasswd -B (bcrypt)")
 	case len(h) == 13 && !strings.ContainsAny(h, "${}"):
@@ -74,6 +78,8 @@ func verify(s scheme, h, password string) bool {
 		return bcrypt.CompareHashAndPassword([]byte(h), []byte(password)) == nil
 	case schemeMD5Crypt:
 		return subtle.ConstantTimeCompare([]byte(md5Crypt(password, h)), []byte(h)) == 1
+	case schemeSHACrypt:
+		return subtle.ConstantTimeCompare([]byte(shaCrypt(password, h)), []byte(h)) == 1
 	case schemeSHA:
 		sum := sha1.Sum([]byte(password))
 		want, _ := base64.StdEncoding.DecodeString(h[5:])
@@ -141,7 +147,6 @@ func md5Crypt(password, setting string) string {
 		}
 		final = c.Sum(final[:0])
 	}
-	const itoa64 = "./0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 	out := []byte(magic + salt + "$")
 	enc := func(v uint32, n int) {
 		for range n {
