@@ -246,7 +246,8 @@ func (h *Held) Release() {
 	*h = Held{}
 }
 
-// Refusal says which limit refused a request.
+// Refusal says which limit refused a request. Acquire returns the limit's
+// own Refusal (no allocation per refusal): do not modify it.
 type Refusal struct {
 	Status int
 	Zone   string

@@ -189,3 +189,45 @@ func (l *Limits) zonesStats() (Stat, ZoneStat) {
 	st := Stat{Fallback: c.Fallback.Load()}
 	return st, ZoneStat{Shared: z.shared != nil, SharedUp: z.shared.Up()}
 }
+
+// The cost of a shared zone's decision: one round trip to a redis-server
+// on loopback.
+//
+//	go test -run '^$' -bench Shared -benchmem ./internal/ratelimit
+func BenchmarkSharedDecide(b *testing.B) {
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		b.Skip("redis-server not installed")
+	}
+	l, _ := net.Listen("tcp", "127.0.0.1:0")
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	cmd := exec.Command(bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", b.TempDir())
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	addr := "127.0.0.1:" + strconv.Itoa(port)
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if c, err := net.Dial("tcp", addr); err == nil {
+			c.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			b.Fatal("redis-server did not start")
+		}
+	}
+	sh := NewShared(&config.SharedLimits{Redis: addr, Timeout: config.Duration(time.Second)}, nil)
+	defer sh.Close()
+	zs, _ := CompileZones([]config.RateLimitZone{{Name: "z", Key: "client_ip", Rate: config.Rate{N: 1000000, Per: time.Second}, Size: 1024, Shared: true}}, sh, nil)
+	lim, _ := zs.Route("routes[0]", "api", []config.RateLimit{{Zone: "z", Burst: 1000000, NoDelay: true}})
+	r := request(b)
+	c := Client{Addr: "192.0.2.10"}
+	b.ReportAllocs()
+	for b.Loop() {
+		lim.Decide(r, c, time.Now())
+	}
+	if st, _ := zs.Stats(); st[0].Fallback != 0 {
+		b.Fatalf("%d decisions fell back: Redis was not used", st[0].Fallback)
+	}
+}

@@ -121,10 +121,6 @@ func (v Verdict) String() string {
 	return "reject"
 }
 
-// Untracked is the Decision for a key that found its shard full of keys
-// still being limited (see Table).
-var untrackedDecision = Decision{Verdict: Allow}
-
 // Take charges one request of key at now against a bucket that accepts
 // burst requests above the rate, of which the first delay pass at once
 // (delay < 0: all of them, nginx's nodelay). A rejected request is not
@@ -139,7 +135,7 @@ func (t *Table) Take(key string, now time.Time, burst, delay int) (d Decision, u
 		if i = s.insert(key, h, n, t.interval); i < 0 {
 			s.untracked++
 			s.mu.Unlock()
-			return untrackedDecision, true
+			return Decision{}, true // let through: see Table
 		}
 		s.mu.Unlock()
 		return Decision{}, false // a new bucket is empty: nginx passes its first request
