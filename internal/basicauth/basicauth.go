@@ -38,8 +38,12 @@ const failureTableSize = 16384
 
 // Auth is one route's compiled basic_auth. Safe for concurrent use.
 type Auth struct {
-	cfg       config.BasicAuth
-	users     map[string]user
+	cfg   config.BasicAuth
+	users map[string]user
+	// decoy is the file's first user: an unknown user's password is
+	// checked against it (and refused whatever the result), so that a
+	// wrong user name takes as long as a wrong password.
+	decoy     user
 	challenge string
 	cache     *cache
 	failures  *ratelimit.Table
@@ -68,7 +72,7 @@ func Compile(path string, cfg *config.BasicAuth, prev *Auth) (*Auth, error) {
 	if cfg == nil {
 		return nil, nil
 	}
-	users, err := ReadFile(cfg.Htpasswd)
+	users, first, err := readFile(cfg.Htpasswd)
 	if err != nil {
 		return nil, fmt.Errorf("%s.htpasswd: %v", path, err)
 	}
@@ -80,8 +84,14 @@ func Compile(path string, cfg *config.BasicAuth, prev *Auth) (*Auth, error) {
 	if !rate.Set() {
 		rate = config.DefaultAuthFailureRate
 	}
-	a := &Auth{cfg: *cfg, users: users, challenge: `Basic realm="` + realm + `", charset="UTF-8"`}
+	if cfg.FailureBurst < 0 {
+		return nil, fmt.Errorf("%s.failure_burst: must not be negative", path)
+	}
+	a := &Auth{cfg: *cfg, users: users, decoy: users[first], challenge: `Basic realm="` + realm + `", charset="UTF-8"`}
 	a.cfg.FailureRate = rate
+	if a.cfg.FailureBurst == 0 {
+		a.cfg.FailureBurst = config.DefaultAuthFailureBurst
+	}
 	if prev != nil {
 		a.cache, a.C = prev.cache, prev.C
 		if prev.cfg.FailureRate == rate {
@@ -100,14 +110,15 @@ func Compile(path string, cfg *config.BasicAuth, prev *Auth) (*Auth, error) {
 	return a, nil
 }
 
-// ReadFile reads an htpasswd file: user:hash lines, # comments, blank
-// lines ignored. Errors name the file and line.
-func ReadFile(name string) (map[string]user, error) {
+// readFile reads an htpasswd file: user:hash lines, # comments, blank
+// lines ignored. It also returns the first user's name. Errors name the
+// file and line.
+func readFile(name string) (users map[string]user, first string, err error) {
 	b, err := os.ReadFile(name)
 	if err != nil {
-		return nil, fmt.Errorf("cannot read the password file: %v", err)
+		return nil, "", fmt.Errorf("cannot read the password file: %v", err)
 	}
-	users := map[string]user{}
+	users = map[string]user{}
 	sc := bufio.NewScanner(bytes.NewReader(b))
 	for n := 1; sc.Scan(); n++ {
 		line := strings.TrimRight(sc.Text(), " \t\r")
@@ -116,23 +127,26 @@ func ReadFile(name string) (map[string]user, error) {
 		}
 		login, hash, ok := strings.Cut(line, ":")
 		if !ok || login == "" {
-			return nil, fmt.Errorf("%s:%d: expected user:hash", name, n)
+			return nil, "", fmt.Errorf("%s:%d: expected user:hash", name, n)
 		}
 		// Apache's htdigest files and some tools add fields after the hash.
 		hash, _, _ = strings.Cut(hash, ":")
 		s, err := schemeOf(hash)
 		if err != nil {
-			return nil, fmt.Errorf("%s:%d: user %q: %v", name, n, login, err)
+			return nil, "", fmt.Errorf("%s:%d: user %q: %v", name, n, login, err)
 		}
 		if _, dup := users[login]; dup {
-			return nil, fmt.Errorf("%s:%d: user %q is listed twice", name, n, login)
+			return nil, "", fmt.Errorf("%s:%d: user %q is listed twice", name, n, login)
 		}
 		users[login] = user{hash: hash, scheme: s}
+		if first == "" {
+			first = login
+		}
 	}
 	if len(users) == 0 {
-		return nil, fmt.Errorf("%s: no users; add one with htpasswd -B %s USER", name, name)
+		return nil, "", fmt.Errorf("%s: no users; add one with htpasswd -B %s USER", name, name)
 	}
-	return users, nil
+	return users, first, nil
 }
 
 // Users is how many users the file lists.
@@ -153,8 +167,12 @@ type Result struct {
 // the proxy decided it, the key failures are counted under; now comes from
 // the process's clock.
 func (a *Auth) Check(r *http.Request, client string, now time.Time) Result {
+	// The failure bucket's burst is FailureBurst-1: its first request is
+	// free, so after FailureBurst failures in a row the next attempt is
+	// refused.
+	burst := a.cfg.FailureBurst - 1
 	if client != "" {
-		if blocked, wait := a.failures.Blocked(client, now, a.cfg.FailureBurst); blocked {
+		if blocked, wait := a.failures.Blocked(client, now, burst); blocked {
 			a.C.Blocked.Add(1)
 			return Result{Status: http.StatusTooManyRequests, RetryAfter: wait}
 		}
@@ -166,19 +184,15 @@ func (a *Auth) Check(r *http.Request, client string, now time.Time) Result {
 	}
 	a.C.Failed.Add(1)
 	if ok && client != "" { // a request without credentials is not a guess
-		a.failures.Take(client, now, a.cfg.FailureBurst, -1)
+		a.failures.Take(client, now, burst, -1)
 	}
 	return Result{Status: http.StatusUnauthorized}
 }
 
-// dummy is verified for unknown users so that a wrong user name takes as
-// long as a wrong password (htpasswd -nbB -C 10 x x).
-const dummy = "$2y$10$xqTLeA8LNGmAxOU9e2U3GeQKiNvXshd1I4Ix8rPeuPAUwM9n34Yy."
-
 func (a *Auth) verify(name, password string) bool {
 	u, known := a.users[name]
 	if !known {
-		verify(schemeBcrypt, dummy, password)
+		verify(a.decoy.scheme, a.decoy.hash, password)
 		return false
 	}
 	k := a.cache.key(name, password)

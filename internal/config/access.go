@@ -184,7 +184,8 @@ type BasicAuth struct {
 	// failures are spent; further attempts get 429 with Retry-After without
 	// being checked. Default 10r/m.
 	FailureRate Rate `yaml:"failure_rate"`
-	// FailureBurst is how many failures in a row are tolerated. Default 5.
+	// FailureBurst is how many failures in a row a client may make; the
+	// attempt after them gets 429. Default 5.
 	FailureBurst int `yaml:"failure_burst"`
 }
 
@@ -265,9 +266,7 @@ func (c *Config) setAccessDefaults() {
 			if !b.FailureRate.Set() {
 				b.FailureRate = DefaultAuthFailureRate
 			}
-			if b.FailureBurst == 0 && !c.Has(fmt.Sprintf("routes[%d].basic_auth.failure_burst", i)) {
-				b.FailureBurst = DefaultAuthFailureBurst
-			}
+			setDefaultInt(&b.FailureBurst, DefaultAuthFailureBurst)
 		}
 		if f := r.ForwardAuth; f != nil {
 			setDefault(&f.Timeout, DefaultForwardAuthTimeout)
@@ -426,7 +425,7 @@ func (v *validator) routeAccess(p string, r *Route, rz, cz, pools map[string]boo
 			v.errorf(p+".basic_auth.realm", "realm %q holds quotes, backslashes or line breaks", b.Realm)
 		}
 		if b.FailureBurst < 0 {
-			v.errorf(p+".basic_auth.failure_burst", "must not be negative")
+			v.errorf(p+".basic_auth.failure_burst", "must not be negative; it counts the failures allowed in a row (default %d)", DefaultAuthFailureBurst)
 		}
 	}
 	if f := r.ForwardAuth; f != nil {
