@@ -211,4 +211,3 @@ func validHeaderName(s string) bool {
 	}
 	return true
 }
-
