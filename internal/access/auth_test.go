@@ -98,4 +98,3 @@ routes:
 		t.Fatalf("signed in: %d %q", resp.StatusCode, body)
 	}
 }
-
