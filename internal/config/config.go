@@ -38,6 +38,10 @@ type Config struct {
 	Webhooks []Webhook `yaml:"webhooks"`
 	// ACME obtains certificates for listeners with tls.acme (tls.go).
 	ACME *ACME `yaml:"acme"`
+	// Zones for routes' rate_limit and conn_limit, and their shared store (access.go).
+	RateLimitZones []RateLimitZone `yaml:"rate_limit_zones"` // nginx limit_req_zone (access.go)
+	ConnLimitZones []ConnLimitZone `yaml:"conn_limit_zones"` // nginx limit_conn_zone (access.go)
+	SharedLimits   *SharedLimits   `yaml:"shared_limits"`    // Redis for shared zones (access.go)
 
 	// File is the path the config was loaded from ("" when embedded).
 	File string `yaml:"-"`
@@ -151,6 +155,13 @@ type Route struct {
 	Cache RouteCache `yaml:"cache"`
 	// ClientCert is none (default) or required: a certificate verified against the listener's client_auth.ca, else 403.
 	ClientCert string `yaml:"client_cert"`
+	// Access control at the edge, before any upstream attempt (access.go).
+	Methods     []string     `yaml:"methods"`      // allowed methods, nginx limit_except (access.go)
+	Access      []AccessRule `yaml:"access"`       // allow/deny rules, first match wins (access.go)
+	RateLimit   []RateLimit  `yaml:"rate_limit"`   // nginx limit_req (access.go)
+	ConnLimit   []ConnLimit  `yaml:"conn_limit"`   // nginx limit_conn (access.go)
+	BasicAuth   *BasicAuth   `yaml:"basic_auth"`   // nginx auth_basic (access.go)
+	ForwardAuth *ForwardAuth `yaml:"forward_auth"` // nginx auth_request (access.go)
 }
 
 // Timeouts of a route.

@@ -82,6 +82,7 @@ func (c *Config) setDefaults() {
 	c.setHealthDefaults()
 	c.setDegradedDefaults()
 	c.setTLSDefaults()
+	c.setAccessDefaults()
 	if c.Admin.Listen == "" {
 		c.Admin.Listen = DefaultAdminListen
 	}
@@ -189,6 +190,7 @@ func (c *Config) validate() ErrorList {
 	v.health()
 	v.degraded(pools)
 	v.tls()
+	v.access(pools)
 	return v.errs
 }
 
