@@ -137,7 +137,8 @@ type Route struct {
 	// Default marks the route that answers requests whose Host matches no
 	// route. At most one route may be the default.
 	Default bool `yaml:"default"`
-	// Pool names the pool that serves this route. Required.
+	// Pool names the pool that serves this route. Required, unless static
+	// files answer every request (a try_files chain without @pool).
 	Pool string `yaml:"pool"`
 	// Timeouts bound each phase of a proxied request.
 	Timeouts Timeouts `yaml:"timeouts"`
@@ -154,6 +155,10 @@ type Route struct {
 	Limits Limits `yaml:"limits"`
 	// Cache opts the route into the shared cache.
 	Cache RouteCache `yaml:"cache"`
+	// Static serves the route from files (see static.go); default: none.
+	Static *Static `yaml:"static"`
+	// Compress compresses the route's responses; default: off.
+	Compress *Compress `yaml:"compress"`
 }
 
 // Timeouts of a route.

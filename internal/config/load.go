@@ -97,6 +97,7 @@ func (c *Config) setDefaults() {
 	c.setObservabilityDefaults()
 	c.setHealthDefaults()
 	c.setDegradedDefaults()
+	c.setStaticDefaults()
 	if c.Admin.Listen == "" {
 		c.Admin.Listen = DefaultAdminListen
 	}
@@ -196,6 +197,7 @@ func (c *Config) validate() ErrorList {
 	v.observability()
 	v.health()
 	v.degraded(pools)
+	v.static()
 	return v.errs
 }
 
@@ -311,9 +313,9 @@ func (v *validator) routes(pools map[string]bool) {
 	for i, r := range c.Routes {
 		p := fmt.Sprintf("routes[%d]", i)
 		v.uniqueName(p, r.Name, "route", names, i)
-		if r.Pool == "" {
+		if r.Pool == "" && r.Static == nil {
 			v.errorf(p+".pool", "missing; expected the name of a pool")
-		} else if !pools[r.Pool] {
+		} else if r.Pool != "" && !pools[r.Pool] {
 			v.errorf(p+".pool", "no pool named %q; define it under pools", r.Pool)
 		}
 		if !strings.HasPrefix(r.Path, "/") {
