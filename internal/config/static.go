@@ -71,12 +71,12 @@ type Compress struct {
 
 // CompressLevel is the compression level of each coding.
 type CompressLevel struct {
-	// Gzip is 1 (fastest) to 9 (smallest). Default 5.
+	// Gzip is 1 (fastest) to 9 (smallest). Default 6.
 	Gzip int `yaml:"gzip"`
 	// Zstd is 1 to 22 as zstd's own levels, mapped onto the encoder's four
 	// speeds: 1-2 fastest, 3-5 default, 6-9 better, 10+ best. Default 3.
 	Zstd int `yaml:"zstd"`
-	// Brotli is 1 to 11. Default 4.
+	// Brotli is 1 to 11. Default 5.
 	Brotli int `yaml:"br"`
 }
 
@@ -86,9 +86,9 @@ const (
 	DefaultStaticIndex      = "index.html"
 	DefaultDotfiles         = DotfilesDeny
 	DefaultCompressMinBytes = 512
-	DefaultGzipLevel        = 5
+	DefaultGzipLevel        = 6
 	DefaultZstdLevel        = 3
-	DefaultBrotliLevel      = 4
+	DefaultBrotliLevel      = 5
 )
 
 // Dotfiles policies.
