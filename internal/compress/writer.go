@@ -104,7 +104,10 @@ func (w *Writer) WriteHeader(code int) {
 	switch {
 	case w.enc == Identity || w.head:
 		w.pass(code)
-	case length >= 0 || w.p.minLength == 0:
+	case length >= 0 || w.p.minLength == 0 || len(h["Trailer"]) > 0:
+		// A response with trailers is not held back: values the handler
+		// sets after its body must reach the client as trailers, which
+		// they only do once the header has gone.
 		w.start(code)
 	default:
 		w.state, w.status = pending, code
