@@ -45,7 +45,7 @@ type Handler struct {
 	alias     bool
 	index     []string
 	chain     []config.TryFile
-	toPool    bool // the chain ends in @pool
+	toPool    bool // the chain holds @pool
 	autoindex bool
 	dotfiles  string
 	// cacheControl is shared by every response: read-only.
@@ -98,7 +98,7 @@ func Compile(c *config.Config, i int) (h *Handler, warnings []config.Error, err 
 			return nil, nil, config.ErrorList{at(fmt.Sprintf("%s.try_files[%d]", p, j), "%v", err)}
 		}
 		h.chain = append(h.chain, t)
-		h.toPool = t.Kind == config.TryPool
+		h.toPool = h.toPool || t.Kind == config.TryPool
 	}
 	cc := s.CacheControl
 	if s.Expires > 0 {
@@ -117,8 +117,9 @@ func Compile(c *config.Config, i int) (h *Handler, warnings []config.Error, err 
 	return h, warnings, nil
 }
 
-// ToPool reports whether the chain can end in the route's pool, so that
-// the proxy knows the route needs one.
+// ToPool reports whether Serve can return false (the chain holds @pool).
+// When it does not, Serve answers every request itself and the route
+// needs no pool.
 func (h *Handler) ToPool() bool { return h.toPool }
 
 // Serve answers r from files, where p is the routed path (r.URL.Path after
