@@ -8,6 +8,8 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httptrace"
+	"net/textproto"
 	"strconv"
 	"strings"
 	"testing"
@@ -425,5 +427,32 @@ func TestEncodersAreReused(t *testing.T) {
 	})
 	if bytesPerOp := res.AllocedBytesPerOp(); bytesPerOp > 64<<10 {
 		t.Errorf("%d bytes allocated per compressed response; the encoder is not pooled", bytesPerOp)
+	}
+}
+
+// 1xx answers (103 Early Hints) pass through and the final answer is
+// still compressed.
+func TestInformationalAnswersPassThrough(t *testing.T) {
+	url := serve(t, testPolicy(t, nil), func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Link", "</app.css>; rel=preload; as=style")
+		w.WriteHeader(http.StatusEarlyHints)
+		w.Header().Set("Content-Type", "text/html")
+		w.Write(page)
+	})
+	var got []int
+	trace := &httptrace.ClientTrace{Got1xxResponse: func(code int, _ textproto.MIMEHeader) error {
+		got = append(got, code)
+		return nil
+	}}
+	req, _ := http.NewRequestWithContext(httptrace.WithClientTrace(context.Background(), trace), "GET", url, nil)
+	req.Header.Set("Accept-Encoding", "gzip")
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if len(got) != 1 || got[0] != http.StatusEarlyHints || resp.Header.Get("Content-Encoding") != "gzip" || !bytes.Equal(decode(t, "gzip", body), page) {
+		t.Errorf("1xx %v, Content-Encoding %q", got, resp.Header.Get("Content-Encoding"))
 	}
 }
