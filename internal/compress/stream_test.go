@@ -101,4 +101,3 @@ func TestStreamedResponseIsCompressedAndEachFlushArrives(t *testing.T) {
 		})
 	}
 }
-
