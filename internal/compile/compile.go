@@ -13,6 +13,7 @@
 package compile
 
 import (
+	"net/http"
 	"net/netip"
 	"net/textproto"
 	"os"
@@ -21,6 +22,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sturdyproxy/sturdy/internal/access"
 	"github.com/sturdyproxy/sturdy/internal/accesslog"
 	"github.com/sturdyproxy/sturdy/internal/acme"
 	"github.com/sturdyproxy/sturdy/internal/alert"
@@ -31,6 +33,7 @@ import (
 	"github.com/sturdyproxy/sturdy/internal/forcehttps"
 	"github.com/sturdyproxy/sturdy/internal/health"
 	"github.com/sturdyproxy/sturdy/internal/proxy"
+	"github.com/sturdyproxy/sturdy/internal/ratelimit"
 	"github.com/sturdyproxy/sturdy/internal/route"
 	"github.com/sturdyproxy/sturdy/internal/upstream"
 )
@@ -48,6 +51,9 @@ type Env struct {
 	// Dial makes the dial function of upstream clients (the background
 	// DNS resolver's); probes get theirs from the monitor.
 	Dial health.Dialer
+	// OnShared receives the shared rate-limit store's reachability
+	// changes; nil drops them.
+	OnShared func(ratelimit.SharedEvent)
 	// ACME supplies the certificates of listeners with tls.acme and
 	// answers HTTP-01 challenges; nil gets a private, never-run manager
 	// when the config has an acme section (for check).
@@ -68,13 +74,16 @@ type Runtime struct {
 	Listeners []Listener
 	// Webhooks receive events.
 	Webhooks []alert.Webhook
+	// Access is every route's access controls and the zones they share.
+	Access *access.Compiled
 	// Warnings are problems that do not stop the config from serving
 	// (certificates expiring soon, names no certificate covers, ...).
 	Warnings []config.Error
 
-	poolBy    map[string]*health.Pool
-	routeBy   map[string]*proxy.Route
-	upstreams map[upstreamKey]*upstream.Client
+	poolBy        map[string]*health.Pool
+	routeBy       map[string]*proxy.Route
+	upstreams     map[upstreamKey]*upstream.Client
+	authTransport *http.Transport // forward auth to a URL (not a pool)
 }
 
 // Listener is one listener's settings with its certificates loaded.
@@ -137,9 +146,13 @@ func Compile(cfg *config.Config, prev *Runtime, env Env) (*Runtime, error) {
 		rt.routeBy[r.Name] = r
 		rt.Health.Routes = append(rt.Health.Routes, r.Tracker)
 	}
+	c.access()
 	deny := c.denyList()
 	if len(c.errs) > 0 {
 		rt.Close()
+		if rt.Access != nil && rt.Access.Shared != nil && (prev == nil || prev.Access == nil || prev.Access.Shared != rt.Access.Shared) {
+			rt.Access.Shared.Close()
+		}
 		slices.SortStableFunc(c.errs, func(a, b config.Error) int { return a.Line - b.Line })
 		return nil, c.errs
 	}
@@ -164,6 +177,9 @@ func (rt *Runtime) Close() {
 	for _, u := range rt.upstreams {
 		u.Close()
 	}
+	if rt.authTransport != nil {
+		rt.authTransport.CloseIdleConnections()
+	}
 }
 
 // Retire closes what rt has and next, which replaces it, does not share.
@@ -172,6 +188,9 @@ func (rt *Runtime) Retire(next *Runtime) {
 		if next.upstreams[k] != u {
 			u.Close()
 		}
+	}
+	if rt.authTransport != nil && rt.authTransport != next.authTransport {
+		rt.authTransport.CloseIdleConnections()
 	}
 }
 

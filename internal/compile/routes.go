@@ -14,16 +14,12 @@ import (
 // route compiles routes[i]; its pools are built already.
 func (c *compiler) route(i int) *proxy.Route {
 	rc := c.cfg.Routes[i]
-	pi := c.poolIndex(rc.Pool)
-	pc := c.cfg.Pools[pi]
 	var prev *proxy.Route
 	if c.prev != nil {
 		prev = c.prev.routeBy[rc.Name]
 	}
 	r := &proxy.Route{
 		Name:         rc.Name,
-		Pool:         c.rt.poolBy[rc.Pool],
-		Upstream:     c.upstream(rc, pc),
 		MaxBodyBytes: int64(rc.MaxBodyBytes),
 		Total:        rc.Timeouts.Total.D(),
 		Tries:        rc.Retry.Tries,
@@ -45,6 +41,14 @@ func (c *compiler) route(i int) *proxy.Route {
 	} else {
 		r.Stats, r.Tracker = new(proxy.Stats), health.NewRouteTracker(c.env.Monitor, rc.Name)
 	}
+	c.routeFeatures(i, r)
+	r.Prepare()
+	if rc.Pool == "" {
+		return r // files only: nothing to proxy to
+	}
+	pi := c.poolIndex(rc.Pool)
+	pc := c.cfg.Pools[pi]
+	r.Pool, r.Upstream = c.rt.poolBy[rc.Pool], c.upstream(rc, pc)
 	if fp := rc.Fallback.Pool; fp != "" {
 		r.Fallback = c.rt.poolBy[fp]
 	}
@@ -61,7 +65,6 @@ func (c *compiler) route(i int) *proxy.Route {
 		}
 		r.HashKind, r.HashName = kind, name
 	}
-	r.Prepare()
 	return r
 }
 

@@ -136,7 +136,8 @@ type Route struct {
 	// Default marks the route that answers requests whose Host matches no
 	// route. At most one route may be the default.
 	Default bool `yaml:"default"`
-	// Pool names the pool that serves this route. Required.
+	// Pool names the pool that serves this route. Required, unless static
+	// files answer every request (a try_files chain without @pool).
 	Pool string `yaml:"pool"`
 	// Timeouts bound each phase of a proxied request.
 	Timeouts Timeouts `yaml:"timeouts"`
@@ -162,6 +163,10 @@ type Route struct {
 	ConnLimit   []ConnLimit  `yaml:"conn_limit"`   // nginx limit_conn (access.go)
 	BasicAuth   *BasicAuth   `yaml:"basic_auth"`   // nginx auth_basic (access.go)
 	ForwardAuth *ForwardAuth `yaml:"forward_auth"` // nginx auth_request (access.go)
+	// Static serves the route from files (see static.go); default: none.
+	Static *Static `yaml:"static"`
+	// Compress compresses the route's responses; default: off.
+	Compress *Compress `yaml:"compress"`
 }
 
 // Timeouts of a route.

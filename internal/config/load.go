@@ -83,6 +83,7 @@ func (c *Config) setDefaults() {
 	c.setDegradedDefaults()
 	c.setTLSDefaults()
 	c.setAccessDefaults()
+	c.setStaticDefaults()
 	if c.Admin.Listen == "" {
 		c.Admin.Listen = DefaultAdminListen
 	}
@@ -191,6 +192,7 @@ func (c *Config) validate() ErrorList {
 	v.degraded(pools)
 	v.tls()
 	v.access(pools)
+	v.static()
 	return v.errs
 }
 
@@ -286,9 +288,9 @@ func (v *validator) routes(pools map[string]bool) {
 	for i, r := range c.Routes {
 		p := fmt.Sprintf("routes[%d]", i)
 		v.uniqueName(p, r.Name, "route", names, i)
-		if r.Pool == "" {
+		if r.Pool == "" && r.Static == nil {
 			v.errorf(p+".pool", "missing; expected the name of a pool")
-		} else if !pools[r.Pool] {
+		} else if r.Pool != "" && !pools[r.Pool] {
 			v.errorf(p+".pool", "no pool named %q; define it under pools", r.Pool)
 		}
 		if !strings.HasPrefix(r.Path, "/") {

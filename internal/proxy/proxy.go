@@ -12,13 +12,16 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/sturdyproxy/sturdy/internal/access"
 	"github.com/sturdyproxy/sturdy/internal/accesslog"
 	"github.com/sturdyproxy/sturdy/internal/cache"
 	"github.com/sturdyproxy/sturdy/internal/certs"
+	"github.com/sturdyproxy/sturdy/internal/compress"
 	"github.com/sturdyproxy/sturdy/internal/edge"
 	"github.com/sturdyproxy/sturdy/internal/forcehttps"
 	"github.com/sturdyproxy/sturdy/internal/health"
 	"github.com/sturdyproxy/sturdy/internal/route"
+	"github.com/sturdyproxy/sturdy/internal/static"
 )
 
 // Upstream sends one request to one backend. *http.Transport is one; the
@@ -75,6 +78,16 @@ type Route struct {
 	CachePolicy *cache.Policy
 	// ClientCert is what the route asks of the client's certificate.
 	ClientCert certs.Requirement
+	// Access, when set, are the route's access controls (allow/deny,
+	// methods, rate and connection limits, basic and forward auth),
+	// decided before anything else, charged to no backend.
+	Access *access.Policy
+	// Static, when set, answers from files; a request its chain hands to
+	// the pool (or every request, when the chain never does) goes on to
+	// Pool. Pool is nil on a route that only serves files.
+	Static *static.Handler
+	// Compress, when set, compresses answers the client accepts encoded.
+	Compress *compress.Policy
 	// Agg, when set, receives the degraded answers as aggregated log lines.
 	Agg   Aggregator
 	notes [numAnswers]string // set by Prepare
@@ -164,21 +177,38 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		r.Body = http.MaxBytesReader(w, r.Body, rt.MaxBodyBytes)
 	}
 	start := time.Now()
-	n := rt.Stats.InFlight.Add(1)
 	fw := forwarder{h: h, snap: snap, rt: rt, w: w, r: r, now: start}
 	defer func() {
-		rt.Stats.InFlight.Add(-1)
 		d := time.Since(start)
 		rt.Stats.observe(fw.status, d)
 		if snap.Access != nil {
 			fw.logAccess(snap.Access, start, d)
 		}
 	}()
+	if rt.Access != nil {
+		// Before the bulkhead: a request delayed by its rate limit holds
+		// none of the route's capacity.
+		if !fw.admit() {
+			return
+		}
+		defer fw.admission.Done()
+	}
+	n := rt.Stats.InFlight.Add(1)
+	defer rt.Stats.InFlight.Add(-1)
 	if rt.MaxInFlight > 0 && n > rt.MaxInFlight {
 		// The route's bulkhead is full: answer at once rather than queue,
 		// so a slow route cannot take workers from the others.
 		fw.answered(AnswerShed)
 		fw.status = writeBusy(w, rt.Name, "this route is at its limit of requests in flight")
+		return
+	}
+	if rt.Compress != nil {
+		if cw := compress.Wrap(w, r, rt.Compress); cw != nil {
+			defer cw.Close() // before the counters: the compressed tail is part of the answer
+			fw.w = cw
+		}
+	}
+	if rt.Static != nil && fw.serveFile() {
 		return
 	}
 	fw.serve()

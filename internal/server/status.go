@@ -60,8 +60,8 @@ func (s *Server) Status() view.Status {
 				r.Serving, r.ServingSince = "stale", cs.MaskingSince
 			}
 		}
-		hp := pr.Pool
-		if empty, since, _ := hp.Empty(); empty && r.Serving == "normal" {
+		hp := pr.Pool // nil for a route that only serves files
+		if empty, since, _ := hp.Empty(); hp != nil && empty && r.Serving == "normal" {
 			switch {
 			case hp.InPanic():
 				r.Serving = "panic"
