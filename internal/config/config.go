@@ -20,9 +20,15 @@ type Config struct {
 	// X-Forwarded-* headers are believed. From anyone else those headers are
 	// dropped and replaced. Default: none.
 	TrustedProxies []string `yaml:"trusted_proxies"`
-	// ShutdownGrace is how long in-flight requests may run after SIGTERM or
-	// SIGINT before connections are closed. Default 30s.
+	// ShutdownGrace is how long in-flight requests (and WebSockets) may
+	// run once listeners stop accepting, before connections are closed.
+	// Default 30s.
 	ShutdownGrace Duration `yaml:"shutdown_grace"`
+	// ShutdownDelay is how long sturdy keeps accepting and serving after
+	// SIGTERM while /readyz already answers 503, so that a load balancer
+	// (or Kubernetes) stops sending traffic before the listeners close.
+	// Default 0s: listeners close at once.
+	ShutdownDelay Duration `yaml:"shutdown_delay"`
 	// Log configures sturdy's own log (state changes, never one line per request).
 	Log Log `yaml:"log"`
 	// Attribution decides whether a failure is a client's, a route's, a

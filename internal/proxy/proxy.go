@@ -141,6 +141,9 @@ type Handler struct {
 	TLS bool
 	// Current returns the serving config; it is called once per request.
 	Current func() *Snapshot
+	// Upgrades, when set, tracks upgraded (WebSocket) connections for the
+	// server's shutdown.
+	Upgrades *Upgrades
 }
 
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {

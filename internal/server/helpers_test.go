@@ -116,3 +116,14 @@ func named(name string) http.Handler {
 		fmt.Fprintf(w, "%s %s %s", name, r.Method, r.URL.RequestURI())
 	})
 }
+
+// testLogger logs into a buffer that the test prints only when it fails.
+func testLogger(t testing.TB) *slog.Logger {
+	logs := &testutil.SyncBuffer{}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Log(logs.String())
+		}
+	})
+	return slog.New(slog.NewTextHandler(logs, nil))
+}

@@ -6,11 +6,9 @@ package server
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
 	"reflect"
 	"sync"
@@ -21,7 +19,6 @@ import (
 	"github.com/sturdyproxy/sturdy/internal/acme"
 	"github.com/sturdyproxy/sturdy/internal/alert"
 	"github.com/sturdyproxy/sturdy/internal/cache"
-	"github.com/sturdyproxy/sturdy/internal/certs"
 	"github.com/sturdyproxy/sturdy/internal/compile"
 	"github.com/sturdyproxy/sturdy/internal/config"
 	"github.com/sturdyproxy/sturdy/internal/edge"
@@ -51,6 +48,12 @@ type Server struct {
 	dns     *resolve.Resolver
 	acme    *acme.Manager // nil without an acme section
 	group   *supervise.Group
+	// upgrades tracks WebSockets and other upgraded connections, which
+	// net/http's Shutdown does not wait for.
+	upgrades *proxy.Upgrades
+	// sockets, when set, opens listening sockets (inherited from the
+	// previous process across a binary upgrade).
+	sockets socketSource
 	started time.Time
 
 	// draining is set once shutdown begins; /readyz reports it.
@@ -65,12 +68,6 @@ type Server struct {
 	adminAddr string
 	running   bool
 	reloads   view.Reloads
-}
-
-type listener struct {
-	cfg config.Listener
-	srv *http.Server
-	ln  net.Listener
 }
 
 // Option adjusts a Server at construction.
@@ -96,13 +93,14 @@ func New(cfg *config.Config, log *slog.Logger, opts ...Option) (*Server, error) 
 	bus := event.NewBus(log, 200, nil)
 	s := &Server{
 		log: log, listeners: map[string]*listener{}, bus: bus,
-		cache:   newCache(cfg.Cache, bus),
-		edge:    new(edge.Counters),
-		agg:     logagg.New(log, logagg.Options{Interval: cfg.Log.AggregateInterval.D()}),
-		access:  access,
-		dns:     resolve.New(o.lookup, cfg.DNS.Refresh.D(), cfg.DNS.Timeout.D(), bus),
-		group:   supervise.New(log),
-		started: time.Now(),
+		cache:    newCache(cfg.Cache, bus),
+		edge:     new(edge.Counters),
+		agg:      logagg.New(log, logagg.Options{Interval: cfg.Log.AggregateInterval.D()}),
+		access:   access,
+		dns:      resolve.New(o.lookup, cfg.DNS.Refresh.D(), cfg.DNS.Timeout.D(), bus),
+		group:    supervise.New(log),
+		upgrades: new(proxy.Upgrades),
+		started:  time.Now(),
 	}
 	s.monitor = health.NewMonitor(health.Options{
 		Bus:      bus,
@@ -232,7 +230,7 @@ func (s *Server) Start() error {
 // abortLocked undoes a Start that failed half way.
 func (s *Server) abortLocked() {
 	for _, l := range s.listeners {
-		l.ln.Close()
+		l.sock.Close()
 	}
 	if s.admin != nil {
 		s.admin.Close()
@@ -246,7 +244,7 @@ func (s *Server) Addr(name string) string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if l := s.listeners[name]; l != nil {
-		return l.ln.Addr().String()
+		return l.sock.Addr().String()
 	}
 	return ""
 }
@@ -256,66 +254,6 @@ func (s *Server) AdminAddr() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.adminAddr
-}
-
-// bind opens a listener's socket and prepares its server; serve starts it.
-func (s *Server) bind(lc config.Listener) (*listener, error) {
-	ln, err := net.Listen("tcp", lc.Listen)
-	if err != nil {
-		return nil, fmt.Errorf("listener %s: cannot listen on %s: %w", lc.Name, lc.Listen, err)
-	}
-	l := &listener{cfg: lc, ln: ln}
-	l.srv = &http.Server{
-		Handler:           &proxy.Handler{Listener: lc.Name, TLS: lc.TLS != nil, Current: s.snapshot},
-		ReadHeaderTimeout: lc.ReadHeaderTimeout.D(),
-		IdleTimeout:       lc.IdleTimeout.D(),
-		MaxHeaderBytes:    int(lc.MaxHeaderBytes),
-		// Per-connection errors (TLS handshakes from scanners and the like)
-		// are noise at info level.
-		ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
-	}
-	if lc.TLS != nil {
-		name := lc.Name
-		l.srv.TLSConfig = &tls.Config{
-			MinVersion: tls.VersionTLS12,
-			// The serving runtime's certificates and settings: a reload
-			// publishes new ones with everything else, on the same socket.
-			GetConfigForClient: func(hello *tls.ClientHelloInfo) (*tls.Config, error) {
-				if lc := s.cur.Load().Listener(name); lc != nil && lc.TLS != nil {
-					return lc.TLS.ConfigForClient(hello)
-				}
-				return nil, fmt.Errorf("listener %s is no longer a TLS listener", name)
-			},
-		}
-		l.srv.ConnContext = certs.ConnContext
-	}
-	return l, nil
-}
-
-// serve runs a bound listener as a member of the group.
-func (s *Server) serve(l *listener) {
-	// l.cfg changes on reload (under s.mu); what Serve needs is fixed here.
-	name, isTLS, srv, ln := l.cfg.Name, l.cfg.TLS != nil, l.srv, l.ln
-	s.group.Go("listener "+name, func(context.Context) error {
-		var err error
-		if isTLS {
-			err = srv.ServeTLS(ln, "", "")
-		} else {
-			err = srv.Serve(ln)
-		}
-		if err != nil && !errors.Is(err, http.ErrServerClosed) {
-			s.log.Error("listener stopped", "listener", name, "err", err)
-		}
-		return nil
-	})
-	s.log.Info("listening", "listener", name, "addr", ln.Addr().String(), "tls", isTLS)
-}
-
-// sameSocket reports whether a listener can keep its socket across a reload.
-func sameSocket(a, b config.Listener) bool {
-	return a.Listen == b.Listen && (a.TLS == nil) == (b.TLS == nil) &&
-		a.ReadHeaderTimeout == b.ReadHeaderTimeout && a.IdleTimeout == b.IdleTimeout &&
-		a.MaxHeaderBytes == b.MaxHeaderBytes
 }
 
 // Reload applies a new, already validated config. Requests in flight finish
@@ -339,18 +277,21 @@ func (s *Server) Reload(cfg *config.Config) error {
 		return err
 	}
 	// Bind new sockets before swapping, so that a port conflict leaves the
-	// old config serving.
+	// old config serving. A listener keeps its socket while its address
+	// stays (under any name); its settings may change.
 	next := map[string]*listener{}
+	kept := map[*listener]bool{}
 	var bound []*listener
 	for _, lc := range cfg.Listeners {
-		if l := s.listeners[lc.Name]; l != nil && sameSocket(l.cfg, lc) {
+		if l := s.keepable(lc, kept); l != nil {
 			next[lc.Name] = l
+			kept[l] = true
 			continue
 		}
 		l, err := s.bind(lc)
 		if err != nil {
 			for _, b := range bound {
-				b.ln.Close()
+				b.sock.Close()
 			}
 			rt.Close()
 			s.reloadFailedLocked(err)
@@ -377,13 +318,15 @@ func (s *Server) Reload(cfg *config.Config) error {
 		}
 	}
 	grace := cfg.ShutdownGrace.D()
-	for name, l := range s.listeners {
-		if next[name] != l {
+	for _, l := range s.listeners {
+		if !kept[l] {
 			s.retire(l, grace)
 		}
 	}
 	for _, lc := range cfg.Listeners {
-		next[lc.Name].cfg = lc
+		if l := next[lc.Name]; kept[l] {
+			s.reconfigure(l, lc, grace)
+		}
 	}
 	old.Retire(rt)
 	s.listeners = next
@@ -419,20 +362,6 @@ func (s *Server) reloadFailedLocked(err error) {
 	})
 }
 
-// retire stops a listener the new config no longer has, letting its
-// in-flight requests finish within grace.
-func (s *Server) retire(l *listener, grace time.Duration) {
-	srv := l.srv
-	s.group.Go("retire listener "+l.cfg.Name, func(context.Context) error {
-		ctx, cancel := context.WithTimeout(context.Background(), grace)
-		defer cancel()
-		if err := srv.Shutdown(ctx); err != nil {
-			srv.Close()
-		}
-		return nil
-	})
-}
-
 // Shutdown stops accepting, lets in-flight requests finish until ctx ends,
 // then closes what is left and stops every background component. It
 // returns once all of them have stopped.
@@ -446,18 +375,29 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	admin := s.admin
 	s.mu.Unlock()
 
+	for _, l := range ls {
+		l.sock.Close() // no new connections from here on
+	}
 	var wg sync.WaitGroup
 	var firstErr atomic.Value
 	for _, l := range ls {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := l.srv.Shutdown(ctx); err != nil {
+			srv := l.cur.Load().srv
+			if err := srv.Shutdown(ctx); err != nil {
 				firstErr.CompareAndSwap(nil, err)
-				l.srv.Close()
+				srv.Close()
 			}
 		}()
 	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		if n := s.upgrades.Shutdown(ctx); n > 0 {
+			s.log.Info("closed upgraded connections still open at the end of the grace period", "connections", n)
+		}
+	}()
 	wg.Wait()
 	if admin != nil {
 		shutCtx, cancel := context.WithTimeout(context.Background(), time.Second)
@@ -474,6 +414,19 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	return nil
 }
 
+// drainDelay is shutdown_delay: /readyz fails at once while the listeners
+// keep accepting and serving, so that load balancers take sturdy out of
+// rotation before it stops listening.
+func (s *Server) drainDelay() {
+	s.draining.Store(true)
+	d := s.cur.Load().Config.ShutdownDelay.D()
+	if d <= 0 {
+		return
+	}
+	s.log.Info("shutting down: readiness fails now; still serving for shutdown_delay", "delay", d.String())
+	time.Sleep(d)
+}
+
 // Run starts the server, serves until ctx ends, then shuts down within the
 // configured grace. Each receive on reload re-reads the config (SIGHUP).
 func (s *Server) Run(ctx context.Context, reload <-chan struct{}) error {
@@ -485,6 +438,7 @@ func (s *Server) Run(ctx context.Context, reload <-chan struct{}) error {
 		case <-reload:
 			s.ReloadFile() // a refusal is logged and announced as an event
 		case <-ctx.Done():
+			s.drainDelay()
 			grace := s.cur.Load().Config.ShutdownGrace.D()
 			s.log.Info("shutting down", "grace", grace.String())
 			sctx, cancel := context.WithTimeout(context.Background(), grace)

@@ -1,0 +1,263 @@
+package server
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/sturdyproxy/sturdy/internal/certs"
+	"github.com/sturdyproxy/sturdy/internal/config"
+	"github.com/sturdyproxy/sturdy/internal/proxy"
+)
+
+// listener is one configured listener: a socket, bound once and kept
+// across reloads while its address stays, and the http.Server that serves
+// the listener's current settings. A reload that changes the settings
+// (timeouts, header limits, TLS on or off) starts a new server on the
+// same socket and lets the old one finish its connections: the socket
+// never closes, so no connection is refused.
+type listener struct {
+	cfg  config.Listener // guarded by Server.mu
+	sock net.Listener
+	cur  atomic.Pointer[serving] // the server new connections go to
+
+	acceptErrors atomic.Uint64
+}
+
+// serving is one http.Server over one listener's connections.
+type serving struct {
+	cfg   config.Listener
+	srv   *http.Server
+	conns chan net.Conn // handed over by the accept loop
+	done  chan struct{} // closed when srv stops taking connections
+	once  sync.Once
+}
+
+// Accept, Close and Addr make a serving the net.Listener its server
+// serves: connections come from the listener's accept loop.
+func (sv *serving) Accept() (net.Conn, error) {
+	select {
+	case c := <-sv.conns:
+		return c, nil
+	case <-sv.done:
+		return nil, net.ErrClosed
+	}
+}
+
+func (sv *serving) Close() error {
+	sv.once.Do(func() { close(sv.done) })
+	return nil
+}
+
+func (sv *serving) Addr() net.Addr { return addrOf(sv.cfg.Listen) }
+
+type fixedAddr string
+
+func (a fixedAddr) Network() string { return "tcp" }
+func (a fixedAddr) String() string  { return string(a) }
+
+func addrOf(s string) net.Addr { return fixedAddr(s) }
+
+// hand gives c to sv's server; false when that server has stopped taking
+// connections (a reload replaced it a moment ago).
+func (sv *serving) hand(c net.Conn) bool {
+	select {
+	case sv.conns <- c:
+		return true
+	case <-sv.done:
+		return false
+	}
+}
+
+// sameServing reports whether two settings can share one http.Server.
+func sameServing(a, b config.Listener) bool {
+	return (a.TLS == nil) == (b.TLS == nil) &&
+		a.ReadHeaderTimeout == b.ReadHeaderTimeout && a.IdleTimeout == b.IdleTimeout &&
+		a.MaxHeaderBytes == b.MaxHeaderBytes
+}
+
+// bind opens a listener's socket and prepares its first server; serve
+// starts both.
+func (s *Server) bind(lc config.Listener) (*listener, error) {
+	sock, err := s.listen(lc.Listen)
+	if err != nil {
+		return nil, fmt.Errorf("listener %s: cannot listen on %s: %w", lc.Name, lc.Listen, err)
+	}
+	l := &listener{cfg: lc, sock: sock}
+	l.cur.Store(s.newServing(lc, sock.Addr()))
+	return l, nil
+}
+
+// listen opens the socket for addr.
+func (s *Server) listen(addr string) (net.Listener, error) {
+	if s.sockets != nil {
+		return s.sockets.Listen("tcp", addr)
+	}
+	return net.Listen("tcp", addr)
+}
+
+func (s *Server) newServing(lc config.Listener, addr net.Addr) *serving {
+	lc.Listen = addr.String() // the bound address, for port 0
+	sv := &serving{cfg: lc, conns: make(chan net.Conn), done: make(chan struct{})}
+	sv.srv = &http.Server{
+		Handler:           &proxy.Handler{Listener: lc.Name, TLS: lc.TLS != nil, Current: s.snapshot, Upgrades: s.upgrades},
+		ReadHeaderTimeout: lc.ReadHeaderTimeout.D(),
+		IdleTimeout:       lc.IdleTimeout.D(),
+		MaxHeaderBytes:    int(lc.MaxHeaderBytes),
+		// Per-connection errors (TLS handshakes from scanners and the like)
+		// are noise at info level.
+		ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
+	}
+	if lc.TLS != nil {
+		name := lc.Name
+		sv.srv.TLSConfig = &tls.Config{
+			MinVersion: tls.VersionTLS12,
+			// The serving runtime's certificates and settings: a reload
+			// publishes new ones with everything else, on the same socket.
+			GetConfigForClient: func(hello *tls.ClientHelloInfo) (*tls.Config, error) {
+				if lc := s.cur.Load().Listener(name); lc != nil && lc.TLS != nil {
+					return lc.TLS.ConfigForClient(hello)
+				}
+				return nil, fmt.Errorf("listener %s is no longer a TLS listener", name)
+			},
+		}
+		sv.srv.ConnContext = certs.ConnContext
+	}
+	return sv
+}
+
+// serve runs the listener's accept loop and its server as members of the
+// group.
+func (s *Server) serve(l *listener) {
+	name := l.cfg.Name
+	s.group.Go("listener "+name, func(context.Context) error {
+		s.acceptLoop(l)
+		return nil
+	})
+	s.runServing(name, l.cur.Load())
+	s.log.Info("listening", "listener", name, "addr", l.sock.Addr().String(), "tls", l.cfg.TLS != nil)
+}
+
+func (s *Server) runServing(name string, sv *serving) {
+	s.group.Go("listener "+name+" server", func(context.Context) error {
+		var err error
+		if sv.cfg.TLS != nil {
+			err = sv.srv.ServeTLS(sv, "", "")
+		} else {
+			err = sv.srv.Serve(sv)
+		}
+		if err != nil && !errors.Is(err, http.ErrServerClosed) {
+			s.log.Error("listener stopped", "listener", name, "err", err)
+		}
+		return nil
+	})
+}
+
+// acceptLoop accepts on the socket until it is closed and hands each
+// connection to the listener's current server.
+func (s *Server) acceptLoop(l *listener) {
+	var pause time.Duration
+	for {
+		c, err := l.sock.Accept()
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			// Out of file descriptors and the like: sturdy's own trouble,
+			// never a backend's. Back off as net/http does.
+			l.acceptErrors.Add(1)
+			s.agg.Add("accept errors on listener " + l.cfg.Name + " (" + errnoName(err) + ")")
+			pause = min(max(2*pause, 5*time.Millisecond), time.Second)
+			time.Sleep(pause)
+			continue
+		}
+		pause = 0
+		for {
+			sv := l.cur.Load()
+			if sv.hand(c) {
+				break
+			}
+			if l.cur.Load() == sv { // no newer server: shutting down
+				c.Close()
+				break
+			}
+		}
+	}
+}
+
+// reconfigure applies new settings to a kept listener: the same server
+// when they allow it, else a new server on the same socket, the old one
+// finishing its connections within grace.
+func (s *Server) reconfigure(l *listener, lc config.Listener, grace time.Duration) {
+	old := l.cur.Load()
+	l.cfg = lc
+	if sameServing(old.cfg, lc) {
+		return
+	}
+	sv := s.newServing(lc, l.sock.Addr())
+	s.runServing(lc.Name, sv)
+	l.cur.Store(sv)
+	s.drainServing(lc.Name, old, grace)
+	s.log.Info("listener settings changed; new connections get them, open ones finish on the old", "listener", lc.Name)
+}
+
+// drainServing stops a server that no longer gets connections, letting
+// its requests finish within grace.
+func (s *Server) drainServing(name string, sv *serving, grace time.Duration) {
+	s.group.Go("retire listener "+name, func(context.Context) error {
+		ctx, cancel := context.WithTimeout(context.Background(), grace)
+		defer cancel()
+		if err := sv.srv.Shutdown(ctx); err != nil {
+			sv.srv.Close()
+		}
+		return nil
+	})
+}
+
+// retire stops a listener the new config no longer has: its socket closes
+// and its requests finish within grace.
+func (s *Server) retire(l *listener, grace time.Duration) {
+	l.sock.Close()
+	s.drainServing(l.cfg.Name, l.cur.Load(), grace)
+}
+
+// errnoName is a short, bounded name for an accept error, for the
+// aggregated log line.
+func errnoName(err error) string {
+	var ne *net.OpError
+	if errors.As(err, &ne) && ne.Err != nil {
+		s := ne.Err.Error()
+		if len(s) > 40 {
+			s = s[:40]
+		}
+		return s
+	}
+	return "error"
+}
+
+// socketSource opens listening sockets: the operating system's, or ones
+// inherited from a previous sturdy process (binary upgrade).
+type socketSource interface {
+	Listen(network, addr string) (net.Listener, error)
+}
+
+// keepable returns the running listener whose socket lc can keep: the
+// one on the same address (a port-0 address is the same only under the
+// same name), not taken by another listener of the new config yet.
+func (s *Server) keepable(lc config.Listener, taken map[*listener]bool) *listener {
+	for name, l := range s.listeners {
+		if taken[l] || l.cfg.Listen != lc.Listen || (strings.HasSuffix(lc.Listen, ":0") && name != lc.Name) {
+			continue
+		}
+		return l
+	}
+	return nil
+}
