@@ -15,10 +15,21 @@ import (
 // (see docs/performance.md) without much memory per connection.
 var bufPool = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
 
-// respond streams resp to the client, releases host when done, and
-// returns the status the client got.
+// respond streams resp, which host sent, to the client, releases host when
+// done, and returns the status the client got.
 func (f *forwarder) respond(host *health.Host, resp *http.Response) int {
 	defer host.Release()
+	return f.stream(resp, f.pool, host)
+}
+
+// stream is the one way a response reaches the client, whether a backend
+// or the cache produced it: hop-by-hop fields dropped, Via added, trailers
+// announced and sent after the body, Content-Type never sniffed, streams
+// (unknown length, text/event-stream) flushed as they come, the body bytes
+// counted. host, when not nil, sent resp from pool: a body that breaks after
+// the header is charged to it. stream closes resp.Body and returns the
+// status the client got.
+func (f *forwarder) stream(resp *http.Response, pool *health.Pool, host *health.Host) int {
 	defer resp.Body.Close()
 	w := f.w
 	if resp.StatusCode == http.StatusSwitchingProtocols {
@@ -49,7 +60,9 @@ func (f *forwarder) respond(host *health.Host, resp *http.Response) int {
 	if err != nil {
 		if err == errUpstreamBody {
 			// A late failure: counted against nobody, but counted.
-			f.pool.Record(host, outcome.BodyError, nil, f.now)
+			if host != nil {
+				pool.Record(host, outcome.BodyError, nil, f.now)
+			}
 			f.status = http.StatusBadGateway
 			// Headers are gone already; abort so the client sees a broken
 			// response, not a short one that looks complete.
@@ -114,7 +127,10 @@ func copyBody(w http.ResponseWriter, src io.Reader, flush bool) (int64, error) {
 // like) by splicing the client's connection to the backend's.
 func (f *forwarder) upgrade(resp *http.Response) int {
 	w := f.w
-	reqUp, respUp := upgradeType(f.out.Header), upgradeType(resp.Header)
+	// The client's request names the protocol it asked for (the outbound
+	// request carries the same); a cached route's stream has no outbound
+	// request of its own.
+	reqUp, respUp := upgradeType(f.r.Header), upgradeType(resp.Header)
 	if !strings.EqualFold(reqUp, respUp) {
 		return writeEdgeError(w, http.StatusBadGateway, f.rt.Name, fmt.Sprintf("the backend switched to protocol %q, the client asked for %q", respUp, reqUp))
 	}
