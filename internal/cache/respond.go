@@ -18,13 +18,27 @@ import (
 func storedResponse(r *http.Request, e *entry, age time.Duration, cs cacheStatus) *http.Response {
 	a := &storedAnswer{}
 	h := make(http.Header, len(e.header)+2)
-	copyStoredHeader(h, e.header)
+	// One backing array for every value, Age and Cache-Status included, as
+	// http.Header.Clone does: the caller may change the answer's header
+	// without reaching the store.
+	n := 2
+	for _, vv := range e.header {
+		n += len(vv)
+	}
+	all := make([]string, n)
+	for k, vv := range e.header {
+		m := copy(all, vv)
+		h[k] = all[:m:m]
+		all = all[m:]
+	}
 	ageSec := int64(age / time.Second)
-	h["Age"] = []string{strconv.FormatInt(ageSec, 10)}
+	all[0] = strconv.FormatInt(ageSec, 10)
+	h["Age"] = all[0:1:1]
 	cs.ttl, cs.hasTTL = int64(e.lifetime/time.Second)-ageSec, true
-	setCacheStatus(h, &cs)
+	all[1] = cacheStatusValue(h["Cache-Status"], &cs)
+	h["Cache-Status"] = all[1:2:2]
 	a.resp = http.Response{
-		Status: strconv.Itoa(e.status) + " " + http.StatusText(e.status), StatusCode: e.status,
+		Status: e.statusLine, StatusCode: e.status,
 		Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
 		Header: h, ContentLength: int64(len(e.body)), Body: &a.body, Request: r,
 	}
@@ -66,22 +80,6 @@ func fromOrigin(resp *http.Response, body io.ReadCloser) *http.Response {
 		m.origin = body
 	}
 	return resp
-}
-
-// copyStoredHeader copies a stored header into the response's header. The
-// values are copied (into one backing array, as http.Header.Clone does) so
-// that nothing downstream can write into the stored entry.
-func copyStoredHeader(dst, src http.Header) {
-	n := 0
-	for _, vv := range src {
-		n += len(vv)
-	}
-	all := make([]string, n)
-	for k, vv := range src {
-		m := copy(all, vv)
-		dst[k] = all[:m:m]
-		all = all[m:]
-	}
 }
 
 // trimFor304 drops representation metadata a 304 must not carry (RFC 9110
