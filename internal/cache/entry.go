@@ -16,10 +16,9 @@ const heuristicCap = 24 * time.Hour
 // revalidationFailed is immutable once the entry is in the store: readers
 // share it without locks, so a change means a new entry.
 type entry struct {
-	status     int
-	statusLine string      // "200 OK", for the answers' Response.Status
-	header     http.Header // no Age (recomputed per answer); Date and Content-Length always set
-	body       []byte
+	status int
+	header http.Header // no Age (recomputed per answer); Date and Content-Length always set
+	body   []byte
 
 	responseTime time.Time     // when the response (or its last 304) arrived
 	initialAge   time.Duration // corrected_initial_age, RFC 9111 4.2.3
@@ -184,7 +183,6 @@ func newEntry(r *http.Request, resp *http.Response, body []byte, requestTime, re
 	cc := parseDirectives(h["Cache-Control"])
 	e := &entry{
 		status:       resp.StatusCode,
-		statusLine:   strconv.Itoa(resp.StatusCode) + " " + http.StatusText(resp.StatusCode),
 		header:       h,
 		body:         body,
 		responseTime: responseTime,

@@ -38,7 +38,7 @@ func storedResponse(r *http.Request, e *entry, age time.Duration, cs cacheStatus
 	all[1] = cacheStatusValue(h["Cache-Status"], &cs)
 	h["Cache-Status"] = all[1:2:2]
 	a.resp = http.Response{
-		Status: e.statusLine, StatusCode: e.status,
+		Status: statusLine(e.status), StatusCode: e.status,
 		Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
 		Header: h, ContentLength: int64(len(e.body)), Body: &a.body, Request: r,
 	}
@@ -50,6 +50,36 @@ func storedResponse(r *http.Request, e *entry, age time.Duration, cs cacheStatus
 		a.body.Reset(e.body)
 	}
 	return &a.resp
+}
+
+// statusLine is Response.Status for code, without allocating for the
+// statuses stored by default.
+func statusLine(code int) string {
+	switch code {
+	case 200:
+		return "200 OK"
+	case 203:
+		return "203 Non-Authoritative Information"
+	case 204:
+		return "204 No Content"
+	case 300:
+		return "300 Multiple Choices"
+	case 301:
+		return "301 Moved Permanently"
+	case 308:
+		return "308 Permanent Redirect"
+	case 404:
+		return "404 Not Found"
+	case 405:
+		return "405 Method Not Allowed"
+	case 410:
+		return "410 Gone"
+	case 414:
+		return "414 Request URI Too Long"
+	case 501:
+		return "501 Not Implemented"
+	}
+	return strconv.Itoa(code) + " " + http.StatusText(code)
 }
 
 // storedAnswer keeps a stored answer's response and its body reader in one

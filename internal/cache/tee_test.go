@@ -1,6 +1,7 @@
 package cache
 
 import (
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -268,4 +269,12 @@ func TestHeadAfterMismatched304StoresNothing(t *testing.T) {
 	}
 	e.get("/m").want(t, 200, "new", StatusMiss)
 	e.get("/m").want(t, 200, "new", StatusHit)
+}
+
+func TestStatusLine(t *testing.T) {
+	for _, code := range []int{200, 203, 204, 300, 301, 308, 404, 405, 410, 414, 501, 302, 418} {
+		if got, want := statusLine(code), fmt.Sprintf("%d %s", code, http.StatusText(code)); got != want {
+			t.Errorf("statusLine(%d) = %q, want %q", code, got, want)
+		}
+	}
 }
