@@ -198,11 +198,14 @@ func (c *Cache) Close() error {
 //   - the origin's own *http.Response (Trailer included) with Cache-Status
 //     added. When it may be stored, its Body is a tee that copies the body
 //     into a buffer of at most MaxObjectBytes and stores it once it reaches
-//     io.EOF complete; a body that breaks counts as an origin error. The
-//     tee's Unwrap method returns the body Fetch returned, so that the
-//     caller can find what it attached to it. When the client gets no body
-//     (HEAD, or a 304 to its conditional) the cache reads a storable body
-//     itself before returning.
+//     io.EOF complete; a body that breaks counts as an origin error. When
+//     the client gets no body (HEAD, or a 304 to its conditional) the cache
+//     reads a storable body itself before returning.
+//
+// The body of every answer that came from asking the origin (the tee, and
+// those of revalidated, stale-if-error and bodiless answers) has a method
+// Unwrap() io.ReadCloser that returns the body Fetch returned, so that the
+// caller can find what it attached to it (the host that sent it, say).
 //
 // The caller must close the response's Body, read or not: requests
 // collapsed onto this one wait until the body has ended or been closed.
