@@ -44,6 +44,7 @@ var conditions = map[string]condition{
 	"SturdyStaleMasking":        {"warning", routeKeys},
 	"SturdyConfigReloadRefused": {"warning", nil},
 	"SturdyDNSFailed":           {"warning", hostKeys},
+	"SturdyCertificateFailing":  {"warning", []string{"host"}},
 }
 
 // transition says which alert an event type fires and which it resolves.
@@ -75,6 +76,10 @@ var transitions = map[string]transition{
 	event.ReloadApplied:    {resolve: []string{"SturdyConfigReloadRefused"}},
 	event.DNSFailed:        {fire: "SturdyDNSFailed"},
 	event.DNSRecovered:     {resolve: []string{"SturdyDNSFailed"}},
+	event.CertFailed:       {fire: "SturdyCertificateFailing"},
+	event.CertRevoked:      {fire: "SturdyCertificateFailing"},
+	event.CertObtained:     {resolve: []string{"SturdyCertificateFailing"}},
+	event.CertRenewed:      {resolve: []string{"SturdyCertificateFailing"}},
 }
 
 // amAlert is Alertmanager's postableAlert.

@@ -1,13 +1,14 @@
 // Package cli implements sturdy's subcommands, their flags and exit codes.
 // Each command is a function from arguments to an exit code, so tests call
-// them directly with buffers for output.
+// them directly with buffers for output. The command table below is the one
+// definition that help, shell completions and the man page are generated
+// from.
 package cli
 
 import (
 	"context"
 	"fmt"
 	"io"
-	"sort"
 	"strings"
 )
 
@@ -18,55 +19,182 @@ const (
 	exitUsage = 2 // the command line was wrong
 )
 
+// runFunc runs one command with the arguments after its name.
+type runFunc func(ctx context.Context, args []string, stdout, stderr io.Writer) int
+
+// command is one subcommand. Its flags are those its run function defines
+// with newFlags; describe reads them without running the command.
 type command struct {
-	summary string
-	run     func(ctx context.Context, args []string, stdout, stderr io.Writer) int
+	name     string
+	aliases  []string
+	args     string // what follows the flags in the usage line, e.g. "[scenario...]"
+	summary  string // one line, no final period
+	long     string // optional paragraphs after the summary
+	more     func() string
+	examples []string
+	run      runFunc
 }
 
-func commands() map[string]command {
-	return map[string]command{
-		"run":         {"serve with a config file until SIGINT/SIGTERM (SIGHUP reloads)", cmdRun},
-		"check":       {"validate a config file and print errors and warnings", cmdCheck},
-		"validate":    {"alias of check", cmdCheck},
-		"demo":        {"start three demo backends and sturdy in front of them", cmdDemo},
-		"healthcheck": {"query /readyz and exit 0 when ready (for container HEALTHCHECK)", cmdHealthcheck},
-		"version":     {"print the version", cmdVersion},
-		"doctor":      {"diagnose an nginx config and its logs against the five incidents", cmdDoctor},
-		"import":      {"translate an nginx config into a sturdy config", cmdImport},
-		"drill":       {"re-enact the five incidents on loopback and report what clients saw", cmdDrill},
+// commands lists every subcommand in the order help shows them.
+func commands() []*command {
+	return []*command{
+		{
+			name:    "run",
+			summary: "serve with a config file until SIGINT or SIGTERM; SIGHUP reloads it",
+			long: `Serves the listeners of the config file. On SIGINT or SIGTERM it stops
+accepting, lets requests in flight finish within shutdown_grace, and exits.
+On SIGHUP it re-reads the file; an invalid file is refused and the running
+config stays.`,
+			examples: []string{"sturdy run -c /etc/sturdy/sturdy.yaml", "sturdy run            # reads ./sturdy.yaml"},
+			run:      cmdRun,
+		},
+		{
+			name:    "check",
+			aliases: []string{"validate"},
+			summary: "validate a config file and print errors and warnings",
+			long: `Prints every error as FILE:LINE: key.path: message and exits 1, or prints
+a one-line summary and exits 0. Risky but valid settings print as warnings.`,
+			examples: []string{"sturdy check -c /etc/sturdy/sturdy.yaml", "sturdy check -q -c sturdy.yaml && systemctl reload sturdy"},
+			run:      cmdCheck,
+		},
+		{
+			name:     "demo",
+			summary:  "start three demo backends and sturdy in front of them",
+			long:     `Needs ports 8080, 9901 and 9101-9103 on 127.0.0.1. Stop it with Ctrl-C.`,
+			examples: []string{"sturdy demo", "sturdy demo -print-config > sturdy.yaml"},
+			run:      cmdDemo,
+		},
+		{
+			name:    "healthcheck",
+			summary: "query /readyz and exit 0 when ready (for a container HEALTHCHECK)",
+			long: `Exits 0 when the admin listener's /readyz answers 200, and 1 otherwise,
+printing the reasons sturdy gave.`,
+			examples: []string{"sturdy healthcheck", "sturdy healthcheck -q -url http://127.0.0.1:9901/readyz"},
+			run:      cmdHealthcheck,
+		},
+		{
+			name:    "doctor",
+			args:    "nginx",
+			summary: "diagnose an nginx config and its logs against the five incidents",
+			long: `Checks an nginx config for the settings behind the five incidents sturdy
+was built from, and explains outages from its logs. Exits 1 when a
+high-severity finding is reported.`,
+			examples: []string{"sturdy doctor nginx", "sturdy doctor nginx -c ./nginx.conf --error-log /var/log/nginx/error.log --json"},
+			run:      cmdDoctor,
+		},
+		{
+			name:    "import",
+			args:    "nginx",
+			summary: "translate an nginx config into a sturdy config",
+			long: `Translates upstreams, servers, locations with proxy_pass and listeners;
+what cannot be translated is listed, with file:line, at the top of the
+output.`,
+			examples: []string{"sturdy import nginx -c /etc/nginx/nginx.conf -o sturdy.yaml"},
+			run:      cmdImport,
+		},
+		{
+			name:    "drill",
+			args:    "[scenario...]",
+			summary: "re-enact the five incidents on loopback and report what clients saw",
+			long: `Runs fake backends, a WAF, Node-like and blackholed hosts and a caching
+origin on loopback, with clients from distinct 127.x addresses. With no
+scenario it runs them all; a name without "/variant" includes its variants.
+Exits 1 when a sturdy scenario fails (nginx failing is the comparison, not
+a failure). See docs/drill.md.`,
+			more:     drillScenarioList,
+			examples: []string{"sturdy drill", "sturdy drill waf-scanner --against nginx", "sturdy drill -c sturdy.yaml --pool web"},
+			run:      cmdDrill,
+		},
+		{
+			name:     "version",
+			summary:  "print the version, commit and Go version (also: sturdy --version)",
+			examples: []string{"sturdy version", "sturdy --version"},
+			run:      cmdVersion,
+		},
+		{
+			name:     "completion",
+			args:     "bash|zsh|fish",
+			summary:  "print a shell completion script",
+			long:     `The script completes commands, flags, file arguments and drill scenarios.`,
+			examples: []string{"source <(sturdy completion bash)", "sturdy completion zsh > \"${fpath[1]}/_sturdy\"", "sturdy completion fish > ~/.config/fish/completions/sturdy.fish"},
+			run:      cmdCompletion,
+		},
+		{
+			name:     "man",
+			summary:  "print the sturdy(1) man page (roff)",
+			examples: []string{"sturdy man | man -l -", "sturdy man | gzip > /usr/share/man/man1/sturdy.1.gz"},
+			run:      cmdMan,
+		},
 	}
+}
+
+// lookup returns the command called name (or one of its aliases), or nil.
+func lookup(name string) *command {
+	for _, c := range commands() {
+		if c.name == name {
+			return c
+		}
+		for _, a := range c.aliases {
+			if a == name {
+				return c
+			}
+		}
+	}
+	return nil
 }
 
 // Run runs the subcommand named by args[0] and returns the process exit code.
 func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	cmds := commands()
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
-		usage(stdout, cmds)
-		if len(args) == 0 {
-			return exitUsage
-		}
-		return exitOK
+	if len(args) == 0 {
+		usage(stderr)
+		return exitUsage
 	}
-	c, ok := cmds[args[0]]
-	if !ok {
+	switch args[0] {
+	case "-h", "-help", "--help", "help":
+		if len(args) > 1 {
+			c := lookup(args[1])
+			if c == nil {
+				fmt.Fprintf(stderr, "sturdy help: unknown command %q\n\n", args[1])
+				usage(stderr)
+				return exitUsage
+			}
+			writeHelp(stdout, c, describe(c))
+			return exitOK
+		}
+		usage(stdout)
+		return exitOK
+	case "-version", "--version":
+		return cmdVersion(ctx, args[1:], stdout, stderr)
+	}
+	c := lookup(args[0])
+	if c == nil {
 		fmt.Fprintf(stderr, "sturdy: unknown command %q\n\n", args[0])
-		usage(stderr, cmds)
+		usage(stderr)
 		return exitUsage
 	}
 	return c.run(ctx, args[1:], stdout, stderr)
 }
 
-func usage(w io.Writer, cmds map[string]command) {
-	names := make([]string, 0, len(cmds))
-	for n := range cmds {
-		names = append(names, n)
-	}
-	sort.Strings(names)
+func usage(w io.Writer) {
 	var b strings.Builder
-	b.WriteString("usage: sturdy COMMAND [flags]\n\ncommands:\n")
-	for _, n := range names {
-		fmt.Fprintf(&b, "  %-12s %s\n", n, cmds[n].summary)
+	b.WriteString("usage: sturdy COMMAND [flags]\n\nA reverse proxy and load balancer that attributes every failure to its\nreal cause before acting on it.\n\ncommands:\n")
+	for _, c := range commands() {
+		name := c.name
+		if len(c.aliases) > 0 {
+			name += ", " + strings.Join(c.aliases, ", ")
+		}
+		fmt.Fprintf(&b, "  %-18s %s\n", name, c.summary)
 	}
-	b.WriteString("\nRun 'sturdy COMMAND -h' for a command's flags.\n")
+	b.WriteString(`
+flags:
+  -h, --help         show this help
+  --version          print the version
+
+Run 'sturdy help COMMAND' or 'sturdy COMMAND -h' for a command's flags.
+
+examples:
+  sturdy check -c /etc/sturdy/sturdy.yaml
+  sturdy run -c /etc/sturdy/sturdy.yaml
+`)
 	io.WriteString(w, b.String())
 }

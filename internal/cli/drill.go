@@ -32,7 +32,6 @@ func cmdDrill(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	markdown := fs.Bool("markdown", false, "print the tables as Markdown")
 	verbose := fs.Bool("v", false, "print each scenario's proxy log lines on stderr")
 	list := fs.Bool("list", false, "list the scenarios and exit")
-	fs.Usage = func() { drillUsage(fs) }
 
 	names, code, ok := parseWithArgs(fs, args)
 	if !ok {
@@ -150,24 +149,14 @@ func usageError(fs *flag.FlagSet, msg string) int {
 	return exitUsage
 }
 
-func drillUsage(fs *flag.FlagSet) {
-	w := fs.Output()
-	fmt.Fprint(w, `usage: sturdy drill [flags] [scenario...]
-
-Re-enacts the five incidents on loopback (fake backends, a WAF, Node-like
-and blackholed hosts, a caching origin; clients from distinct 127.x
-addresses) and prints what clients saw. With no scenario, runs them all; a
-name without "/variant" includes its variants. Exits 1 when a sturdy
-scenario fails (nginx failing is the comparison, not a failure).
-
-scenarios:
-`)
+// drillScenarioList lists the scenarios for the drill command's help.
+func drillScenarioList() string {
+	var b strings.Builder
+	b.WriteString("scenarios:\n")
 	for _, s := range drill.Scenarios() {
-		fmt.Fprintf(w, "  %-25s %s: %s\n", s.Name, s.Incident, s.Summary)
+		fmt.Fprintf(&b, "  %-25s %s: %s\n", s.Name, s.Incident, s.Summary)
 	}
-	fmt.Fprint(w, "\nflags:\n")
-	fs.PrintDefaults()
-	fmt.Fprint(w, "\nSee docs/drill.md.\n")
+	return b.String()
 }
 
 // printLogs writes each scenario's proxy log lines.

@@ -17,7 +17,7 @@ import (
 // the reasons sturdy gave.
 func cmdHealthcheck(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := newFlags("healthcheck", stderr)
-	url := fs.String("url", "http://"+config.DefaultAdminListen+"/readyz", "readiness URL of the admin listener")
+	url := fs.String("url", "http://"+config.DefaultAdminListen+"/readyz", "readiness `URL` of the admin listener")
 	timeout := fs.Duration("timeout", 2*time.Second, "give up after this long")
 	quiet := fs.Bool("q", false, "print nothing when ready")
 	if code, ok := parseFlags(fs, args); !ok {

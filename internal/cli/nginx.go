@@ -55,19 +55,12 @@ func parseSubject(fs *flag.FlagSet, args []string) error {
 }
 
 func cmdDoctor(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("doctor", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	conf := fs.String("c", defaultNginxConf, "nginx main config `file`; includes are read relative to its directory")
+	fs := newFlags("doctor", stderr)
+	conf := fs.String("c", defaultNginxConf, "nginx main config `FILE`; includes are read relative to its directory")
 	var errorLogs, accessLogs listFlag
-	fs.Var(&errorLogs, "error-log", "nginx error log `file` (plain or .gz); repeat for rotated logs, oldest first")
-	fs.Var(&accessLogs, "access-log", "nginx access log `file` (combined format with extra fields, or JSON lines; plain or .gz); repeatable")
+	fs.Var(&errorLogs, "error-log", "nginx error log `FILE` (plain or .gz); repeat for rotated logs, oldest first")
+	fs.Var(&accessLogs, "access-log", "nginx access log `FILE` (combined format with extra fields, or JSON lines; plain or .gz); repeatable")
 	asJSON := fs.Bool("json", false, "print the report as JSON (for CI)")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: sturdy doctor nginx [-c nginx.conf] [--error-log FILE ...] [--access-log FILE ...] [--json]")
-		fmt.Fprintln(stderr, "\nChecks an nginx config for the settings behind the five incidents sturdy was built from, and")
-		fmt.Fprintln(stderr, "explains outages from the error log. Exit status 1 when a high-severity finding is reported.\n\nflags:")
-		fs.PrintDefaults()
-	}
 	if err := parseSubject(fs, args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return exitOK
@@ -107,16 +100,9 @@ func cmdDoctor(ctx context.Context, args []string, stdout, stderr io.Writer) int
 }
 
 func cmdImport(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("import", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	conf := fs.String("c", defaultNginxConf, "nginx main config `file`; includes are read relative to its directory")
-	out := fs.String("o", "-", "write the sturdy config to `file` (\"-\": standard output)")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: sturdy import nginx [-c nginx.conf] [-o sturdy.yaml]")
-		fmt.Fprintln(stderr, "\nTranslates upstreams, servers, locations with proxy_pass and listeners into a sturdy config;")
-		fmt.Fprintln(stderr, "what cannot be translated is listed, with file:line, at the top of the output.\n\nflags:")
-		fs.PrintDefaults()
-	}
+	fs := newFlags("import", stderr)
+	conf := fs.String("c", defaultNginxConf, "nginx main config `FILE`; includes are read relative to its directory")
+	out := fs.String("o", "-", "write the sturdy config to `FILE` (\"-\": standard output)")
 	if err := parseSubject(fs, args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return exitOK

@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -20,28 +19,6 @@ import (
 
 // version is set at build time with -ldflags "-X .../internal/cli.version=v1.2.3".
 var version = "dev"
-
-func newFlags(name string, stderr io.Writer) *flag.FlagSet {
-	fs := flag.NewFlagSet("sturdy "+name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	return fs
-}
-
-// parseFlags parses args and reports the exit code to use when parsing
-// ended the command (help or a bad flag).
-func parseFlags(fs *flag.FlagSet, args []string) (int, bool) {
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK, false
-		}
-		return exitUsage, false
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(fs.Output(), "%s: unexpected argument %q\n", fs.Name(), fs.Arg(0))
-		return exitUsage, false
-	}
-	return 0, true
-}
 
 func cmdVersion(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := newFlags("version", stderr)
@@ -64,7 +41,7 @@ func cmdVersion(_ context.Context, args []string, stdout, stderr io.Writer) int 
 
 func cmdCheck(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := newFlags("check", stderr)
-	file := fs.String("c", "sturdy.yaml", "config file to check")
+	file := configFlag(fs)
 	quiet := fs.Bool("q", false, "print errors only, no warnings")
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
@@ -83,7 +60,7 @@ func cmdCheck(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	rt.Close()
 	if !*quiet {
-		for _, w := range lint.Check(cfg) {
+		for _, w := range append(lint.Check(cfg), rt.Warnings...) {
 			fmt.Fprintf(stderr, "warning: %s\n", w.Error())
 		}
 	}
@@ -116,7 +93,7 @@ func newLogger(c config.Log, w io.Writer) *slog.Logger {
 
 func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := newFlags("run", stderr)
-	file := fs.String("c", "sturdy.yaml", "config file")
+	file := configFlag(fs)
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}

@@ -13,7 +13,7 @@
 package compile
 
 import (
-	"crypto/tls"
+	"net/http"
 	"net/netip"
 	"net/textproto"
 	"os"
@@ -22,13 +22,18 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sturdyproxy/sturdy/internal/access"
 	"github.com/sturdyproxy/sturdy/internal/accesslog"
+	"github.com/sturdyproxy/sturdy/internal/acme"
 	"github.com/sturdyproxy/sturdy/internal/alert"
 	"github.com/sturdyproxy/sturdy/internal/cache"
+	"github.com/sturdyproxy/sturdy/internal/certs"
 	"github.com/sturdyproxy/sturdy/internal/config"
 	"github.com/sturdyproxy/sturdy/internal/edge"
+	"github.com/sturdyproxy/sturdy/internal/forcehttps"
 	"github.com/sturdyproxy/sturdy/internal/health"
 	"github.com/sturdyproxy/sturdy/internal/proxy"
+	"github.com/sturdyproxy/sturdy/internal/ratelimit"
 	"github.com/sturdyproxy/sturdy/internal/route"
 	"github.com/sturdyproxy/sturdy/internal/upstream"
 )
@@ -46,6 +51,13 @@ type Env struct {
 	// Dial makes the dial function of upstream clients (the background
 	// DNS resolver's); probes get theirs from the monitor.
 	Dial health.Dialer
+	// OnShared receives the shared rate-limit store's reachability
+	// changes; nil drops them.
+	OnShared func(ratelimit.SharedEvent)
+	// ACME supplies the certificates of listeners with tls.acme and
+	// answers HTTP-01 challenges; nil gets a private, never-run manager
+	// when the config has an acme section (for check).
+	ACME *acme.Manager
 }
 
 // Runtime is one compiled config. It must not change once published.
@@ -62,17 +74,24 @@ type Runtime struct {
 	Listeners []Listener
 	// Webhooks receive events.
 	Webhooks []alert.Webhook
+	// Access is every route's access controls and the zones they share.
+	Access *access.Compiled
+	// Warnings are problems that do not stop the config from serving
+	// (certificates expiring soon, names no certificate covers, ...).
+	Warnings []config.Error
 
-	poolBy    map[string]*health.Pool
-	routeBy   map[string]*proxy.Route
-	upstreams map[upstreamKey]*upstream.Client
+	poolBy        map[string]*health.Pool
+	routeBy       map[string]*proxy.Route
+	upstreams     map[upstreamKey]*upstream.Client
+	authTransport *http.Transport // forward auth to a URL (not a pool)
 }
 
-// Listener is one listener's settings with its certificate loaded.
+// Listener is one listener's settings with its certificates loaded.
 type Listener struct {
 	config.Listener
-	// Cert is the certificate of a TLS listener; nil for plain HTTP.
-	Cert *tls.Certificate
+	// TLS chooses certificates and settings per handshake; nil for plain
+	// HTTP.
+	TLS *certs.Listener
 }
 
 // Pool returns the pool named name, or nil.
@@ -116,6 +135,9 @@ func Compile(cfg *config.Config, prev *Runtime, env Env) (*Runtime, error) {
 	}
 	rt.Health = &health.Set{Pools: rt.Pools, Attributing: attr}
 	trusted := c.prefixes("trusted_proxies", cfg.TrustedProxies)
+	if _, err := acme.Compile(cfg); err != nil {
+		c.errs = append(c.errs, err.(config.ErrorList)...)
+	}
 	rt.Listeners = c.listeners()
 	rt.Webhooks = webhooks(cfg)
 	for i := range cfg.Routes {
@@ -124,9 +146,13 @@ func Compile(cfg *config.Config, prev *Runtime, env Env) (*Runtime, error) {
 		rt.routeBy[r.Name] = r
 		rt.Health.Routes = append(rt.Health.Routes, r.Tracker)
 	}
+	c.access()
 	deny := c.denyList()
 	if len(c.errs) > 0 {
 		rt.Close()
+		if rt.Access != nil && rt.Access.Shared != nil && (prev == nil || prev.Access == nil || prev.Access.Shared != rt.Access.Shared) {
+			rt.Access.Shared.Close()
+		}
 		slices.SortStableFunc(c.errs, func(a, b config.Error) int { return a.Line - b.Line })
 		return nil, c.errs
 	}
@@ -134,8 +160,9 @@ func Compile(cfg *config.Config, prev *Runtime, env Env) (*Runtime, error) {
 	if kind, name, _ := config.ParseClientKey(cfg.Attribution.ClientKey); kind == "header" {
 		clientHeader = textproto.CanonicalMIMEHeaderKey(name)
 	}
+	rt.Warnings = append(certs.Warnings(cfg, rt.tlsListeners(), time.Now()), acme.Warnings(cfg)...)
 	rt.Proxy = &proxy.Snapshot{
-		Tables:       c.tables(),
+		Listeners:    c.proxyListeners(),
 		Trusted:      trusted,
 		ClientHeader: clientHeader,
 		Edge:         edge.New(cfg.Edge.NonASCII == config.NonASCIIReject, deny, trusted, env.Edge),
@@ -150,6 +177,9 @@ func (rt *Runtime) Close() {
 	for _, u := range rt.upstreams {
 		u.Close()
 	}
+	if rt.authTransport != nil {
+		rt.authTransport.CloseIdleConnections()
+	}
 }
 
 // Retire closes what rt has and next, which replaces it, does not share.
@@ -158,6 +188,9 @@ func (rt *Runtime) Retire(next *Runtime) {
 		if next.upstreams[k] != u {
 			u.Close()
 		}
+	}
+	if rt.authTransport != nil && rt.authTransport != next.authTransport {
+		rt.authTransport.CloseIdleConnections()
 	}
 }
 
@@ -244,14 +277,62 @@ func (c *compiler) listeners() []Listener {
 		if lc.TLS == nil {
 			continue
 		}
+		var src certs.Source
+		if lc.TLS.ACME {
+			src = c.acmeManager()
+		}
 		// A listener that could never complete a handshake is a config
 		// error rather than a latent outage (incident 001).
-		cert, err := tls.LoadX509KeyPair(lc.TLS.Cert, lc.TLS.Key)
+		tl, err := certs.CompileListener(c.cfg, i, src)
 		if err != nil {
-			c.errorf("listeners["+strconv.Itoa(i)+"].tls", "cannot load certificate and key: %v", err)
+			c.errs = append(c.errs, err.(config.ErrorList)...)
 			continue
 		}
-		out[i].Cert = &cert
+		out[i].TLS = tl
+	}
+	return out
+}
+
+// acmeManager is the manager certificates from the CA come from.
+func (c *compiler) acmeManager() *acme.Manager {
+	if c.env.ACME == nil {
+		c.env.ACME = acme.New(acme.Options{}) // never run: only to point handshakes at
+	}
+	return c.env.ACME
+}
+
+// tlsListeners are the compiled TLS listeners by name.
+func (rt *Runtime) tlsListeners() map[string]*certs.Listener {
+	out := map[string]*certs.Listener{}
+	for _, l := range rt.Listeners {
+		if l.TLS != nil {
+			out[l.Name] = l.TLS
+		}
+	}
+	return out
+}
+
+// ACMENames are the host names whose certificates the ACME manager must
+// obtain for this runtime.
+func (rt *Runtime) ACMENames() []string { return acme.NamesFor(rt.Config, rt.tlsListeners()) }
+
+// proxyListeners builds what the request path needs per listener: its
+// routing table and what it answers before any route.
+func (c *compiler) proxyListeners() map[string]*proxy.Listener {
+	tables := c.tables()
+	out := make(map[string]*proxy.Listener, len(c.cfg.Listeners))
+	for i, lc := range c.cfg.Listeners {
+		pl := &proxy.Listener{Table: tables[lc.Name]}
+		if lc.RedirectHTTPS != nil {
+			pl.Redirect = forcehttps.NewRedirector(lc.RedirectHTTPS)
+		}
+		if tl := c.rt.Listeners[i].TLS; tl != nil && tl.HSTS != "" {
+			pl.HSTS = []string{tl.HSTS}
+		}
+		if lc.TLS == nil && c.cfg.ACME != nil && c.env.ACME != nil {
+			pl.Challenge = c.env.ACME.HandleHTTPChallenge
+		}
+		out[lc.Name] = pl
 	}
 	return out
 }

@@ -4,13 +4,14 @@ import (
 	"context"
 	"crypto/sha256"
 	"crypto/tls"
-	"crypto/x509"
 	"encoding/hex"
 	"net"
 	"net/http"
+	"os"
 	"strconv"
 	"time"
 
+	"github.com/sturdyproxy/sturdy/internal/certs"
 	"github.com/sturdyproxy/sturdy/internal/config"
 	"github.com/sturdyproxy/sturdy/internal/health"
 	"github.com/sturdyproxy/sturdy/internal/upstream"
@@ -67,26 +68,23 @@ type poolTLS struct {
 }
 
 // upstreamTLS is the client TLS config for a pool's backends, with its CA
-// bundle read; the second result identifies the settings and the bundle's
-// content, so that upstream clients are shared only by equal settings.
+// bundle and client certificate read; the second result identifies the
+// settings and the files' content, so that upstream clients are shared
+// only by equal settings.
 func (c *compiler) upstreamTLS(p string, t *config.UpstreamTLS) (*tls.Config, string) {
-	tc := &tls.Config{
-		MinVersion:         tls.VersionTLS12,
-		ServerName:         t.ServerName,
-		InsecureSkipVerify: t.InsecureSkipVerify,
+	tc, err := certs.UpstreamConfig(t, p)
+	if err != nil {
+		c.errs = append(c.errs, config.Error{File: c.cfg.File, Line: c.cfg.Line(p), Msg: err.Error()}) // the message starts with the key path
+		return nil, ""
 	}
 	id := sha256.New()
 	id.Write([]byte(t.ServerName + "\x00" + strconv.FormatBool(t.InsecureSkipVerify) + "\x00"))
-	if t.CA != "" {
-		b, ok := c.readFile(p+".ca", "the CA file", t.CA)
-		if ok {
-			roots := x509.NewCertPool()
-			if !roots.AppendCertsFromPEM(b) {
-				c.errorf(p+".ca", "no PEM certificate in %s", t.CA)
-			}
-			tc.RootCAs = roots
+	for _, f := range []string{t.CA, t.Cert, t.Key} {
+		if f != "" {
+			b, _ := os.ReadFile(f) // read a moment ago by UpstreamConfig
 			id.Write(b)
 		}
+		id.Write([]byte{0})
 	}
 	return tc, hex.EncodeToString(id.Sum(nil)[:8])
 }

@@ -5,6 +5,7 @@ import (
 	"strconv"
 
 	"github.com/sturdyproxy/sturdy/internal/cache"
+	"github.com/sturdyproxy/sturdy/internal/certs"
 	"github.com/sturdyproxy/sturdy/internal/config"
 	"github.com/sturdyproxy/sturdy/internal/health"
 	"github.com/sturdyproxy/sturdy/internal/proxy"
@@ -13,16 +14,12 @@ import (
 // route compiles routes[i]; its pools are built already.
 func (c *compiler) route(i int) *proxy.Route {
 	rc := c.cfg.Routes[i]
-	pi := c.poolIndex(rc.Pool)
-	pc := c.cfg.Pools[pi]
 	var prev *proxy.Route
 	if c.prev != nil {
 		prev = c.prev.routeBy[rc.Name]
 	}
 	r := &proxy.Route{
 		Name:         rc.Name,
-		Pool:         c.rt.poolBy[rc.Pool],
-		Upstream:     c.upstream(rc, pc),
 		MaxBodyBytes: int64(rc.MaxBodyBytes),
 		Total:        rc.Timeouts.Total.D(),
 		Tries:        rc.Retry.Tries,
@@ -34,6 +31,7 @@ func (c *compiler) route(i int) *proxy.Route {
 		ShedClients:  c.cfg.Attribution.ShedClients,
 		MaxInFlight:  int64(rc.Limits.MaxInFlight),
 		Sorry:        c.sorry(i, rc),
+		ClientCert:   certs.RequirementOf(rc),
 		Agg:          c.env.Agg,
 	}
 	// A route's counters and its attribution tracker live as long as its
@@ -43,6 +41,14 @@ func (c *compiler) route(i int) *proxy.Route {
 	} else {
 		r.Stats, r.Tracker = new(proxy.Stats), health.NewRouteTracker(c.env.Monitor, rc.Name)
 	}
+	c.routeFeatures(i, r)
+	r.Prepare()
+	if rc.Pool == "" {
+		return r // files only: nothing to proxy to
+	}
+	pi := c.poolIndex(rc.Pool)
+	pc := c.cfg.Pools[pi]
+	r.Pool, r.Upstream = c.rt.poolBy[rc.Pool], c.upstream(rc, pc)
 	if fp := rc.Fallback.Pool; fp != "" {
 		r.Fallback = c.rt.poolBy[fp]
 	}
@@ -59,7 +65,6 @@ func (c *compiler) route(i int) *proxy.Route {
 		}
 		r.HashKind, r.HashName = kind, name
 	}
-	r.Prepare()
 	return r
 }
 

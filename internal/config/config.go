@@ -36,6 +36,12 @@ type Config struct {
 	DNS DNS `yaml:"dns"`
 	// Webhooks receive events (state transitions).
 	Webhooks []Webhook `yaml:"webhooks"`
+	// ACME obtains certificates for listeners with tls.acme (tls.go).
+	ACME *ACME `yaml:"acme"`
+	// Zones for routes' rate_limit and conn_limit, and their shared store (access.go).
+	RateLimitZones []RateLimitZone `yaml:"rate_limit_zones"` // nginx limit_req_zone (access.go)
+	ConnLimitZones []ConnLimitZone `yaml:"conn_limit_zones"` // nginx limit_conn_zone (access.go)
+	SharedLimits   *SharedLimits   `yaml:"shared_limits"`    // Redis for shared zones (access.go)
 
 	// File is the path the config was loaded from ("" when embedded).
 	File string `yaml:"-"`
@@ -103,6 +109,8 @@ type Listener struct {
 	// TLS, when set, makes the listener HTTPS with HTTP/2. Both files must
 	// exist and hold a matching certificate and key.
 	TLS *TLS `yaml:"tls"`
+	// RedirectHTTPS answers every request with a redirect to HTTPS (tls.go).
+	RedirectHTTPS *RedirectHTTPS `yaml:"redirect_https"`
 	// ReadHeaderTimeout bounds how long a client may take to send request
 	// headers. Default 10s.
 	ReadHeaderTimeout Duration `yaml:"read_header_timeout"`
@@ -110,12 +118,6 @@ type Listener struct {
 	IdleTimeout Duration `yaml:"idle_timeout"`
 	// MaxHeaderBytes bounds the request line plus headers. Default 64KiB.
 	MaxHeaderBytes Size `yaml:"max_header_bytes"`
-}
-
-// TLS names a certificate and key file in PEM format.
-type TLS struct {
-	Cert string `yaml:"cert"`
-	Key  string `yaml:"key"`
 }
 
 // Route sends matching requests to a pool.
@@ -134,7 +136,8 @@ type Route struct {
 	// Default marks the route that answers requests whose Host matches no
 	// route. At most one route may be the default.
 	Default bool `yaml:"default"`
-	// Pool names the pool that serves this route. Required.
+	// Pool names the pool that serves this route. Required, unless static
+	// files answer every request (a try_files chain without @pool).
 	Pool string `yaml:"pool"`
 	// Timeouts bound each phase of a proxied request.
 	Timeouts Timeouts `yaml:"timeouts"`
@@ -151,6 +154,19 @@ type Route struct {
 	Limits Limits `yaml:"limits"`
 	// Cache opts the route into the shared cache.
 	Cache RouteCache `yaml:"cache"`
+	// ClientCert is none (default) or required: a certificate verified against the listener's client_auth.ca, else 403.
+	ClientCert string `yaml:"client_cert"`
+	// Access control at the edge, before any upstream attempt (access.go).
+	Methods     []string     `yaml:"methods"`      // allowed methods, nginx limit_except (access.go)
+	Access      []AccessRule `yaml:"access"`       // allow/deny rules, first match wins (access.go)
+	RateLimit   []RateLimit  `yaml:"rate_limit"`   // nginx limit_req (access.go)
+	ConnLimit   []ConnLimit  `yaml:"conn_limit"`   // nginx limit_conn (access.go)
+	BasicAuth   *BasicAuth   `yaml:"basic_auth"`   // nginx auth_basic (access.go)
+	ForwardAuth *ForwardAuth `yaml:"forward_auth"` // nginx auth_request (access.go)
+	// Static serves the route from files (see static.go); default: none.
+	Static *Static `yaml:"static"`
+	// Compress compresses the route's responses; default: off.
+	Compress *Compress `yaml:"compress"`
 }
 
 // Timeouts of a route.
@@ -203,6 +219,9 @@ type UpstreamTLS struct {
 	// InsecureSkipVerify accepts any certificate. Default false; sturdy
 	// check warns when it is set.
 	InsecureSkipVerify bool `yaml:"insecure_skip_verify"`
+	// Cert and Key are a client certificate (PEM) shown to the backends. Default: none.
+	Cert string `yaml:"cert"`
+	Key  string `yaml:"key"`
 }
 
 // Host is one backend.

@@ -31,7 +31,7 @@ func Load(path string) (*Config, error) {
 func Parse(data []byte, name string) (*Config, error) {
 	var root yaml.Node
 	if err := yaml.Unmarshal(data, &root); err != nil {
-		return nil, ErrorList{syntaxError(name, err)}
+		return nil, ErrorList{syntaxError(name, data, err)}
 	}
 	cfg := &Config{File: name}
 	d := &decoder{file: name, lines: map[string]int{}}
@@ -52,21 +52,6 @@ func Parse(data []byte, name string) (*Config, error) {
 		return nil, errs
 	}
 	return cfg, nil
-}
-
-// syntaxError turns "yaml: line 3: did not find expected key" into a
-// positioned Error.
-func syntaxError(name string, err error) Error {
-	msg := strings.TrimPrefix(err.Error(), "yaml: ")
-	line := 0
-	if rest, ok := strings.CutPrefix(msg, "line "); ok {
-		if n, tail, ok := strings.Cut(rest, ": "); ok {
-			if l, err := strconv.Atoi(n); err == nil {
-				line, msg = l, tail
-			}
-		}
-	}
-	return Error{File: name, Line: line, Msg: "YAML syntax: " + msg}
 }
 
 // Line returns the line in the file where the value at key path p was
@@ -96,6 +81,9 @@ func (c *Config) setDefaults() {
 	c.setObservabilityDefaults()
 	c.setHealthDefaults()
 	c.setDegradedDefaults()
+	c.setTLSDefaults()
+	c.setAccessDefaults()
+	c.setStaticDefaults()
 	if c.Admin.Listen == "" {
 		c.Admin.Listen = DefaultAdminListen
 	}
@@ -202,6 +190,9 @@ func (c *Config) validate() ErrorList {
 	v.observability()
 	v.health()
 	v.degraded(pools)
+	v.tls()
+	v.access(pools)
+	v.static()
 	return v.errs
 }
 
@@ -225,17 +216,6 @@ func (v *validator) listeners() {
 			addrs[l.Listen] = i
 			if l.Listen == c.Admin.Listen {
 				v.errorf(p+".listen", "address %s is also the admin address; give them different ports", l.Listen)
-			}
-		}
-		if t := l.TLS; t != nil {
-			// A listener that could never complete a handshake is a config
-			// error rather than a latent outage (incident 001); the compile
-			// step loads the pair.
-			if t.Cert == "" {
-				v.errorf(p+".tls.cert", "missing; a TLS listener needs a certificate file (PEM)")
-			}
-			if t.Key == "" {
-				v.errorf(p+".tls.key", "missing; a TLS listener needs a private key file (PEM)")
 			}
 		}
 	}
@@ -308,9 +288,9 @@ func (v *validator) routes(pools map[string]bool) {
 	for i, r := range c.Routes {
 		p := fmt.Sprintf("routes[%d]", i)
 		v.uniqueName(p, r.Name, "route", names, i)
-		if r.Pool == "" {
+		if r.Pool == "" && r.Static == nil {
 			v.errorf(p+".pool", "missing; expected the name of a pool")
-		} else if !pools[r.Pool] {
+		} else if r.Pool != "" && !pools[r.Pool] {
 			v.errorf(p+".pool", "no pool named %q; define it under pools", r.Pool)
 		}
 		if !strings.HasPrefix(r.Path, "/") {

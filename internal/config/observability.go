@@ -44,6 +44,7 @@ func EventTypes() []string {
 		event.RouteDegraded, event.RouteRecovered,
 		event.StaleStarted, event.StaleEnded,
 		event.ReloadApplied, event.ReloadRefused,
+		event.CertObtained, event.CertRenewed, event.CertFailed, event.CertRevoked,
 		event.DNSFailed, event.DNSRecovered,
 	}
 }

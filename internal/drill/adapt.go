@@ -184,7 +184,10 @@ func newRouting(cfg *config.Config) (routing, error) {
 		return routing{}, err
 	}
 	defer rt.Close()
-	r := routing{tabs: rt.Proxy.Tables, index: make(map[*sturdyproxy.Route]int, len(rt.Routes))}
+	r := routing{tabs: map[string]*route.Table[*sturdyproxy.Route]{}, index: make(map[*sturdyproxy.Route]int, len(rt.Routes))}
+	for name, l := range rt.Proxy.Listeners {
+		r.tabs[name] = l.Table
+	}
 	for i, pr := range rt.Routes {
 		r.index[pr] = i
 	}

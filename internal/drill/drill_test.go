@@ -17,6 +17,9 @@ func short() Options { return Options{Duration: 1500 * time.Millisecond, Rate: 2
 // built-in config and asserts what design.md promises. A scenario whose
 // feature is not live yet is skipped with the reason, never passed.
 func TestScenariosAgainstSturdy(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the full drill takes about 15s; -short skips it (internal/server has the incident tests)")
+	}
 	for i, sc := range Scenarios() {
 		t.Run(sc.Name, func(t *testing.T) {
 			before := runtime.NumGoroutine()

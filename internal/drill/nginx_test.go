@@ -12,6 +12,9 @@ import (
 // comparison proves nothing. Runs only where nginx is installed, and
 // briefly.
 func TestNginxReenactsTheIncidents(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the nginx comparison takes about 6s; -short skips it")
+	}
 	tg, err := Nginx(context.Background(), false, os.Stderr)
 	if errors.Is(err, ErrNoNginx) {
 		t.Skip(err)

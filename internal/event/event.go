@@ -35,6 +35,10 @@ const (
 	ReloadRefused    = "reload_refused"
 	DNSFailed        = "dns_failed"
 	DNSRecovered     = "dns_recovered"
+	CertObtained     = "certificate_obtained" // from the ACME CA, first time
+	CertRenewed      = "certificate_renewed"
+	CertFailed       = "certificate_failed" // an order or renewal failed; retried with backoff
+	CertRevoked      = "certificate_revoked"
 )
 
 // Severity levels.

@@ -96,6 +96,8 @@ type poolShared struct {
 	panicAnswers atomic.Uint64
 	episode      [numBy]atomic.Uint64 // answers by other means while empty
 	ejectMu      sync.Mutex           // makes "count the ejected, eject one more" one step
+	trackMu      sync.Mutex           // serialises trackEmpty; guards lastTrack
+	lastTrack    time.Time
 }
 
 func (s *poolShared) rotationChanged() { s.version.Add(1) }
@@ -326,6 +328,9 @@ func (p *Pool) InPanic() bool { return p.shared.panic.Load() }
 // Empty reports whether the pool has no host in rotation, since when, and
 // for how long in all it has been empty.
 func (p *Pool) Empty() (bool, time.Time, time.Duration) {
+	if p == nil {
+		return false, time.Time{}, 0
+	}
 	p.shared.mu.Lock()
 	defer p.shared.mu.Unlock()
 	total := p.shared.emptyTotal

@@ -108,8 +108,17 @@ func (p *Pool) tick(now time.Time) {
 }
 
 func (p *Pool) trackEmpty(now time.Time) {
-	avail := p.AvailableCount()
 	sh := p.shared
+	// Probes, requests and the monitor's tick call this concurrently; the
+	// count and the episode's start and end must be one step, or a count
+	// taken before a transition could end the episode it started.
+	sh.trackMu.Lock()
+	defer sh.trackMu.Unlock()
+	if t := sh.lastTrack; now.Before(t) {
+		now = t // a caller holding an older time: episodes never run backwards
+	}
+	sh.lastTrack = now
+	avail := p.AvailableCount()
 	if avail == 0 && sh.empty.CompareAndSwap(false, true) {
 		sh.mu.Lock()
 		sh.emptySince = now

@@ -76,9 +76,9 @@ func newFixture(tb testing.TB, n int, up Upstream, tune ...func(*health.PoolConf
 	rt.Pool = p
 	rt.Prepare()
 	snap := &Snapshot{
-		Tables:  map[string]*route.Table[*Route]{"web": route.New([]*route.Entry[*Route]{{Path: "/", Default: true, Value: rt}})},
-		Trusted: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")},
-		Edge:    edge.New(false, nil, nil, nil),
+		Listeners: map[string]*Listener{"web": {Table: route.New([]*route.Entry[*Route]{{Path: "/", Default: true, Value: rt}})}},
+		Trusted:   []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")},
+		Edge:      edge.New(false, nil, nil, nil),
 	}
 	return &fixture{
 		h:  &Handler{Listener: "web", Current: func() *Snapshot { return snap }},

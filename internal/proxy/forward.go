@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/sturdyproxy/sturdy/internal/access"
 	"github.com/sturdyproxy/sturdy/internal/balance"
 	"github.com/sturdyproxy/sturdy/internal/edge"
 	"github.com/sturdyproxy/sturdy/internal/health"
@@ -45,6 +46,8 @@ type forwarder struct {
 	now  time.Time
 	ctx  context.Context
 
+	admission *access.Admission // the access controls' verdict, when the route has them
+
 	body     *replayBody // the request body when it cannot be replayed
 	buffered []byte      // the request body when it was read for replay
 	tried    balance.Tried
@@ -75,7 +78,9 @@ func (f *forwarder) serve() {
 		f.ctx, cancel = context.WithTimeout(f.ctx, rt.Total)
 		defer cancel()
 	}
-	f.clientKey = clientKey(r, f.snap.ClientHeader, f.snap.Trusted)
+	if f.clientKey == "" {
+		f.clientKey = clientKey(r, f.snap.ClientHeader, f.snap.Trusted)
+	}
 	f.clientBit = 1 << (balance.HashString(f.clientKey) & 63)
 	if rt.ShedClients && rt.Monitor.Attributed(f.clientKey) {
 		f.answered(AnswerShed)
@@ -319,6 +324,9 @@ func (f *forwarder) prepare() failure {
 		ContentLength: r.ContentLength,
 		Host:          r.Host,
 		Trailer:       r.Trailer,
+	}
+	if f.admission != nil {
+		f.admission.Apply(out.Header) // the auth service's headers; Authorization dropped unless forwarded
 	}
 	hasBody := r.Body != nil && r.Body != http.NoBody && r.ContentLength != 0
 	switch {

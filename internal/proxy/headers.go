@@ -5,6 +5,7 @@ import (
 	"net/netip"
 	"strings"
 
+	"github.com/sturdyproxy/sturdy/internal/certs"
 	"golang.org/x/net/http/httpguts"
 )
 
@@ -49,6 +50,9 @@ func outboundHeader(r *http.Request, tls bool, trusted []netip.Prefix) http.Head
 		}
 		out[k] = vv
 	}
+	// The client certificate's identity, verified by us, or nothing: a
+	// client cannot send these itself.
+	certs.SetIdentity(out, r)
 	if httpguts.HeaderValuesContainsToken(in["Te"], "trailers") {
 		out["Te"] = te
 	}

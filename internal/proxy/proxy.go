@@ -12,11 +12,16 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/sturdyproxy/sturdy/internal/access"
 	"github.com/sturdyproxy/sturdy/internal/accesslog"
 	"github.com/sturdyproxy/sturdy/internal/cache"
+	"github.com/sturdyproxy/sturdy/internal/certs"
+	"github.com/sturdyproxy/sturdy/internal/compress"
 	"github.com/sturdyproxy/sturdy/internal/edge"
+	"github.com/sturdyproxy/sturdy/internal/forcehttps"
 	"github.com/sturdyproxy/sturdy/internal/health"
 	"github.com/sturdyproxy/sturdy/internal/route"
+	"github.com/sturdyproxy/sturdy/internal/static"
 )
 
 // Upstream sends one request to one backend. *http.Transport is one; the
@@ -71,6 +76,18 @@ type Route struct {
 	// Cache, when set, answers through the shared cache with CachePolicy.
 	Cache       *cache.Cache
 	CachePolicy *cache.Policy
+	// ClientCert is what the route asks of the client's certificate.
+	ClientCert certs.Requirement
+	// Access, when set, are the route's access controls (allow/deny,
+	// methods, rate and connection limits, basic and forward auth),
+	// decided before anything else, charged to no backend.
+	Access *access.Policy
+	// Static, when set, answers from files; a request its chain hands to
+	// the pool (or every request, when the chain never does) goes on to
+	// Pool. Pool is nil on a route that only serves files.
+	Static *static.Handler
+	// Compress, when set, compresses answers the client accepts encoded.
+	Compress *compress.Policy
 	// Agg, when set, receives the degraded answers as aggregated log lines.
 	Agg   Aggregator
 	notes [numAnswers]string // set by Prepare
@@ -87,8 +104,8 @@ type Sorry struct {
 // Snapshot is everything the request path reads, swapped as one pointer on
 // reload. It must not change once published.
 type Snapshot struct {
-	// Tables holds one routing table per listener name.
-	Tables map[string]*route.Table[*Route]
+	// Listeners holds what each listener (by name) answers.
+	Listeners map[string]*Listener
 	// Trusted lists the peers whose X-Forwarded-* headers are believed.
 	Trusted []netip.Prefix
 	// ClientHeader, when set (canonical form), is the header that names
@@ -99,6 +116,20 @@ type Snapshot struct {
 	Edge *edge.Edge
 	// Access is the access log; nil means off.
 	Access *accesslog.Logger
+}
+
+// Listener is what one listener answers before and through its routes.
+type Listener struct {
+	// Table chooses the route. Required.
+	Table *route.Table[*Route]
+	// Challenge answers ACME HTTP-01 challenges (before any redirect);
+	// nil means none.
+	Challenge func(http.ResponseWriter, *http.Request) bool
+	// Redirect sends every plain request to HTTPS; nil means none.
+	Redirect *forcehttps.Redirector
+	// HSTS is the Strict-Transport-Security value of a TLS listener's
+	// answers; nil means none.
+	HSTS []string
 }
 
 // Handler serves one listener. Its zero value is not usable; set Listener
@@ -114,16 +145,30 @@ type Handler struct {
 
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	snap := h.Current()
+	ln := snap.Listeners[h.Listener]
 	if status, why := snap.Edge.Check(r); status != 0 {
 		writeText(w, status, strconv.Itoa(status)+" "+http.StatusText(status)+": "+why+".\n")
 		return
 	}
-	e, ok := snap.Tables[h.Listener].Match(r.Host, r.URL.Path)
+	if ln.Challenge != nil && ln.Challenge(w, r) {
+		return
+	}
+	if ln.Redirect != nil && ln.Redirect.Handle(w, r) {
+		return
+	}
+	if ln.HSTS != nil {
+		w.Header()["Strict-Transport-Security"] = ln.HSTS
+	}
+	e, ok := ln.Table.Match(r.Host, r.URL.Path)
 	if !ok {
 		writeNoRoute(w)
 		return
 	}
 	rt := e.Value
+	if err := rt.ClientCert.Check(r); err != nil {
+		rt.Stats.observe(writeEdgeError(w, http.StatusForbidden, rt.Name, err.Error()), 0)
+		return
+	}
 	if rt.MaxBodyBytes > 0 && r.Body != nil && r.Body != http.NoBody {
 		if r.ContentLength > rt.MaxBodyBytes {
 			rt.Stats.observe(writeEdgeError(w, http.StatusRequestEntityTooLarge, rt.Name, "the request body is larger than this route allows"), 0)
@@ -132,21 +177,38 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		r.Body = http.MaxBytesReader(w, r.Body, rt.MaxBodyBytes)
 	}
 	start := time.Now()
-	n := rt.Stats.InFlight.Add(1)
 	fw := forwarder{h: h, snap: snap, rt: rt, w: w, r: r, now: start}
 	defer func() {
-		rt.Stats.InFlight.Add(-1)
 		d := time.Since(start)
 		rt.Stats.observe(fw.status, d)
 		if snap.Access != nil {
 			fw.logAccess(snap.Access, start, d)
 		}
 	}()
+	if rt.Access != nil {
+		// Before the bulkhead: a request delayed by its rate limit holds
+		// none of the route's capacity.
+		if !fw.admit() {
+			return
+		}
+		defer fw.admission.Done()
+	}
+	n := rt.Stats.InFlight.Add(1)
+	defer rt.Stats.InFlight.Add(-1)
 	if rt.MaxInFlight > 0 && n > rt.MaxInFlight {
 		// The route's bulkhead is full: answer at once rather than queue,
 		// so a slow route cannot take workers from the others.
 		fw.answered(AnswerShed)
 		fw.status = writeBusy(w, rt.Name, "this route is at its limit of requests in flight")
+		return
+	}
+	if rt.Compress != nil {
+		if cw := compress.Wrap(w, r, rt.Compress); cw != nil {
+			defer cw.Close() // before the counters: the compressed tail is part of the answer
+			fw.w = cw
+		}
+	}
+	if rt.Static != nil && fw.serveFile() {
 		return
 	}
 	fw.serve()

@@ -164,3 +164,38 @@ func (f *forwarder) upgrade(resp *http.Response) int {
 	<-done // when either side ends, the deferred closes end the other
 	return http.StatusSwitchingProtocols
 }
+
+// statusWriter remembers the status and the body bytes written by an
+// answer that is not streamed from a response (the route's files), for the
+// route's counters and the access log.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+	bytes  int64
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 && code >= 200 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(p []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	n, err := w.ResponseWriter.Write(p)
+	w.bytes += int64(n)
+	return n, err
+}
+
+// Unwrap lets http.ResponseController reach the real writer (Flush, ...).
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// Flush passes flushes on for streamed answers.
+func (w *statusWriter) Flush() {
+	if fl, ok := w.ResponseWriter.(http.Flusher); ok {
+		fl.Flush()
+	}
+}

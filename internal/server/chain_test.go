@@ -14,6 +14,7 @@ import (
 	"github.com/sturdyproxy/sturdy/internal/event"
 	"github.com/sturdyproxy/sturdy/internal/fake"
 	"github.com/sturdyproxy/sturdy/internal/outcome"
+	"github.com/sturdyproxy/sturdy/internal/testutil"
 )
 
 const emptyDefaultConfig = `
@@ -82,6 +83,7 @@ func timedLoad(t *testing.T, url, host string, n int) ([]int, []time.Duration) {
 // and never answering). Unmatched hosts get the sorry page fast; the other
 // route does not notice; the log grows by a handful of lines.
 func TestIncident001EmptyDefaultPool(t *testing.T) {
+	t.Parallel()
 	for _, variant := range []string{"refusing", "blackhole"} {
 		t.Run(variant, func(t *testing.T) {
 			s1, _ := fake.NewBackend("s1", "127.1.0.1")
@@ -99,10 +101,7 @@ func TestIncident001EmptyDefaultPool(t *testing.T) {
 			logLinesBefore := strings.Count(logs.String(), "\n")
 
 			// The default pool is found out by its readiness checks.
-			deadline := time.Now().Add(5 * time.Second)
-			for s.Runtime().Pool("default").AvailableCount() > 0 && time.Now().Before(deadline) {
-				time.Sleep(20 * time.Millisecond)
-			}
+			testutil.Eventually(5*time.Second, func() bool { return s.Runtime().Pool("default").AvailableCount() == 0 })
 			if n := s.Runtime().Pool("default").AvailableCount(); n != 0 {
 				t.Fatalf("%d default hosts still in rotation; events:%s", n, ev)
 			}
@@ -174,6 +173,7 @@ pools:
 `
 
 func TestFallbackPoolTakesOverAndHandsBack(t *testing.T) {
+	t.Parallel()
 	p1, _ := fake.NewBackend("primary", "127.1.0.1")
 	b1, _ := fake.NewBackend("backup", "127.1.0.2")
 	t.Cleanup(p1.Close)
@@ -182,15 +182,10 @@ func TestFallbackPoolTakesOverAndHandsBack(t *testing.T) {
 	ev := countEvents(s)
 	waitBody := func(want string) {
 		t.Helper()
-		deadline := time.Now().Add(5 * time.Second)
-		for time.Now().Before(deadline) {
-			if _, body := get(t, http.DefaultClient, url+"/x"); body == want {
-				return
-			}
-			time.Sleep(20 * time.Millisecond)
+		var body string
+		if !testutil.Eventually(5*time.Second, func() bool { _, body = get(t, http.DefaultClient, url+"/x"); return body == want }) {
+			t.Fatalf("never answered %q (last %q); events:%s", want, body, ev)
 		}
-		_, body := get(t, http.DefaultClient, url+"/x")
-		t.Fatalf("never answered %q (last %q); events:%s", want, body, ev)
 	}
 	waitBody("ok from primary")
 	p1.Set("", fake.Behavior{Status: 503})
@@ -203,6 +198,7 @@ func TestFallbackPoolTakesOverAndHandsBack(t *testing.T) {
 }
 
 func TestRouteInFlightLimitShedsAtOnce(t *testing.T) {
+	t.Parallel()
 	release := make(chan struct{})
 	slow := backend(t, "127.1.0.1", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/slow" {
@@ -227,10 +223,7 @@ pools: [ { name: web, hosts: [ { addr: "{{b}}" } ] } ]
 			get(t, http.DefaultClient, url+"/slow")
 		}()
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for s.Runtime().Route("slow").Stats.InFlight.Load() < 3 && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
+	testutil.Eventually(5*time.Second, func() bool { return s.Runtime().Route("slow").Stats.InFlight.Load() >= 3 })
 	start := time.Now()
 	resp, body := get(t, http.DefaultClient, url+"/slow")
 	if resp.StatusCode != 503 || resp.Header.Get("Retry-After") == "" || time.Since(start) > time.Second {
@@ -264,6 +257,7 @@ pools:
 // errors are counted even when stale answers hide them, and health
 // endpoints are never cached.
 func TestIncident004StaleIsBoundedAndLabelled(t *testing.T) {
+	t.Parallel()
 	var failing [3]atomic.Bool
 	vars := map[string]string{}
 	var hits [3]atomic.Int64

@@ -11,11 +11,13 @@ import (
 
 	"github.com/sturdyproxy/sturdy/internal/event"
 	"github.com/sturdyproxy/sturdy/internal/fake"
+	"github.com/sturdyproxy/sturdy/internal/testutil"
 )
 
 // Incident 001's resolver under pressure: when lookups start failing, the
 // last good addresses keep serving, and the failure is an event.
 func TestDNSFailureKeepsLastGoodAddresses(t *testing.T) {
+	t.Parallel()
 	b, _ := fake.NewBackend("app", "127.1.0.7")
 	t.Cleanup(b.Close)
 	_, port, _ := net.SplitHostPort(b.Addr)
@@ -39,10 +41,7 @@ pools: [ { name: app, hosts: [ { addr: "app.internal:`+port+`" } ] } ]
 		t.Fatalf("before: %d %q", resp.StatusCode, body)
 	}
 	failing.Store(true)
-	deadline := time.Now().Add(3 * time.Second)
-	for ev.get(event.DNSFailed) == 0 && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond)
-	}
+	testutil.Eventually(3*time.Second, func() bool { return ev.get(event.DNSFailed) > 0 })
 	if ev.get(event.DNSFailed) != 1 {
 		t.Fatalf("no dns_failed event; events:%s", ev)
 	}

@@ -47,6 +47,7 @@ func rawStatus(t *testing.T, from, addr, request string) int {
 // refused), never forwarded raw; nothing decided at the edge touches
 // backend health; denied clients never reach a backend.
 func TestEdgeHygieneAndDenyList(t *testing.T) {
+	t.Parallel()
 	for _, mode := range []string{"reencode", "reject"} {
 		t.Run(mode, func(t *testing.T) {
 			n1, _ := fake.NewNodeLike("127.1.0.1", "")

@@ -15,6 +15,7 @@ import (
 	"github.com/sturdyproxy/sturdy/internal/fake"
 	"github.com/sturdyproxy/sturdy/internal/health"
 	"github.com/sturdyproxy/sturdy/internal/outcome"
+	"github.com/sturdyproxy/sturdy/internal/testutil"
 )
 
 // eventCounter counts the server's events by type since the server
@@ -145,6 +146,7 @@ pools:
 // Incident 000: a WAF between the proxy and its backends blocks one
 // scanner. Its failures follow it across backends: they are the client's.
 func TestIncident000WAFBlocksOneClient(t *testing.T) {
+	t.Parallel()
 	for _, mode := range []struct {
 		name string
 		m    fake.WAFMode
@@ -211,6 +213,7 @@ pools:
 // Incident 002: one slow report endpoint times out on every backend. That
 // is the route's problem; the other routes on the same backends are fine.
 func TestIncident002SlowRouteIsTheRoutesProblem(t *testing.T) {
+	t.Parallel()
 	var addrs []string
 	for i := 1; i <= 2; i++ {
 		b, err := fake.NewBackend(fmt.Sprintf("b%d", i), fmt.Sprintf("127.1.0.%d", i))
@@ -287,6 +290,7 @@ pools:
 // Incident 003: backends hang up on one kind of request. The request is
 // the cause: it is tried on at most two hosts and charged to none.
 func TestIncident003RequestThatKillsEveryBackend(t *testing.T) {
+	t.Parallel()
 	var nodes []*fake.NodeLike
 	vars := map[string]string{}
 	for i := 1; i <= 3; i++ {
@@ -341,6 +345,7 @@ pools:
 // A truly dead host (connection refused) leaves rotation at once, and the
 // requests that met it were retried: innocent clients see nothing.
 func TestDeadHostLeavesRotationAtOnce(t *testing.T) {
+	t.Parallel()
 	b1, _ := fake.NewBackend("b1", "127.1.0.1")
 	b2, _ := fake.NewBackend("b2", "127.1.0.2")
 	t.Cleanup(b1.Close)
@@ -379,6 +384,7 @@ pools:
 // A host answering 503 to everyone is ejected, with and without active
 // checks; with them it comes back after rise passing probes.
 func TestHostFailingForEveryoneIsEjected(t *testing.T) {
+	t.Parallel()
 	for _, withActive := range []bool{false, true} {
 		t.Run(fmt.Sprintf("active=%v", withActive), func(t *testing.T) {
 			var bs []*fake.Backend
@@ -423,10 +429,7 @@ func TestHostFailingForEveryoneIsEjected(t *testing.T) {
 				t.Errorf("with active checks the probe decides; events:%s", ev)
 			}
 			bad.Set("", fake.Behavior{})
-			deadline := time.Now().Add(5 * time.Second)
-			for host.Mode() != health.Healthy && time.Now().Before(deadline) {
-				time.Sleep(20 * time.Millisecond)
-			}
+			testutil.Eventually(5*time.Second, func() bool { return host.Mode() == health.Healthy })
 			if host.Mode() != health.Healthy || ev.get(event.HostUp) != 1 {
 				t.Fatalf("host %s after recovering; events:%s", host.Mode(), ev)
 			}
@@ -462,6 +465,7 @@ func (r *relistener) stop() { r.srv.Close() }
 // Every host out on passive evidence: panic routing keeps trying them, and
 // a host that recovers takes traffic at once, not after its eject timer.
 func TestPanicRoutingFindsTheRecoveredHost(t *testing.T) {
+	t.Parallel()
 	a := &relistener{t: t, addr: "127.1.0.1:0"}
 	b := &relistener{t: t, addr: "127.1.0.2:0"}
 	a.start()
@@ -516,6 +520,7 @@ pools:
 // A POST that reached a backend is never sent again; under a total outage,
 // retries stay within the budget.
 func TestPostNotReplayedAndRetriesWithinBudget(t *testing.T) {
+	t.Parallel()
 	b1, _ := fake.NewBackend("b1", "127.1.0.1")
 	b2, _ := fake.NewBackend("b2", "127.1.0.2")
 	t.Cleanup(b1.Close)
@@ -567,6 +572,7 @@ pools:
 // A retry that has tried every host in rotation does not go to an ejected
 // host, and is not "panic routing": the pool is not empty.
 func TestNoPanicWhileHostsAreInRotation(t *testing.T) {
+	t.Parallel()
 	a, _ := fake.NewBackend("a", "127.1.0.1")
 	b, _ := fake.NewBackend("b", "127.1.0.2")
 	t.Cleanup(a.Close)

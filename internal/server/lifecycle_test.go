@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/sturdyproxy/sturdy/internal/outcome"
+	"github.com/sturdyproxy/sturdy/internal/testutil"
 )
 
 const reloadConfig = `
@@ -39,6 +40,7 @@ pools:
 // Reloading while clients send requests fails none of them, and hosts kept
 // across the reload keep their runtime state.
 func TestReloadUnderLoadDropsNothing(t *testing.T) {
+	t.Parallel()
 	b1 := backend(t, "127.1.0.1", named("b1"))
 	b2 := backend(t, "127.1.0.2", named("b2"))
 	vars := func(i int) map[string]string {
@@ -103,6 +105,7 @@ func TestReloadUnderLoadDropsNothing(t *testing.T) {
 }
 
 func TestReloadWithBadListenerKeepsOldConfig(t *testing.T) {
+	t.Parallel()
 	b1 := backend(t, "127.1.0.1", named("b1"))
 	s, url, _ := startSturdy(t, parseConfig(t, basicConfig, map[string]string{"b1": addr(b1)}))
 	taken := strings.TrimPrefix(b1.URL, "http://")
@@ -121,6 +124,7 @@ pools: [ { name: web, hosts: [ { addr: "`+taken+`" } ] } ]
 }
 
 func TestGracefulShutdownFinishesInFlight(t *testing.T) {
+	t.Parallel()
 	entered := make(chan struct{})
 	b := backend(t, "127.1.0.1", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		close(entered)
@@ -156,10 +160,7 @@ func TestGracefulShutdownFinishesInFlight(t *testing.T) {
 		shutdown <- s.Shutdown(ctx)
 	}()
 	// While draining, readiness says so.
-	deadline := time.Now().Add(2 * time.Second)
-	for !s.draining.Load() && time.Now().Before(deadline) {
-		time.Sleep(time.Millisecond)
-	}
+	testutil.Eventually(2*time.Second, func() bool { return s.draining.Load() })
 	if resp, err := http.Get(admin + "/readyz"); err == nil {
 		resp.Body.Close()
 		if resp.StatusCode != 503 {
@@ -203,6 +204,7 @@ func writeCert(t *testing.T, dir string) (certFile, keyFile string, pool *x509.C
 }
 
 func TestTLSListenerServesHTTP2(t *testing.T) {
+	t.Parallel()
 	b := backend(t, "127.1.0.1", named("b1"))
 	cert, key, roots := writeCert(t, t.TempDir())
 	cfg := parseConfig(t, `
@@ -231,6 +233,7 @@ pools: [ { name: web, hosts: [ { addr: "{{b1}}" } ] } ]
 // A listener the new config renames is retired (its in-flight requests may
 // finish) and the new one serves; Shutdown waits for both.
 func TestReloadRetiresRenamedListener(t *testing.T) {
+	t.Parallel()
 	b := backend(t, "127.1.0.1", named("b1"))
 	s, url, _ := startSturdy(t, parseConfig(t, basicConfig, map[string]string{"b1": addr(b)}))
 	cfg := parseConfig(t, strings.Replace(basicConfig, "name: web, listen", "name: web2, listen", 1), map[string]string{"b1": addr(b)})
@@ -240,12 +243,14 @@ func TestReloadRetiresRenamedListener(t *testing.T) {
 	if resp, _ := get(t, http.DefaultClient, "http://"+s.Addr("web2")+"/"); resp.StatusCode != 200 {
 		t.Fatalf("new listener: %d", resp.StatusCode)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for time.Now().Before(deadline) {
-		if _, err := http.Get(url + "/"); err != nil {
-			return // the old listener is gone
+	gone := testutil.Eventually(5*time.Second, func() bool {
+		resp, err := http.Get(url + "/")
+		if err == nil {
+			resp.Body.Close()
 		}
-		time.Sleep(20 * time.Millisecond)
+		return err != nil
+	})
+	if !gone {
+		t.Fatal("the renamed listener still serves")
 	}
-	t.Fatal("the renamed listener still serves")
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/sturdyproxy/sturdy/internal/fake"
+	"github.com/sturdyproxy/sturdy/internal/testutil"
 )
 
 // metric returns the value of the sample whose line starts with prefix.
@@ -47,6 +48,7 @@ pools:
 // After a scripted episode (one host dies), /metrics says exactly what
 // happened, read from state at scrape time.
 func TestMetricsAfterAHostDies(t *testing.T) {
+	t.Parallel()
 	live, _ := fake.NewBackend("live", "127.1.0.1")
 	t.Cleanup(live.Close)
 	dead := deadAddr(t)
@@ -82,6 +84,11 @@ func TestMetricsAfterAHostDies(t *testing.T) {
 // A dead default pool under steady load writes a handful of log lines, not
 // one per request (incident 001's 1.5 GB an hour).
 func TestDeadPoolLogVolume(t *testing.T) {
+	// Not parallel: the bound is on lines per elapsed time, and a machine
+	// busy with the other tests stretches the episode.
+	if testing.Short() {
+		t.Skip("counts log lines over four aggregation intervals (4s); -short skips it")
+	}
 	cfg := parseConfig(t, `
 admin: { listen: "off" }
 log: { aggregate_interval: 1s }
@@ -125,6 +132,7 @@ pools: [ { name: dead, hosts: [ { addr: "{{d1}}" }, { addr: "{{d2}}" } ], health
 // flight finish; the runtime API needs the token and refuses cross-origin
 // pages.
 func TestRuntimeAPIDrainsAHost(t *testing.T) {
+	t.Parallel()
 	release := make(chan struct{})
 	var mu sync.Mutex
 	hits := map[string]int{}
@@ -153,16 +161,15 @@ pools: [ { name: web, balance: least_conn, hosts: [ { addr: "{{a}}" }, { addr: "
 		_, body := get(t, http.DefaultClient, url+"/slow")
 		done <- body
 	}()
-	deadline := time.Now().Add(5 * time.Second)
 	var busy string
-	for busy == "" && time.Now().Before(deadline) {
+	testutil.Eventually(5*time.Second, func() bool {
 		for _, h := range s.Runtime().Pool("web").Hosts {
 			if h.InFlight() == 1 {
 				busy = h.Addr
 			}
 		}
-		time.Sleep(time.Millisecond)
-	}
+		return busy != ""
+	})
 	post := func(path string, hdr ...string) int {
 		req, _ := http.NewRequest("POST", "http://"+s.AdminAddr()+path, nil)
 		for i := 0; i+1 < len(hdr); i += 2 {
@@ -214,6 +221,7 @@ pools: [ { name: web, balance: least_conn, hosts: [ { addr: "{{a}}" }, { addr: "
 // /readyz says 503, with the reason, when a counted route has nothing but
 // the sorry page left.
 func TestReadyzWhenOnlyTheSorryPageIsLeft(t *testing.T) {
+	t.Parallel()
 	cfg := parseConfig(t, `
 admin: { listen: "127.0.0.1:0" }
 listeners: [ { name: web, listen: "127.0.0.1:0" } ]
@@ -221,12 +229,12 @@ routes: [ { name: site, default: true, pool: web } ]
 pools: [ { name: web, hosts: [ { addr: "{{d}}" } ], health: { active: { path: /healthz, interval: 200ms, timeout: 100ms, fall: 1, jitter: 0s } } } ]
 `, map[string]string{"d": deadAddr(t)})
 	s, _, _ := startSturdy(t, cfg)
-	deadline := time.Now().Add(5 * time.Second)
-	code, body := adminGet(t, s, "/readyz")
-	for code == 200 && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond)
+	var code int
+	var body string
+	testutil.Eventually(5*time.Second, func() bool {
 		code, body = adminGet(t, s, "/readyz")
-	}
+		return code != 200
+	})
 	if code != 503 || !strings.Contains(body, "route site") {
 		t.Fatalf("/readyz: %d %q", code, body)
 	}

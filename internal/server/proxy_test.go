@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sturdyproxy/sturdy/internal/testutil"
 )
 
 const basicConfig = `
@@ -38,6 +40,7 @@ func echoHeaders() http.Handler {
 }
 
 func TestHeaderHygiene(t *testing.T) {
+	t.Parallel()
 	b := backend(t, "127.1.0.1", echoHeaders())
 	_, url, _ := startSturdy(t, parseConfig(t, basicConfig, map[string]string{"b1": addr(b)}))
 
@@ -125,6 +128,7 @@ func TestHeaderHygiene(t *testing.T) {
 }
 
 func TestNoContentTypeIsNotSniffed(t *testing.T) {
+	t.Parallel()
 	b := backend(t, "127.1.0.1", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header()["Content-Type"] = nil
 		io.WriteString(w, "<html><body>hi</body></html>")
@@ -137,6 +141,7 @@ func TestNoContentTypeIsNotSniffed(t *testing.T) {
 }
 
 func TestStreamingFirstBytesBeforeBackendFinishes(t *testing.T) {
+	t.Parallel()
 	release := make(chan struct{})
 	b := backend(t, "127.1.0.1", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/event-stream")
@@ -159,6 +164,7 @@ func TestStreamingFirstBytesBeforeBackendFinishes(t *testing.T) {
 }
 
 func TestTrailersAreKept(t *testing.T) {
+	t.Parallel()
 	b := backend(t, "127.1.0.1", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Trailer", "X-Checksum")
 		io.WriteString(w, "body")
@@ -196,6 +202,7 @@ func wsEcho() http.Handler {
 }
 
 func TestWebSocketUpgradeEcho(t *testing.T) {
+	t.Parallel()
 	b := backend(t, "127.1.0.1", wsEcho())
 	_, url, _ := startSturdy(t, parseConfig(t, basicConfig, map[string]string{"b1": addr(b)}))
 	conn, err := net.Dial("tcp", strings.TrimPrefix(url, "http://"))
@@ -235,6 +242,7 @@ pools:
 `
 
 func TestUpstreamErrorsNameRouteAndClass(t *testing.T) {
+	t.Parallel()
 	slow := backend(t, "127.1.0.2", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/upload/" {
 			n, err := io.Copy(io.Discard, r.Body)
@@ -307,6 +315,7 @@ func TestUpstreamErrorsNameRouteAndClass(t *testing.T) {
 }
 
 func TestConnectFailureIsRetriedOnAnotherHost(t *testing.T) {
+	t.Parallel()
 	live := backend(t, "127.1.0.1", named("live"))
 	cfg := parseConfig(t, `
 admin: { listen: "off" }
@@ -337,6 +346,7 @@ pools:
 }
 
 func TestClientCancelReachesBackendAndFreesHost(t *testing.T) {
+	t.Parallel()
 	started := make(chan struct{}, 1)
 	cancelled := make(chan struct{}, 1)
 	b := backend(t, "127.1.0.1", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -366,16 +376,14 @@ func TestClientCancelReachesBackendAndFreesHost(t *testing.T) {
 		t.Fatal("backend never saw the cancellation")
 	}
 	host := s.Runtime().Pool("web").Hosts[0]
-	deadline := time.Now().Add(5 * time.Second)
-	for host.InFlight() != 0 && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
+	testutil.Eventually(5*time.Second, func() bool { return host.InFlight() == 0 })
 	if n := host.InFlight(); n != 0 {
 		t.Fatalf("host still has %d in flight", n)
 	}
 }
 
 func TestHashByHeaderIsSticky(t *testing.T) {
+	t.Parallel()
 	var backends []string
 	for i := 1; i <= 3; i++ {
 		backends = append(backends, addr(backend(t, fmt.Sprintf("127.1.0.%d", i), named(fmt.Sprintf("b%d", i)))))

@@ -12,13 +12,16 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"reflect"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/sturdyproxy/sturdy/internal/accesslog"
+	"github.com/sturdyproxy/sturdy/internal/acme"
 	"github.com/sturdyproxy/sturdy/internal/alert"
 	"github.com/sturdyproxy/sturdy/internal/cache"
+	"github.com/sturdyproxy/sturdy/internal/certs"
 	"github.com/sturdyproxy/sturdy/internal/compile"
 	"github.com/sturdyproxy/sturdy/internal/config"
 	"github.com/sturdyproxy/sturdy/internal/edge"
@@ -46,6 +49,7 @@ type Server struct {
 	alerts  *alert.Dispatcher
 	access  *accesslog.Logger // nil when off
 	dns     *resolve.Resolver
+	acme    *acme.Manager // nil without an acme section
 	group   *supervise.Group
 	started time.Time
 
@@ -106,9 +110,20 @@ func New(cfg *config.Config, log *slog.Logger, opts ...Option) (*Server, error) 
 		Current:  s.healthSet,
 		Panicked: s.group.Recovered,
 	})
+	ao, err := acme.Compile(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if ao != nil {
+		ao.OnEvent, ao.Log = s.certEvent, log
+		s.acme = acme.New(*ao)
+	}
 	rt, err := compile.Compile(cfg, nil, s.env())
 	if err != nil {
 		return nil, err
+	}
+	for _, w := range rt.Warnings {
+		log.Warn("config", "warning", w.Error())
 	}
 	s.resolveNames(cfg)
 	s.cur.Store(rt)
@@ -117,7 +132,7 @@ func New(cfg *config.Config, log *slog.Logger, opts ...Option) (*Server, error) 
 
 // env is what every compile of this server builds on.
 func (s *Server) env() compile.Env {
-	return compile.Env{Monitor: s.monitor, Cache: s.cache, Agg: s.agg, Access: s.access, Edge: s.edge, Dial: s.dns.DialContext}
+	return compile.Env{Monitor: s.monitor, Cache: s.cache, Agg: s.agg, Access: s.access, Edge: s.edge, Dial: s.dns.DialContext, ACME: s.acme}
 }
 
 func (s *Server) snapshot() *proxy.Snapshot { return s.cur.Load().Proxy }
@@ -202,6 +217,10 @@ func (s *Server) Start() error {
 	s.group.Go("log aggregator", s.agg.Run)
 	s.group.Go("webhooks", s.alerts.Run)
 	s.group.Go("access log", s.access.Run)
+	if s.acme != nil {
+		s.acme.SetNames(rt.ACMENames())
+		s.group.Go("acme", s.acme.Run)
+	}
 	for _, l := range s.listeners {
 		s.serve(l)
 	}
@@ -259,16 +278,16 @@ func (s *Server) bind(lc config.Listener) (*listener, error) {
 		name := lc.Name
 		l.srv.TLSConfig = &tls.Config{
 			MinVersion: tls.VersionTLS12,
-			NextProtos: []string{"h2", "http/1.1"},
-			// The serving runtime's certificate: a reload that changes the
-			// files publishes the new one with everything else.
-			GetCertificate: func(*tls.ClientHelloInfo) (*tls.Certificate, error) {
-				if lc := s.cur.Load().Listener(name); lc != nil && lc.Cert != nil {
-					return lc.Cert, nil
+			// The serving runtime's certificates and settings: a reload
+			// publishes new ones with everything else, on the same socket.
+			GetConfigForClient: func(hello *tls.ClientHelloInfo) (*tls.Config, error) {
+				if lc := s.cur.Load().Listener(name); lc != nil && lc.TLS != nil {
+					return lc.TLS.ConfigForClient(hello)
 				}
-				return nil, fmt.Errorf("listener %s has no certificate", name)
+				return nil, fmt.Errorf("listener %s is no longer a TLS listener", name)
 			},
 		}
+		l.srv.ConnContext = certs.ConnContext
 	}
 	return l, nil
 }
@@ -342,6 +361,15 @@ func (s *Server) Reload(cfg *config.Config) error {
 	}
 	s.cur.Store(rt) // the one step that publishes the new config
 	s.monitor.Wake()
+	for _, w := range rt.Warnings {
+		s.log.Warn("config", "warning", w.Error())
+	}
+	if s.acme != nil {
+		s.acme.SetNames(rt.ACMENames())
+	}
+	if !reflect.DeepEqual(old.Config.ACME, cfg.ACME) {
+		s.log.Warn("the acme section changed; it takes effect when sturdy restarts (the listeners' other settings and names apply now)")
+	}
 	s.resolveNames(cfg)
 	if s.running {
 		for _, l := range bound {

@@ -60,8 +60,8 @@ func (s *Server) Status() view.Status {
 				r.Serving, r.ServingSince = "stale", cs.MaskingSince
 			}
 		}
-		hp := pr.Pool
-		if empty, since, _ := hp.Empty(); empty && r.Serving == "normal" {
+		hp := pr.Pool // nil for a route that only serves files
+		if empty, since, _ := hp.Empty(); hp != nil && empty && r.Serving == "normal" {
 			switch {
 			case hp.InPanic():
 				r.Serving = "panic"
@@ -83,6 +83,7 @@ func (s *Server) Status() view.Status {
 	}
 	st.AccessLog = s.access.Stats()
 	st.Panics = s.group.Panics()
+	st.Certificates = s.certificates()
 	for _, n := range s.dns.Names() {
 		st.DNS = append(st.DNS, view.DNSName{Name: n.Name, Addresses: n.Addresses, Failing: n.Failing, Failures: n.Failures, LastOK: n.LastOK, LastError: n.LastError})
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/sturdyproxy/sturdy/internal/outcome"
+	"github.com/sturdyproxy/sturdy/internal/testutil"
 )
 
 const tlsPoolConfig = `
@@ -21,13 +22,14 @@ pools:
   - name: secure
     hosts: [ { addr: "{{b}}" } ]
     tls: { ca: "{{ca}}", server_name: "{{name}}" }
-    health: { active: { path: /healthz, interval: 200ms, timeout: 100ms, jitter: 0s } }
+    health: { active: { path: /healthz, interval: 2s, fast_interval: 200ms, timeout: 1s, jitter: 0s } }
 `
 
 // HTTPS backends: certificates are verified against the configured CA and
 // name; a mismatch is a tls_error (nothing was sent), never a 502 with the
 // request half-sent.
 func TestHTTPSBackend(t *testing.T) {
+	t.Parallel()
 	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Write([]byte("secure " + r.URL.Path + " tls=" + map[bool]string{true: "yes", false: "no"}[r.TLS != nil]))
 	}))
@@ -48,10 +50,7 @@ func TestHTTPSBackend(t *testing.T) {
 		t.Fatalf("certificate name mismatch: %d %q, want the sorry page", resp.StatusCode, body)
 	}
 	h := s.Runtime().Pool("secure").Hosts[0]
-	deadline := time.Now().Add(3 * time.Second)
-	for (h.Attempts(outcome.TLSError) == 0 || h.LastCheck().Time.IsZero()) && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
+	testutil.Eventually(3*time.Second, func() bool { return h.Attempts(outcome.TLSError) > 0 && !h.LastCheck().Time.IsZero() })
 	if h.Attempts(outcome.TLSError) == 0 {
 		t.Fatal("no tls_error counted")
 	}

@@ -5,8 +5,10 @@
 // context and one wait.
 //
 // A panic in a member is recovered, logged with its stack, counted, and the
-// member starts over after a pause: a fault in the webhook sender must not
-// stop the proxy, and must not pass unnoticed either.
+// member starts over after a pause; so does a member that returns an error
+// before its context ends (the ACME manager when its storage directory
+// cannot be created, say). A fault in one component must not stop the
+// proxy, and must not pass unnoticed either.
 package supervise
 
 import (
@@ -33,17 +35,18 @@ const (
 type Group struct {
 	log *slog.Logger
 
-	mu     sync.Mutex // guards panics, eg, ctx
-	panics map[string]uint64
-	eg     *errgroup.Group
-	ctx    context.Context
-	cancel context.CancelFunc
+	mu       sync.Mutex // guards panics, failures, eg, ctx
+	panics   map[string]uint64
+	failures map[string]uint64
+	eg       *errgroup.Group
+	ctx      context.Context
+	cancel   context.CancelFunc
 }
 
 // New returns a group that logs to log. Members may be added once Start
 // has been called.
 func New(log *slog.Logger) *Group {
-	return &Group{log: log, panics: map[string]uint64{}}
+	return &Group{log: log, panics: map[string]uint64{}, failures: map[string]uint64{}}
 }
 
 // Start opens the group under parent; Stop (or parent's end) ends it.
@@ -54,9 +57,9 @@ func (g *Group) Start(parent context.Context) {
 	g.eg, g.ctx = errgroup.WithContext(g.ctx)
 }
 
-// Go runs run(ctx) as a member named name until it returns. A member that
-// returns an error ends the group (every member's context is cancelled) and
-// Stop reports the error; a member that panics is restarted.
+// Go runs run(ctx) as a member named name until it returns nil or the
+// group ends. A member that panics, or returns an error while the group
+// runs, is logged, counted and restarted after a pause.
 func (g *Group) Go(name string, run func(ctx context.Context) error) {
 	g.mu.Lock()
 	eg, ctx := g.eg, g.ctx
@@ -64,15 +67,15 @@ func (g *Group) Go(name string, run func(ctx context.Context) error) {
 	if eg == nil {
 		panic("supervise: Go before Start")
 	}
-	eg.Go(func() error {
+	eg.Go(func() error { // never an error: members that fail are restarted
 		pause := minRestart
 		for {
 			err, panicked := g.once(name, ctx, run)
-			if !panicked {
-				if err != nil {
-					return fmt.Errorf("%s: %w", name, err)
-				}
+			if !panicked && (err == nil || ctx.Err() != nil) {
 				return nil
+			}
+			if !panicked {
+				g.failed(name, err, pause)
 			}
 			select {
 			case <-ctx.Done():
@@ -105,6 +108,21 @@ func (g *Group) Recovered(name string, v any, stack []byte) {
 		"component", name, "panic", fmt.Sprint(v), "stack", string(stack))
 }
 
+// failed logs and counts a member that returned an error.
+func (g *Group) failed(name string, err error, pause time.Duration) {
+	g.mu.Lock()
+	g.failures[name]++
+	g.mu.Unlock()
+	g.log.Error("a component stopped with an error; it starts over", "component", name, "err", err, "retry_in", pause.String())
+}
+
+// Failures returns how many times each component returned an error.
+func (g *Group) Failures() map[string]uint64 {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return maps.Clone(g.failures)
+}
+
 // Panics returns how many panics each component recovered from.
 func (g *Group) Panics() map[string]uint64 {
 	g.mu.Lock()
@@ -112,8 +130,7 @@ func (g *Group) Panics() map[string]uint64 {
 	return maps.Clone(g.panics)
 }
 
-// Stop ends every member's context and waits for them; it returns the
-// first error a member returned.
+// Stop ends every member's context and waits for them.
 func (g *Group) Stop() error {
 	g.mu.Lock()
 	eg, cancel := g.eg, g.cancel

@@ -43,20 +43,36 @@ func TestAPanickingMemberIsLoggedCountedAndRestarted(t *testing.T) {
 	})
 }
 
-func TestAMemberErrorEndsTheGroup(t *testing.T) {
+func TestAFailingMemberIsRestartedAndTheOthersKeepRunning(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		g := New(slog.New(slog.DiscardHandler))
+		var logs testutil.SyncBuffer
+		g := New(slog.New(slog.NewTextHandler(&logs, nil)))
 		g.Start(t.Context())
-		stopped := make(chan struct{})
-		g.Go("waiter", func(ctx context.Context) error {
+		var others atomic.Bool
+		g.Go("steady", func(ctx context.Context) error {
+			others.Store(true)
 			<-ctx.Done()
-			close(stopped)
+			others.Store(false)
 			return nil
 		})
-		g.Go("broken", func(context.Context) error { return errors.New("cannot bind") })
-		<-stopped
-		if err := g.Stop(); err == nil || !strings.Contains(err.Error(), "broken: cannot bind") {
-			t.Fatalf("Stop = %v, want the member's error with its name", err)
+		var runs atomic.Int32
+		g.Go("broken", func(ctx context.Context) error {
+			if runs.Add(1) <= 3 {
+				return errors.New("cannot create /var/lib/sturdy/acme")
+			}
+			<-ctx.Done()
+			return nil
+		})
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		if runs.Load() != 4 || g.Failures()["broken"] != 3 || !others.Load() {
+			t.Fatalf("runs %d, failures %v, steady running %v", runs.Load(), g.Failures(), others.Load())
+		}
+		if !strings.Contains(logs.String(), "cannot create /var/lib/sturdy/acme") {
+			t.Fatalf("the error was not logged:\n%s", logs.String())
+		}
+		if err := g.Stop(); err != nil || others.Load() {
+			t.Fatalf("Stop: %v; steady still running: %v", err, others.Load())
 		}
 	})
 }

@@ -37,6 +37,8 @@ func emitted(t *testing.T) map[string]bool {
 	st.Pools[0].Hosts[0].LastCheck = t0
 	st.AccessLog = view.AccessLog{Enabled: true}
 	st.Reloads.Last = t0
+	st.Certificates = []view.Certificate{{Listener: "https", Names: "a.test", NotAfter: t0, Source: "file"}}
+	st.Panics = map[string]uint64{"webhooks": 1}
 	reg := prometheus.NewPedanticRegistry()
 	reg.MustRegister(NewCollector(func() view.Status { return st }))
 	mfs, err := reg.Gather()

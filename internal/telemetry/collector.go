@@ -58,10 +58,10 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	e := emitter{ch: ch}
 	c.process(e, &st)
 	for i := range st.Routes {
-		c.route(e, &st.Routes[i])
+		c.route(e, &st.Routes[i], st.Started)
 	}
 	for i := range st.Pools {
-		c.pool(e, &st.Pools[i], &st.Retries)
+		c.pool(e, &st.Pools[i], &st.Retries, st.Started)
 	}
 	c.attribution(e, &st)
 	c.sinks(e, &st)
@@ -77,10 +77,11 @@ func (c *Collector) process(e emitter, st *view.Status) {
 	e.counter(d.reloads, float64(st.Reloads.OK), "success")
 	e.counter(d.reloads, float64(st.Reloads.Failed), "failure")
 	e.gauge(d.lastReloadOK, b2f(st.Reloads.LastErr == ""))
-	e.timestamp(d.lastReloadTime, st.Reloads.Last)
+	// Before any reload, the config in force is the one loaded at start.
+	e.timestamp(d.lastReloadTime, orStart(st.Reloads.Last, st.Started))
 }
 
-func (c *Collector) route(e emitter, r *view.Route) {
+func (c *Collector) route(e emitter, r *view.Route, started time.Time) {
 	d := c.d
 	for _, class := range sortedKeys(r.Requests) {
 		e.counter(d.requests, float64(r.Requests[class]), r.Name, class)
@@ -95,7 +96,7 @@ func (c *Collector) route(e emitter, r *view.Route) {
 	for _, mode := range withExtra(servingModes, serving) {
 		e.gauge(d.routeServing, b2f(mode == serving), r.Name, mode)
 	}
-	e.timestamp(d.routeServingSince, r.ServingSince, r.Name)
+	e.timestamp(d.routeServingSince, orStart(r.ServingSince, started), r.Name)
 	for _, kind := range withKeys(answerKinds, r.Answers) {
 		e.counter(d.answers, float64(r.Answers[kind]), r.Name, kind)
 	}
@@ -111,7 +112,7 @@ func (c *Collector) route(e emitter, r *view.Route) {
 	e.counter(d.originHidden, float64(r.HiddenErrors), r.Name)
 }
 
-func (c *Collector) pool(e emitter, p *view.Pool, rt *view.Retries) {
+func (c *Collector) pool(e emitter, p *view.Pool, rt *view.Retries, started time.Time) {
 	d := c.d
 	e.gauge(d.poolHosts, float64(len(p.Hosts)), p.Name)
 	e.gauge(d.poolAvailable, float64(p.Available), p.Name)
@@ -132,7 +133,7 @@ func (c *Collector) pool(e emitter, p *view.Pool, rt *view.Retries) {
 		for _, s := range withExtra(hostStates, h.State) {
 			e.gauge(d.hostState, b2f(s == h.State), p.Name, h.Addr, s)
 		}
-		e.timestamp(d.hostStateSince, h.Since, p.Name, h.Addr)
+		e.timestamp(d.hostStateSince, orStart(h.Since, started), p.Name, h.Addr)
 		e.gauge(d.hostInFlight, float64(h.InFlight), p.Name, h.Addr)
 		e.counter(d.hostEjections, float64(h.Ejections), p.Name, h.Addr)
 		if !h.LastCheck.IsZero() {
@@ -171,6 +172,9 @@ func (c *Collector) sinks(e emitter, st *view.Status) {
 		e.counter(d.accessRecords, float64(st.AccessLog.Written), "written")
 		e.counter(d.accessRecords, float64(st.AccessLog.Dropped), "dropped")
 		e.counter(d.accessErrors, float64(st.AccessLog.Errors))
+	}
+	for _, c := range st.Certificates {
+		e.timestamp(d.certExpiry, c.NotAfter, c.Listener, c.Names, c.Source)
 	}
 	for name, n := range st.Panics {
 		e.counter(d.panics, float64(n), name)
@@ -220,6 +224,18 @@ func (e emitter) histogram(d *prometheus.Desc, h view.Histogram, labels ...strin
 	}
 	m, err := prometheus.NewConstHistogram(d, h.Count, h.Sum, buckets, labels...)
 	e.send(m, err, d)
+}
+
+// orStart returns t, or the process start when t is unset: a route that
+// never changed how it answers has answered that way since the start, and
+// a host that never changed state has been in it since then. Without this
+// the series would be absent until the first change, and an alert on
+// "time() - since" or a dashboard panel would see nothing.
+func orStart(t, started time.Time) time.Time {
+	if t.IsZero() {
+		return started
+	}
+	return t
 }
 
 func b2f(b bool) float64 {

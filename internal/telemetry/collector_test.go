@@ -299,3 +299,37 @@ func TestRegistryHasRuntimeCollectors(t *testing.T) {
 		}
 	}
 }
+
+// The three timestamp metrics are present from the first scrape, before
+// any state change or reload: a host or route that never changed has been
+// as it is since the start, and the config in force was loaded then.
+func TestTimestampsPresentFromStart(t *testing.T) {
+	st := view.Status{
+		Time: t0.Add(time.Second), Started: t0,
+		Pools:  []view.Pool{{Name: "web", Available: 1, Hosts: []view.Host{{Addr: "10.0.0.1:80", State: view.Healthy}}}},
+		Routes: []view.Route{{Name: "site", Pool: "web"}},
+	}
+	c := NewCollector(func() view.Status { return st })
+	start := float64(t0.Unix())
+	for _, tc := range []struct {
+		name   string
+		labels map[string]string
+	}{
+		{"sturdy_host_state_since_timestamp_seconds", map[string]string{"pool": "web", "host": "10.0.0.1:80"}},
+		{"sturdy_route_serving_since_timestamp_seconds", map[string]string{"route": "site"}},
+		{"sturdy_config_last_reload_timestamp_seconds", map[string]string{}},
+	} {
+		if got := valueOf(t, c, tc.name, tc.labels); got != start {
+			t.Errorf("%s = %v, want the start time %v", tc.name, got, start)
+		}
+	}
+	// Once something changed, the metric says when.
+	st.Pools[0].Hosts[0].Since = t0.Add(30 * time.Second)
+	st.Reloads.Last = t0.Add(40 * time.Second)
+	if got := valueOf(t, c, "sturdy_host_state_since_timestamp_seconds", map[string]string{"pool": "web", "host": "10.0.0.1:80"}); got != start+30 {
+		t.Errorf("host since = %v, want %v", got, start+30)
+	}
+	if got := valueOf(t, c, "sturdy_config_last_reload_timestamp_seconds", map[string]string{}); got != start+40 {
+		t.Errorf("last reload = %v, want %v", got, start+40)
+	}
+}

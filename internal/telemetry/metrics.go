@@ -30,7 +30,7 @@ type descs struct {
 	attributed, attributedClients, shedClients                       *prometheus.Desc
 	whSent, whFailed, whDropped, whRetries, whQueue                  *prometheus.Desc
 	accessRecords, accessErrors                                      *prometheus.Desc
-	panics                                                           *prometheus.Desc
+	panics, certExpiry                                               *prometheus.Desc
 }
 
 func newDescs() *descs {
@@ -87,6 +87,7 @@ func newDescs() *descs {
 
 		accessRecords: d("access_log_records_total", "Access log records by result (written, dropped because the writer fell behind).", "result"),
 		accessErrors:  d("access_log_write_errors_total", "Access log write errors."),
+		certExpiry:    d("tls_certificate_expiry_timestamp_seconds", "Unix time a served certificate stops being valid, by listener, names and source (file or acme).", "listener", "names", "source"),
 		panics:        d("component_panics_total", "Panics recovered in a background component (which then restarted): a bug in sturdy, always worth a report.", "component"),
 	}
 }
@@ -100,6 +101,6 @@ func (d *descs) all() []*prometheus.Desc {
 		d.poolHosts, d.poolAvailable, d.poolEmpty, d.poolEmptySecs, d.poolPanic,
 		d.retries, d.retriesRefused, d.attributed, d.attributedClients, d.shedClients,
 		d.whSent, d.whFailed, d.whDropped, d.whRetries, d.whQueue,
-		d.accessRecords, d.accessErrors,
+		d.accessRecords, d.accessErrors, d.panics, d.certExpiry,
 	}
 }

@@ -36,6 +36,8 @@ type Status struct {
 	DNS []DNSName `json:"dns,omitempty"`
 	// AccessLog reports the access log's counts (from accesslog.Logger.Stats).
 	AccessLog AccessLog `json:"access_log"`
+	// Certificates are the certificates served, from files and from ACME.
+	Certificates []Certificate `json:"certificates,omitempty"`
 	// Panics counts panics recovered per background component (see
 	// internal/supervise); empty when there were none.
 	Panics map[string]uint64 `json:"panics,omitempty"`
@@ -186,4 +188,16 @@ type DNSName struct {
 	Failures  uint64    `json:"failures"` // failed lookups since start
 	LastOK    time.Time `json:"last_ok,omitzero"`
 	LastError string    `json:"last_error,omitempty"`
+}
+
+// Certificate is one certificate sturdy serves.
+type Certificate struct {
+	// Listener serves it ("" for ACME certificates: every listener with
+	// tls.acme).
+	Listener string `json:"listener,omitempty"`
+	// Names are its DNS names, comma-separated.
+	Names    string    `json:"names"`
+	NotAfter time.Time `json:"not_after"`
+	// Source is "file" or "acme".
+	Source string `json:"source"`
 }

@@ -1,0 +1,114 @@
+package cli
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// Every command's help has the same shape: the usage line, the one-line
+// summary, the flags with their defaults, and examples. Both ways of
+// asking print the same text.
+func TestEveryCommandHasTheSameHelpShape(t *testing.T) {
+	for _, c := range commands() {
+		t.Run(c.name, func(t *testing.T) {
+			code, _, dashH := run(c.name, "-h")
+			if code != exitOK {
+				t.Fatalf("%s -h: exit %d", c.name, code)
+			}
+			code, help, _ := run("help", c.name)
+			if code != exitOK || help != dashH {
+				t.Fatalf("help %s: exit %d; differs from -h:\n%s\n---\n%s", c.name, code, help, dashH)
+			}
+			paras := strings.Split(help, "\n\n")
+			if !strings.HasPrefix(paras[0], "usage: sturdy "+c.name) || strings.Contains(paras[0], "\n") {
+				t.Errorf("first line is not the usage line: %q", paras[0])
+			}
+			if len(paras) < 4 || strings.Contains(paras[1], "\n") || !strings.HasSuffix(paras[1], ".") {
+				t.Fatalf("second paragraph is not a one-line summary:\n%s", help)
+			}
+			flags := section(t, help, "flags:")
+			for _, f := range flagList(describe(c)) {
+				line := lineWith(flags, "  "+f.synopsis())
+				if line == "" {
+					t.Errorf("flag %s missing from:\n%s", f.synopsis(), flags)
+					continue
+				}
+				if f.def != "" && !strings.Contains(help, "(default: "+f.def+")") {
+					t.Errorf("flag %s: default %q not shown", f.name, f.def)
+				}
+			}
+			if !strings.Contains(flags, "-h, --help") {
+				t.Error("no -h, --help line")
+			}
+			ex := section(t, help, "examples:")
+			for _, l := range strings.Split(strings.TrimSpace(ex), "\n") {
+				if !strings.Contains(l, "sturdy "+c.name) && !strings.Contains(l, "sturdy --version") {
+					t.Errorf("example %q does not run sturdy %s", l, c.name)
+				}
+			}
+		})
+	}
+	if code, _, _ := run("help", "frobnicate"); code != exitUsage {
+		t.Errorf("help of an unknown command: exit %d", code)
+	}
+	if code, out, _ := run("--help"); code != exitOK || !strings.Contains(out, "completion") {
+		t.Errorf("--help: exit %d\n%s", code, out)
+	}
+}
+
+// section returns the lines after the line head, up to the next blank line.
+func section(t *testing.T, text, head string) string {
+	t.Helper()
+	_, rest, ok := strings.Cut(text, "\n"+head+"\n")
+	if !ok {
+		t.Fatalf("no %q section in:\n%s", head, text)
+	}
+	body, _, _ := strings.Cut(rest, "\n\n")
+	return body
+}
+
+func lineWith(text, prefix string) string {
+	for _, l := range strings.Split(text, "\n") {
+		if strings.HasPrefix(l, prefix) {
+			return l
+		}
+	}
+	return ""
+}
+
+func TestVersionFlag(t *testing.T) {
+	c1, v1, _ := run("version")
+	c2, v2, _ := run("--version")
+	if c1 != 0 || c2 != 0 || v1 != v2 || !strings.HasPrefix(v1, "sturdy ") {
+		t.Errorf("version: %d %q; --version: %d %q", c1, v1, c2, v2)
+	}
+}
+
+// Without -c, run and check read ./sturdy.yaml, and say so when it is
+// missing instead of "cannot read config: open sturdy.yaml".
+func TestDefaultConfigIsNamedWhenMissing(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	want := "no config file at ./sturdy.yaml (the default for -c); pass -c FILE"
+	for _, cmd := range []string{"check", "validate", "run"} {
+		if code, _, stderr := run(cmd); code != exitFail || !strings.Contains(stderr, want) {
+			t.Errorf("%s: exit %d, stderr %q; want %q", cmd, code, stderr, want)
+		}
+	}
+	if _, _, help := run("check", "-h"); !strings.Contains(help, "(default: ./sturdy.yaml)") {
+		t.Errorf("help does not name the default:\n%s", help)
+	}
+	os.WriteFile(filepath.Join(dir, "sturdy.yaml"), []byte(`listeners: [ { name: web, listen: 127.0.0.1:8080 } ]
+routes: [ { name: a, default: true, pool: web } ]
+pools: [ { name: web, hosts: [ { addr: "127.0.0.1:9001" } ] } ]
+`), 0o644)
+	if code, stdout, stderr := run("check", "-q"); code != exitOK || !strings.Contains(stdout, "./sturdy.yaml: ok") {
+		t.Errorf("check with ./sturdy.yaml present: exit %d %q %q", code, stdout, stderr)
+	}
+	// A -c that names a missing file keeps the reader's own error.
+	if code, _, stderr := run("check", "-c", "gone.yaml"); code != exitFail || !strings.Contains(stderr, "gone.yaml") || strings.Contains(stderr, "the default for -c") {
+		t.Errorf("explicit missing file: exit %d %q", code, stderr)
+	}
+}

@@ -1,0 +1,76 @@
+// Package methods restricts the methods a route accepts (nginx's
+// limit_except): a compiled bitset, so the check is a table lookup and a
+// mask, and a refusal is 405 with the Allow header. As in nginx, allowing
+// GET allows HEAD too.
+package methods
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/sturdyproxy/sturdy/internal/config"
+)
+
+// Set is a compiled set of allowed methods. It is immutable.
+type Set struct {
+	bits  uint32
+	allow string // the Allow header of a 405
+}
+
+// bit numbers the methods config.LimitExceptMethods lists; other methods
+// (custom ones, CONNECT, TRACE) have no bit and are refused by any Set.
+func bit(m string) uint32 {
+	for i, k := range config.LimitExceptMethods {
+		if m == k {
+			return 1 << i
+		}
+	}
+	return 0
+}
+
+// Compile builds the set; nil for no methods (no restriction). path names
+// the key in errors ("routes[2].methods").
+func Compile(path string, ms []string) (*Set, error) {
+	if len(ms) == 0 {
+		return nil, nil
+	}
+	s := &Set{}
+	for i, m := range ms {
+		b := bit(strings.ToUpper(m))
+		if b == 0 {
+			return nil, fmt.Errorf("%s[%d]: unknown method %q", path, i, m)
+		}
+		s.bits |= b
+	}
+	if s.bits&bit("GET") != 0 {
+		s.bits |= bit("HEAD")
+	}
+	var names []string
+	for _, k := range config.LimitExceptMethods {
+		if s.bits&bit(k) != 0 {
+			names = append(names, k)
+		}
+	}
+	s.allow = strings.Join(names, ", ")
+	return s, nil
+}
+
+// Allows reports whether method may use the route. Method names are
+// case-sensitive (RFC 9110), so "get" is not GET.
+func (s *Set) Allows(method string) bool {
+	var b uint32
+	switch method { // the common methods without a loop
+	case "GET":
+		b = 1 << 0
+	case "HEAD":
+		b = 1 << 1
+	case "POST":
+		b = 1 << 2
+	default:
+		b = bit(method)
+	}
+	return s.bits&b != 0
+}
+
+// Allow is the value of the Allow header for a 405.
+func (s *Set) Allow() string { return s.allow }

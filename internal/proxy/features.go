@@ -1,0 +1,38 @@
+package proxy
+
+import (
+	"github.com/sturdyproxy/sturdy/internal/access"
+	"github.com/sturdyproxy/sturdy/internal/edge"
+)
+
+// admit runs the route's access controls. When it returns false the
+// client has been answered (or went away while its request was delayed),
+// and no backend is asked or charged.
+func (f *forwarder) admit() bool {
+	r, rt := f.r, f.rt
+	ip, _ := edge.ClientIP(r, f.snap.Trusted)
+	proto := "http"
+	if f.h.TLS {
+		proto = "https"
+	}
+	f.clientKey = clientKey(r, f.snap.ClientHeader, f.snap.Trusted)
+	c := access.Client{IP: ip, Key: ip.String(), Attributed: rt.Monitor.Attributed(f.clientKey), Proto: proto}
+	adm, status, ok := rt.Access.Admit(f.w, r, c, f.now)
+	if !ok {
+		f.status = status
+		return false
+	}
+	f.admission = &adm
+	return true
+}
+
+// serveFile answers from the route's files; it reports false when the
+// request goes on to the pool.
+func (f *forwarder) serveFile() bool {
+	sw := &statusWriter{ResponseWriter: f.w}
+	if !f.rt.Static.Serve(sw, f.r, f.r.URL.Path) {
+		return false
+	}
+	f.status, f.bytes = sw.status, sw.bytes
+	return true
+}
