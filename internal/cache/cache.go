@@ -69,23 +69,27 @@ type Result struct {
 	// with; 0 when the origin was not asked or gave no response.
 	OriginStatus int
 	// OriginErr is Fetch's error (or the client's context error while it
-	// waited for a collapsed fetch). With Stale false, nothing was written
-	// and the proxy answers (502, 504, 499...) itself.
+	// waited for a collapsed fetch). With Stale false, Serve returned no
+	// response and the proxy answers (502, 504, 499...) itself.
 	OriginErr error
 	// OriginError: the origin failed (OriginErr, or a FailStatuses status),
 	// whether or not a stale answer hid it. Client cancellations are not
 	// origin errors.
 	OriginError bool
-	// Stale: the answer was a stale stored response.
+	// Stale: the answer is a stale stored response.
 	Stale bool
-	// Stored: the origin's response was stored.
+	// Stored: the origin's response was stored before Serve returned
+	// (the cache read a body the client does not get: HEAD, or a 304 to
+	// the client's conditional). A body the client reads is stored when it
+	// reaches its end complete, after Serve has returned; RouteStats.Stored
+	// counts both.
 	Stored bool
 	// Collapsed: the request waited for another request's origin fetch.
 	Collapsed bool
 }
 
-// Written reports whether Serve wrote an answer to the client.
-func (r Result) Written() bool { return r.OriginErr == nil || r.Stale }
+// Answered reports whether Serve returned a response for the client.
+func (r Result) Answered() bool { return r.OriginErr == nil || r.Stale }
 
 // Cache is an RFC 9111 shared cache. It is safe for concurrent use; Close
 // stops its background work.
@@ -102,7 +106,7 @@ type Cache struct {
 	closed  bool
 
 	routes sync.Map  // route name → *routeState
-	bufs   sync.Pool // *[]byte copy buffers
+	bufs   sync.Pool // *[]byte read buffers (background revalidation)
 
 	sweepEvery time.Duration // how often Run looks for quiet masking episodes
 
@@ -180,32 +184,47 @@ func (c *Cache) Close() error {
 	return nil
 }
 
-// Serve answers r from the cache or the origin and writes the answer to w.
-// Origin responses are streamed to the client while a cacheable body is
-// teed into the store (up to MaxObjectBytes). Requests that must not use
-// the cache (other methods, bypass paths, Authorization, Cookie, Range) are
-// passed through with "Cache-Status: sturdy; fwd=bypass"; a successful
-// unsafe method invalidates the stored response for its URI (RFC 9111 4.4).
+// Serve answers r from the store or the origin and returns the response
+// to send; the cache never writes to the client itself. Requests that must
+// not use the cache (other methods, bypass paths, Authorization, Cookie,
+// Range) are passed through with "Cache-Status: sturdy; fwd=bypass"; a
+// successful unsafe method invalidates the stored response for its URI
+// (RFC 9111 4.4).
 //
-// When nothing was written (see Result.Written) the proxy must answer. If
-// the origin's body fails after the header was sent, Serve panics with
-// http.ErrAbortHandler, as httputil.ReverseProxy does, so that the client
-// sees a broken response rather than a silently truncated one.
+// The response is one of:
+//   - a stored answer: the stored status, a copy of the stored header with
+//     Age and Cache-Status, the body from memory (none for HEAD), or a 304
+//     when the client's own conditional matches;
+//   - the origin's own *http.Response (Trailer included) with Cache-Status
+//     added. When it may be stored, its Body is a tee that copies the body
+//     into a buffer of at most MaxObjectBytes and stores it once it reaches
+//     io.EOF complete; a body that breaks counts as an origin error. When
+//     the client gets no body (HEAD, or a 304 to its conditional) the cache
+//     reads a storable body itself before returning.
+//
+// The body of every answer that came from asking the origin (the tee, and
+// those of revalidated, stale-if-error and bodiless answers) has a method
+// Unwrap() io.ReadCloser that returns the body Fetch returned, so that the
+// caller can find what it attached to it (the host that sent it, say).
+//
+// The caller must close the response's Body, read or not: requests
+// collapsed onto this one wait until the body has ended or been closed.
+// With no response (see Result.Answered) the proxy answers itself.
 //
 // p must not be changed after the call; nil means the zero Policy.
-func (c *Cache) Serve(w http.ResponseWriter, r *http.Request, p *Policy, fetch Fetch) Result {
+func (c *Cache) Serve(r *http.Request, p *Policy, fetch Fetch) (*http.Response, Result) {
 	if p == nil {
 		p = &Policy{}
 	}
 	rs := c.route(p.Route)
-	res := c.serve(w, r, p, rs, fetch)
+	resp, res := c.serve(r, p, rs, fetch)
 	rs.count(res.Status)
-	return res
+	return resp, res
 }
 
-func (c *Cache) serve(w http.ResponseWriter, r *http.Request, p *Policy, rs *routeState, fetch Fetch) Result {
+func (c *Cache) serve(r *http.Request, p *Policy, rs *routeState, fetch Fetch) (*http.Response, Result) {
 	if reason := p.bypassReason(r); reason != "" {
-		return c.bypass(w, r, p, rs, fetch, reason)
+		return c.bypass(r, p, rs, fetch, reason)
 	}
 	reqCC := requestDirectives(r.Header)
 	primary := primaryKey(r, p.Route)
@@ -214,28 +233,27 @@ func (c *Cache) serve(w http.ResponseWriter, r *http.Request, p *Policy, rs *rou
 	if e != nil {
 		age = e.age(c.now())
 		if freshEnough(e, age, &reqCC) {
-			c.writeStored(w, r, e, age, cacheStatus{hit: true})
-			return Result{Status: StatusHit}
+			return storedResponse(r, e, age, cacheStatus{hit: true}), Result{Status: StatusHit}
 		}
 		if whileRevalidateOK(e, age, p, &reqCC) {
 			c.revalidateInBackground(r, p, rs, fetch, key, primary, e, reqCC)
-			c.writeStored(w, r, e, age, cacheStatus{hit: true, detail: "stale-while-revalidate"})
-			return Result{Status: StatusStale, Stale: true}
+			return storedResponse(r, e, age, cacheStatus{hit: true, detail: "stale-while-revalidate"}),
+				Result{Status: StatusStale, Stale: true}
 		}
 	}
 	m := &miss{key: key, primary: primary, stale: e, reqCC: reqCC, fwd: fwdReason(e, age, uriMiss)}
 	if e == nil && r.Method == http.MethodHead {
 		// Nothing to revalidate and a HEAD response has no body to store:
 		// pass it through rather than fetch a whole GET.
-		return c.passThrough(w, r, p, rs, fetch, m.fwd, "", StatusMiss)
+		return c.passThrough(r, p, rs, fetch, m.fwd, "", StatusMiss)
 	}
 	if reqCC.noStore {
-		return c.forward(w, r, p, rs, fetch, m)
+		return c.forward(r, p, rs, fetch, m)
 	}
 	f, leader := c.join(key)
 	if !leader {
-		if res, ok := c.follow(w, r, p, rs, f, m); ok {
-			return res
+		if resp, res, ok := c.follow(r, p, rs, f, m); ok {
+			return resp, res
 		}
 		// The leader had nothing to share: ask the origin ourselves, without
 		// collapsing again so that a waiting request cannot wait forever.
@@ -244,12 +262,12 @@ func (c *Cache) serve(w http.ResponseWriter, r *http.Request, p *Policy, rs *rou
 			age = m.stale.age(c.now())
 		}
 		m.fwd = fwdReason(m.stale, age, uriMiss)
-		res := c.forward(w, r, p, rs, fetch, m)
+		resp, res := c.forward(r, p, rs, fetch, m)
 		res.Collapsed = true
-		return res
+		return resp, res
 	}
 	m.f = f
-	return c.forward(w, r, p, rs, fetch, m)
+	return c.forward(r, p, rs, fetch, m)
 }
 
 // fwdReason picks the RFC 9211 fwd value for a request that goes to the

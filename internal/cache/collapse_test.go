@@ -131,9 +131,9 @@ func TestCollapsedFollowerCancel(t *testing.T) {
 	req, _ := http.NewRequest(http.MethodGet, "http://h/", nil)
 	ctx, cancel := contextWithCancel(req)
 	cancel()
-	res, ok := c.follow(&recorder{header: http.Header{}}, req.WithContext(ctx), &Policy{}, c.route(""), f, &miss{})
-	if !ok || res.Written() || res.OriginError {
-		t.Errorf("follow after cancel: %+v %v", res, ok)
+	resp, res, ok := c.follow(req.WithContext(ctx), &Policy{}, c.route(""), f, &miss{})
+	if !ok || resp != nil || res.Answered() || res.OriginError {
+		t.Errorf("follow after cancel: %v %+v %v", resp != nil, res, ok)
 	}
 	c.finish("k", f, flightResult{})
 }

@@ -2,8 +2,10 @@
 //
 // A Cache sits between the proxy's handler and its balancing loop: the
 // proxy calls Serve with the route's Policy and a Fetch that asks the
-// origin, and Serve answers from the store, from the origin (streaming the
-// body while teeing it into the store), or with a bounded stale copy.
+// origin, and Serve returns the response to send: one from the store, the
+// origin's own (its body teed into the store as the proxy streams it), or a
+// bounded stale copy. The cache never writes to the client; the proxy
+// streams every response the same way, cached route or not.
 //
 // The design follows "caching never lies" (design.md section 7, incident
 // 004, where a CDN hid a 40% origin error rate for hours behind
@@ -21,8 +23,9 @@
 // Files: cache.go (API and request flow), policy.go (per-route knobs and
 // bypass rules), control.go (Cache-Control), entry.go (freshness, age,
 // storability), key.go (keys and Vary), store.go (the weight-bounded otter
-// store), flight.go (request collapsing), origin.go (fetching, streaming,
-// storing), revalidate.go (background refresh), stale.go (stale rules and
-// ServeStale), respond.go (answers from the store, conditionals),
-// status.go (Cache-Status), stats.go and events.go (what operators see).
+// store), flight.go (request collapsing), origin.go (fetching, storing),
+// tee.go (the origin body's way to the store), revalidate.go (background
+// refresh), stale.go (stale rules and ServeStale), respond.go (answers from
+// the store, conditionals), status.go (Cache-Status), stats.go and
+// events.go (what operators see).
 package cache

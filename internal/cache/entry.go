@@ -152,6 +152,10 @@ func notStorable(r *http.Request, reqCC directives, resp *http.Response, cc *dir
 		return "set-cookie"
 	case len(r.Header["Authorization"]) > 0 && !cc.public && cc.sMaxAge == absent && !cc.mustRevalidate:
 		return "authorization"
+	case len(resp.Trailer) > 0:
+		// The store keeps no trailers; such a response is passed through
+		// with them rather than stored without them.
+		return "trailers"
 	}
 	if _, star := varyNames(h); star {
 		return "vary-star"

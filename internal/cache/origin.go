@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"time"
 )
 
@@ -20,9 +21,11 @@ type miss struct {
 // forward fetches from the origin for a miss or a revalidation, and answers:
 // the revalidated stored response on a matching 304, a stale copy if the
 // origin failed within the stale-if-error bound, or the origin's response,
-// streamed and (if cacheable) stored.
-func (c *Cache) forward(w http.ResponseWriter, r *http.Request, p *Policy, rs *routeState, fetch Fetch, m *miss) Result {
-	var lead flightResult // published to followers on return, unless published earlier
+// whose body is stored on its way to the client if it may be.
+func (c *Cache) forward(r *http.Request, p *Policy, rs *routeState, fetch Fetch, m *miss) (*http.Response, Result) {
+	// lead is published to followers on return, unless published earlier or
+	// handed to the body's tee (which then clears m.f).
+	var lead flightResult
 	defer func() { c.finish(m.key, m.f, lead) }()
 
 	out := outgoing(r, r.Context(), m.stale)
@@ -35,7 +38,7 @@ func (c *Cache) forward(w http.ResponseWriter, r *http.Request, p *Policy, rs *r
 	}
 
 	if err != nil || p.failStatus(resp.StatusCode) {
-		return c.originFailed(w, r, p, rs, m, resp, err, &lead)
+		return c.originFailed(r, p, rs, m, resp, err, &lead)
 	}
 	c.originSucceeded(rs, p.Route, resp.StatusCode)
 
@@ -46,7 +49,12 @@ func (c *Cache) forward(w http.ResponseWriter, r *http.Request, p *Policy, rs *r
 			drain(resp)
 			c.store.invalidate(m.key)
 			m.stale = nil
-			return c.forward(w, r, p, rs, fetch, m)
+			if r.Method == http.MethodHead {
+				// Without a copy to revalidate the request stays a HEAD,
+				// whose empty body must not be stored: pass it through.
+				return c.passThrough(r, p, rs, fetch, m.fwd, "", StatusMiss)
+			}
+			return c.forward(r, p, rs, fetch, m)
 		}
 		drain(resp)
 		ne := m.stale.refreshed(out, resp, requestTime, responseTime)
@@ -56,25 +64,25 @@ func (c *Cache) forward(w http.ResponseWriter, r *http.Request, p *Policy, rs *r
 			c.store.put(m.primary, ne)
 			lead = flightResult{ent: ne, status: StatusRevalidated, originStatus: http.StatusNotModified}
 		}
-		c.writeStored(w, r, ne, ne.age(c.now()), cacheStatus{fwd: m.fwd, fwdStatus: http.StatusNotModified})
-		return Result{Status: StatusRevalidated, OriginStatus: http.StatusNotModified}
+		return fromOrigin(storedResponse(r, ne, ne.age(c.now()), cacheStatus{fwd: m.fwd, fwdStatus: http.StatusNotModified}), resp.Body),
+			Result{Status: StatusRevalidated, OriginStatus: http.StatusNotModified}
 	}
-	return c.deliver(w, r, p, rs, m, resp, requestTime, responseTime, &lead)
+	return c.deliver(r, p, rs, m, resp, requestTime, responseTime, &lead)
 }
 
 // originFailed answers a failed fetch: with the stale copy when
 // stale-if-error allows it (counted as a hidden error, labelled, and part of
 // the route's masking episode), else with the origin's own error response,
-// or nothing at all for a fetch error (the proxy writes its 502/504).
-func (c *Cache) originFailed(w http.ResponseWriter, r *http.Request, p *Policy, rs *routeState, m *miss,
-	resp *http.Response, err error, lead *flightResult) Result {
+// or no response at all for a fetch error (the proxy answers 502/504).
+func (c *Cache) originFailed(r *http.Request, p *Policy, rs *routeState, m *miss,
+	resp *http.Response, err error, lead *flightResult) (*http.Response, Result) {
 	status := 0
 	if resp != nil {
 		status = resp.StatusCode
 	}
 	if err != nil && r.Context().Err() != nil {
 		// The client left; that is not the origin's failure.
-		return Result{Status: StatusMiss, OriginErr: err}
+		return nil, Result{Status: StatusMiss, OriginErr: err}
 	}
 	rs.originErrors.Add(1)
 	if m.stale != nil {
@@ -84,18 +92,21 @@ func (c *Cache) originFailed(w http.ResponseWriter, r *http.Request, p *Policy, 
 			rs.errorsHidden.Add(1)
 			*lead = flightResult{staleOK: true, status: StatusStale, originStatus: status}
 			c.staleServed(rs, p.Route, evidence(r, status, err))
-			c.writeStored(w, r, m.stale, age, cacheStatus{fwd: m.fwd, fwdStatus: status, detail: "stale-if-error"})
-			return Result{Status: StatusStale, Stale: true, OriginStatus: status, OriginErr: err, OriginError: true}
+			sr := storedResponse(r, m.stale, age, cacheStatus{fwd: m.fwd, fwdStatus: status, detail: "stale-if-error"})
+			if resp != nil {
+				fromOrigin(sr, resp.Body)
+			}
+			return sr, Result{Status: StatusStale, Stale: true, OriginStatus: status, OriginErr: err, OriginError: true}
 		}
 	}
 	rs.episodeFailure()
 	if err != nil {
-		return Result{Status: StatusMiss, OriginErr: err, OriginError: true}
+		return nil, Result{Status: StatusMiss, OriginErr: err, OriginError: true}
 	}
 	m.stale = nil // keep the stored copy: a later success replaces it, a later failure may still use it
-	res := c.deliver(w, r, p, rs, m, resp, time.Time{}, time.Time{}, lead)
+	resp, res := c.deliver(r, p, rs, m, resp, time.Time{}, time.Time{}, lead)
 	res.OriginError = true
-	return res
+	return resp, res
 }
 
 func evidence(r *http.Request, status int, err error) string {
@@ -105,11 +116,12 @@ func evidence(r *http.Request, status int, err error) string {
 	return fmt.Sprintf("%s %s: origin status %d", r.Method, r.URL.Path, status)
 }
 
-// deliver streams the origin's response to the client and, if it may be
-// stored, tees the body into memory and stores it at the end.
-func (c *Cache) deliver(w http.ResponseWriter, r *http.Request, p *Policy, rs *routeState, m *miss,
-	resp *http.Response, requestTime, responseTime time.Time, lead *flightResult) Result {
-	defer resp.Body.Close()
+// deliver returns the origin's response for the client, labelled. If it may
+// be stored, its body is teed into the store on the way to the client, or,
+// when the client gets no body (HEAD, or a 304 to its own conditional),
+// read here and stored before returning.
+func (c *Cache) deliver(r *http.Request, p *Policy, rs *routeState, m *miss,
+	resp *http.Response, requestTime, responseTime time.Time, lead *flightResult) (*http.Response, Result) {
 	res := Result{Status: StatusMiss, OriginStatus: resp.StatusCode}
 	cc := parseDirectives(resp.Header["Cache-Control"])
 	reason := notStorable(r, m.reqCC, resp, &cc, p, responseTime)
@@ -123,102 +135,86 @@ func (c *Cache) deliver(w http.ResponseWriter, r *http.Request, p *Policy, rs *r
 		// Followers need not wait for the body: they will fetch themselves.
 		c.finish(m.key, m.f, flightResult{})
 	}
-
 	cs := cacheStatus{fwd: m.fwd, fwdStatus: resp.StatusCode, detail: reason}
 	// "stored" is only promised when the length is known to fit; a body of
 	// unknown length may still turn out too large.
 	cs.stored = reason == "" && resp.ContentLength >= 0
-	h := w.Header()
-	for k, vv := range resp.Header {
-		h[k] = vv
-	}
-	setCacheStatus(h, &cs)
+	upstreamCS := resp.Header["Cache-Status"]
 
-	toClient := r.Method != http.MethodHead
-	if resp.StatusCode == http.StatusOK && conditionalMatches(r, resp.Header) {
-		trimFor304(h)
-		w.WriteHeader(http.StatusNotModified)
-		toClient = false
-	} else {
-		w.WriteHeader(resp.StatusCode)
-	}
-	if reason != "" && !toClient {
-		return res
-	}
-
-	body, kept, complete := c.copyBody(w, r, rs, resp, toClient, reason == "")
-	if reason != "" || !complete {
-		return res // an interrupted body leaves the store as it was
-	}
-	if !kept {
-		if m.stale != nil {
-			c.store.invalidate(m.key) // superseded, and the new body did not fit
+	notModified := resp.StatusCode == http.StatusOK && conditionalMatches(r, resp.Header)
+	if notModified || r.Method == http.MethodHead {
+		if reason == "" {
+			if e := c.readAndStore(r, rs, m, resp, upstreamCS, requestTime, responseTime); e != nil {
+				*lead = flightResult{ent: e, status: StatusMiss, originStatus: resp.StatusCode}
+				res.Stored = true
+			}
 		}
-		return res
+		resp.Body.Close()
+		resp.Body, resp.Trailer = &memBody{origin: resp.Body}, nil
+		if notModified {
+			trimFor304(resp.Header)
+			resp.Status, resp.StatusCode, resp.ContentLength = "304 Not Modified", http.StatusNotModified, 0
+		}
+		setCacheStatus(resp.Header, &cs)
+		return resp, res
 	}
-	e := newEntry(r, resp, body, requestTime, responseTime)
-	c.store.put(m.primary, e)
-	rs.stored.Add(1)
-	*lead = flightResult{ent: e, status: StatusMiss, originStatus: resp.StatusCode}
-	res.Stored = true
-	return res
+	setCacheStatus(resp.Header, &cs)
+	t := &tee{rc: resp.Body, c: c, r: r, rs: rs}
+	if reason == "" {
+		t.keep, t.resp, t.upstreamCS = true, resp, upstreamCS
+		t.key, t.primary, t.stale, t.f = m.key, m.primary, m.stale, m.f
+		t.requestTime, t.responseTime = requestTime, responseTime
+		if resp.ContentLength > 0 {
+			t.buf = make([]byte, 0, resp.ContentLength)
+		}
+		m.f = nil // the tee publishes the flight when the body has ended
+	}
+	resp.Body = t
+	return resp, res
 }
 
-// copyBody streams resp's body to the client (if toClient) and, if keep,
-// into a buffer of at most MaxObjectBytes, dropped as soon as the body
-// proves larger. complete reports that the whole body was read and
-// written; kept that body holds all of it. A body that breaks after the
-// header went out aborts the response (see Serve).
-func (c *Cache) copyBody(w http.ResponseWriter, r *http.Request, rs *routeState, resp *http.Response,
-	toClient, keep bool) (body []byte, kept, complete bool) {
-	if keep && resp.ContentLength > 0 {
-		body = make([]byte, 0, resp.ContentLength)
+// readAndStore reads a storable body the client does not get, up to
+// MaxObjectBytes, and stores it. It returns nil when nothing was stored: the
+// body proved too large (the copy it supersedes is dropped) or broke
+// (counted as an origin error unless the client left).
+func (c *Cache) readAndStore(r *http.Request, rs *routeState, m *miss, resp *http.Response,
+	upstreamCS []string, requestTime, responseTime time.Time) *entry {
+	body, tooLarge, err := c.readAtMost(resp)
+	switch {
+	case tooLarge:
+		if m.stale != nil {
+			c.store.invalidate(m.key)
+		}
+		return nil
+	case err != nil:
+		if r.Context().Err() == nil {
+			rs.originErrors.Add(1)
+			rs.episodeFailure()
+		}
+		return nil
+	case len(resp.Trailer) > 0:
+		if m.stale != nil {
+			c.store.invalidate(m.key)
+		}
+		return nil
 	}
-	// Bodies of unknown length may be streams (SSE, long polls): flush each
-	// chunk instead of letting it sit in the server's buffer.
-	var flush func() error
-	if resp.ContentLength < 0 && toClient {
-		flush = http.NewResponseController(w).Flush
+	return c.storeOrigin(r, rs, m.primary, resp, body, upstreamCS, requestTime, responseTime)
+}
+
+// storeOrigin stores the origin's response with its body and returns the
+// entry. upstreamCS is the Cache-Status the origin sent: the client's has
+// ours appended, which the store must not keep.
+func (c *Cache) storeOrigin(r *http.Request, rs *routeState, primary string, resp *http.Response, body []byte,
+	upstreamCS []string, requestTime, responseTime time.Time) *entry {
+	e := newEntry(r, resp, body, requestTime, responseTime)
+	if upstreamCS == nil {
+		delete(e.header, "Cache-Status")
+	} else {
+		e.header["Cache-Status"] = slices.Clone(upstreamCS)
 	}
-	bp := c.bufs.Get().(*[]byte)
-	defer c.bufs.Put(bp)
-	buf := *bp
-	for {
-		n, rerr := resp.Body.Read(buf)
-		if n > 0 {
-			if keep {
-				if int64(len(body)+n) > c.maxObject {
-					keep, body = false, nil
-				} else {
-					body = append(body, buf[:n]...)
-				}
-			}
-			if toClient {
-				if _, werr := w.Write(buf[:n]); werr != nil {
-					return nil, false, false // the client left; its context ends the fetch
-				}
-				if flush != nil {
-					flush() //nolint:errcheck // a failed flush shows up as a failed write
-				}
-			}
-		}
-		if rerr == io.EOF {
-			return body, keep, true
-		}
-		if rerr != nil {
-			if r.Context().Err() == nil {
-				rs.originErrors.Add(1)
-				rs.episodeFailure()
-				if toClient {
-					panic(http.ErrAbortHandler)
-				}
-			}
-			return nil, false, false
-		}
-		if !keep && !toClient {
-			return nil, false, true // too large for the store, and nobody to send it to
-		}
-	}
+	c.store.put(primary, e)
+	rs.stored.Add(1)
+	return e
 }
 
 // outgoing builds the request sent to the origin for r: the client's own

@@ -107,6 +107,9 @@ func (c *Cache) refresh(out *http.Request, p *Policy, rs *routeState, fetch Fetc
 			e.revalidationFailed.Store(true)
 		}
 		return
+	case len(resp.Trailer) > 0:
+		c.store.invalidate(key) // trailers came, which the store cannot keep
+		return
 	}
 	ne := newEntry(out, resp, body, requestTime, responseTime)
 	c.store.put(primary, ne)

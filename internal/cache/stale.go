@@ -45,36 +45,35 @@ func staleIfErrorOK(e *entry, age time.Duration, p *Policy, disconnected bool) b
 	return e.staleness(age) <= min(window, limit)
 }
 
-// ServeStale writes the stored copy for r if the route may use it while the
-// proxy has no host to ask (the empty-pool chain, design.md section 4): a
-// fresh copy, or a stale one within the route's stale-if-error bound. It
-// returns false, having written nothing, otherwise. reason becomes the
-// Cache-Status detail (e.g. "pool-empty"). A stale answer counts as a
-// hidden origin failure and may start a masking episode.
-func (c *Cache) ServeStale(w http.ResponseWriter, r *http.Request, p *Policy, reason string) bool {
+// ServeStale returns the stored copy for r if the route may use it while
+// the proxy has no host to ask (the empty-pool chain, design.md section 4):
+// a fresh copy, or a stale one within the route's stale-if-error bound. It
+// returns nil otherwise. reason becomes the Cache-Status detail (e.g.
+// "pool-empty"). A stale answer counts as a hidden origin failure and may
+// start a masking episode. The caller sends the response as it sends
+// Serve's.
+func (c *Cache) ServeStale(r *http.Request, p *Policy, reason string) *http.Response {
 	if p == nil {
 		p = &Policy{}
 	}
 	if p.bypassReason(r) != "" {
-		return false // a health check must see the outage, never a copy
+		return nil // a health check must see the outage, never a copy
 	}
 	e, _, _ := c.store.lookup(r, primaryKey(r, p.Route))
 	if e == nil {
-		return false
+		return nil
 	}
 	rs := c.route(p.Route)
 	age := e.age(c.now())
 	if age < e.lifetime && !e.cc.noCache {
-		c.writeStored(w, r, e, age, cacheStatus{hit: true, detail: reason})
 		rs.count(StatusHit)
-		return true
+		return storedResponse(r, e, age, cacheStatus{hit: true, detail: reason})
 	}
 	if !staleIfErrorOK(e, age, p, true) {
-		return false
+		return nil
 	}
 	rs.errorsHidden.Add(1)
 	c.staleServed(rs, p.Route, r.Method+" "+r.URL.Path+": "+reason)
-	c.writeStored(w, r, e, age, cacheStatus{fwd: fwdStale, detail: reason})
 	rs.count(StatusStale)
-	return true
+	return storedResponse(r, e, age, cacheStatus{fwd: fwdStale, detail: reason})
 }

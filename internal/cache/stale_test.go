@@ -87,12 +87,12 @@ func TestStaleIfErrorOnFetchError(t *testing.T) {
 	a := e.get("/p")
 	a.want(t, 200, "good", StatusStale)
 	a.wantCacheStatus(t, "sturdy; fwd=stale; ttl=-1; detail=stale-if-error")
-	if a.res.OriginErr == nil || !a.res.Written() {
+	if a.res.OriginErr == nil || !a.res.Answered() {
 		t.Errorf("Result %+v", a.res)
 	}
 	e.clock.Advance(300 * time.Second)
 	a = e.get("/p")
-	if a.status != 502 || !strings.HasPrefix(a.body, "proxy: ") || a.res.Written() {
+	if a.status != 502 || !strings.HasPrefix(a.body, "proxy: ") || a.res.Answered() {
 		t.Errorf("past the bound: %d %q, Result %+v", a.status, a.body, a.res)
 	}
 }
@@ -228,8 +228,15 @@ func TestServeStaleForEmptyPool(t *testing.T) {
 		rec := &recorder{header: http.Header{}}
 		req, _ := http.NewRequest(http.MethodGet, "http://"+e.front.Listener.Addr().String()+path, nil)
 		req.Host = e.front.Listener.Addr().String()
-		ok := e.cache.ServeStale(rec, req, p, "pool-empty")
-		return ok, &http.Response{StatusCode: rec.status, Header: rec.header}
+		resp := e.cache.ServeStale(req, p, "pool-empty")
+		if resp == nil {
+			return false, nil
+		}
+		send(rec, req, resp)
+		if rec.body.String() != "good" {
+			t.Errorf("%s: body %q", path, rec.body.String())
+		}
+		return true, &http.Response{StatusCode: rec.status, Header: rec.header}
 	}
 	// Fresh: a plain hit.
 	if ok, resp := empty("/p", e.policy); !ok || resp.Header.Get("Cache-Status") != "sturdy; hit; ttl=60; detail=pool-empty" {

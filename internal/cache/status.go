@@ -96,9 +96,14 @@ func isToken(v string) bool {
 // setCacheStatus appends ours to whatever Cache-Status the upstream sent,
 // as one comma-separated list with ours last (RFC 9211 2).
 func setCacheStatus(h http.Header, s *cacheStatus) {
+	h["Cache-Status"] = []string{cacheStatusValue(h["Cache-Status"], s)}
+}
+
+// cacheStatusValue is the Cache-Status field value with s appended to prev.
+func cacheStatusValue(prev []string, s *cacheStatus) string {
 	ours := s.String()
-	if prev := h["Cache-Status"]; len(prev) > 0 {
+	if len(prev) > 0 {
 		ours = strings.Join(prev, ", ") + ", " + ours
 	}
-	h["Cache-Status"] = []string{ours}
+	return ours
 }

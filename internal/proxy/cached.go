@@ -8,19 +8,17 @@ import (
 	"time"
 
 	"github.com/sturdyproxy/sturdy/internal/access"
-
 	"github.com/sturdyproxy/sturdy/internal/health"
 	"github.com/sturdyproxy/sturdy/internal/outcome"
 )
 
 // serveCached answers through the route's cache. The cache asks the origin
-// through fetch (the same attempts, fallback pool included) and answers
-// from its store when it may; what it cannot answer, the chain answers: a
-// stale copy within the route's bound when the pool is empty, then the
-// sorry page.
+// through fetch (the same attempts, fallback pool included) and returns the
+// response to send, from its store or the origin's; it is streamed like
+// any other. What the cache cannot answer, the chain answers: a stale copy
+// within the route's bound when the pool is empty, then the sorry page.
 func (f *forwarder) serveCached() {
 	rt := f.rt
-	sw := &statusWriter{ResponseWriter: f.w}
 	// A fetcher of its own, so that the forwarder (on the request's stack)
 	// does not escape to the heap for every request of every route.
 	cf := &cacheFetcher{h: f.h, snap: f.snap, rt: rt, clientKey: f.clientKey, clientBit: f.clientBit, admission: f.admission}
@@ -28,17 +26,16 @@ func (f *forwarder) serveCached() {
 	if rt.Total > 0 {
 		r = r.WithContext(f.ctx) // the route's overall deadline reaches the origin fetch
 	}
-	res := rt.Cache.Serve(sw, r, rt.CachePolicy, cf.fetch)
+	resp, res := rt.Cache.Serve(r, rt.CachePolicy, cf.fetch)
 	f.cacheStatus = res.Status
-	defer func() { f.bytes = sw.bytes }()
-	if res.Written() {
-		f.status = sw.status
+	if resp != nil {
 		if res.Stale {
 			f.answered(AnswerStale)
 			if res.OriginError {
 				rt.Pool.EpisodeAnswer(health.ByStale)
 			}
 		}
+		f.status = f.streamCached(resp)
 		return
 	}
 	var fe *fetchError
@@ -48,13 +45,43 @@ func (f *forwarder) serveCached() {
 		return
 	}
 	f.class, f.sameTwice = fe.class, fe.sameTwice
-	if fe.fl == failNoHost && rt.Cache.ServeStale(sw, r, rt.CachePolicy, "no backend available") {
-		f.answered(AnswerStale)
-		rt.Pool.EpisodeAnswer(health.ByStale)
-		f.status = sw.status
-		return
+	if fe.fl == failNoHost {
+		if resp := rt.Cache.ServeStale(r, rt.CachePolicy, "no backend available"); resp != nil {
+			f.answered(AnswerStale)
+			rt.Pool.EpisodeAnswer(health.ByStale)
+			f.status = f.streamCached(resp)
+			return
+		}
 	}
 	f.status = f.answer(fe.fl)
+}
+
+// streamCached streams a response the cache returned. When it is a
+// backend's, its body leads (through the cache's tee) to the fetch that got
+// it: the request is recorded as that fetch's, and a body that breaks is
+// charged to the host that sent it. The host's in-flight slot is released
+// when the body is closed.
+func (f *forwarder) streamCached(resp *http.Response) int {
+	if b := originBody(resp.Body); b != nil {
+		fw := b.fw
+		f.pool, f.host, f.class, f.attr, f.tried = fw.pool, b.host, fw.class, fw.attr, fw.tried
+	}
+	return f.stream(resp, f.pool, f.host)
+}
+
+// originBody finds the releasingBody under the wrappers a cache put around
+// a backend's body, or nil for a body that came from the store.
+func originBody(b io.ReadCloser) *releasingBody {
+	for {
+		switch v := b.(type) {
+		case *releasingBody:
+			return v
+		case interface{ Unwrap() io.ReadCloser }:
+			b = v.Unwrap()
+		default:
+			return nil
+		}
+	}
 }
 
 // fetchError carries an exchange's failure through the cache.
@@ -78,7 +105,8 @@ type cacheFetcher struct {
 
 // fetch runs the attempts for a request the cache built. The cache may call
 // it after the client's request is over (a background revalidation), so
-// each call gets a forwarder of its own.
+// each call gets a forwarder of its own. Via is added when the response is
+// streamed, not here, so that the store does not keep it.
 func (c *cacheFetcher) fetch(r *http.Request) (*http.Response, error) {
 	fw := &forwarder{h: c.h, snap: c.snap, rt: c.rt, r: r, now: time.Now(), ctx: r.Context(),
 		clientKey: c.clientKey, clientBit: c.clientBit, admission: c.admission}
@@ -87,15 +115,16 @@ func (c *cacheFetcher) fetch(r *http.Request) (*http.Response, error) {
 		return nil, &fetchError{fl: fl, class: fw.class, sameTwice: fw.sameTwice}
 	}
 	removeHopHeaders(resp.Header)
-	resp.Header["Via"] = append(resp.Header["Via"], via[0])
-	resp.Body = &releasingBody{ReadCloser: resp.Body, host: host}
+	resp.Body = &releasingBody{ReadCloser: resp.Body, fw: fw, host: host}
 	return resp, nil
 }
 
-// releasingBody releases the host's in-flight slot when the cache is done
-// with the response body.
+// releasingBody is a backend's body on its way through the cache: it
+// releases the host's in-flight slot when the body is closed, and keeps the
+// fetch that got it, for the request's record and the host's accounting.
 type releasingBody struct {
 	io.ReadCloser
+	fw   *forwarder
 	host *health.Host
 	once sync.Once
 }
@@ -104,37 +133,4 @@ func (b *releasingBody) Close() error {
 	err := b.ReadCloser.Close()
 	b.once.Do(b.host.Release)
 	return err
-}
-
-// statusWriter remembers the status written, for the route's counters.
-type statusWriter struct {
-	http.ResponseWriter
-	status int
-	bytes  int64
-}
-
-func (w *statusWriter) WriteHeader(code int) {
-	if w.status == 0 && code >= 200 {
-		w.status = code
-	}
-	w.ResponseWriter.WriteHeader(code)
-}
-
-func (w *statusWriter) Write(p []byte) (int, error) {
-	if w.status == 0 {
-		w.status = http.StatusOK
-	}
-	n, err := w.ResponseWriter.Write(p)
-	w.bytes += int64(n)
-	return n, err
-}
-
-// Unwrap lets http.ResponseController reach the real writer (Flush, ...).
-func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
-
-// Flush passes flushes on for streamed answers.
-func (w *statusWriter) Flush() {
-	if fl, ok := w.ResponseWriter.(http.Flusher); ok {
-		fl.Flush()
-	}
 }

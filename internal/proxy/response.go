@@ -15,10 +15,21 @@ import (
 // (see docs/performance.md) without much memory per connection.
 var bufPool = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
 
-// respond streams resp to the client, releases host when done, and
-// returns the status the client got.
+// respond streams resp, which host sent, to the client, releases host when
+// done, and returns the status the client got.
 func (f *forwarder) respond(host *health.Host, resp *http.Response) int {
 	defer host.Release()
+	return f.stream(resp, f.pool, host)
+}
+
+// stream is the one way a response reaches the client, whether a backend
+// or the cache produced it: hop-by-hop fields dropped, Via added, trailers
+// announced and sent after the body, Content-Type never sniffed, streams
+// (unknown length, text/event-stream) flushed as they come, the body bytes
+// counted. host, when not nil, sent resp from pool: a body that breaks after
+// the header is charged to it. stream closes resp.Body and returns the
+// status the client got.
+func (f *forwarder) stream(resp *http.Response, pool *health.Pool, host *health.Host) int {
 	defer resp.Body.Close()
 	w := f.w
 	if resp.StatusCode == http.StatusSwitchingProtocols {
@@ -49,7 +60,9 @@ func (f *forwarder) respond(host *health.Host, resp *http.Response) int {
 	if err != nil {
 		if err == errUpstreamBody {
 			// A late failure: counted against nobody, but counted.
-			f.pool.Record(host, outcome.BodyError, nil, f.now)
+			if host != nil {
+				pool.Record(host, outcome.BodyError, nil, f.now)
+			}
 			f.status = http.StatusBadGateway
 			// Headers are gone already; abort so the client sees a broken
 			// response, not a short one that looks complete.
@@ -107,5 +120,40 @@ func copyBody(w http.ResponseWriter, src io.Reader, flush bool) (int64, error) {
 		if rerr != nil {
 			return total, errUpstreamBody
 		}
+	}
+}
+
+// statusWriter remembers the status and the body bytes written by an
+// answer that is not streamed from a response (the route's files), for the
+// route's counters and the access log.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+	bytes  int64
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 && code >= 200 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(p []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	n, err := w.ResponseWriter.Write(p)
+	w.bytes += int64(n)
+	return n, err
+}
+
+// Unwrap lets http.ResponseController reach the real writer (Flush, ...).
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// Flush passes flushes on for streamed answers.
+func (w *statusWriter) Flush() {
+	if fl, ok := w.ResponseWriter.(http.Flusher); ok {
+		fl.Flush()
 	}
 }

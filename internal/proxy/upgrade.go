@@ -17,7 +17,10 @@ import (
 // grace period and then, for a WebSocket, a close frame.
 func (f *forwarder) upgrade(resp *http.Response) int {
 	w := f.w
-	reqUp, respUp := upgradeType(f.out.Header), upgradeType(resp.Header)
+	// The client's request names the protocol it asked for (the outbound
+	// request carries the same); a cached route's stream has no outbound
+	// request of its own.
+	reqUp, respUp := upgradeType(f.r.Header), upgradeType(resp.Header)
 	if !strings.EqualFold(reqUp, respUp) {
 		return writeEdgeError(w, http.StatusBadGateway, f.rt.Name, fmt.Sprintf("the backend switched to protocol %q, the client asked for %q", respUp, reqUp))
 	}
