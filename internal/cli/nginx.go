@@ -149,7 +149,15 @@ func cmdImport(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	for _, w := range res.Warnings {
 		fmt.Fprintf(stderr, "sturdy import: warning: %s\n", w)
 	}
-	fmt.Fprintf(stderr, "sturdy import: translated %s; %d nginx directives not translated (listed at the top of the output)\n", *conf, len(res.NotTranslated))
+	counts := map[translate.Status]int{}
+	for _, b := range res.Blocks {
+		counts[b.Status]++
+		if b.Status == translate.NotTranslated || b.Status == translate.Refused {
+			fmt.Fprintf(stderr, "sturdy import: %s\n", b.String())
+		}
+	}
+	fmt.Fprintf(stderr, "sturdy import: translated %s: of %d server blocks and locations, %d translated, %d with differences, %d refused (access rules kept closed), %d not translated; %d nginx directives not translated (all listed at the top of the output)\n",
+		*conf, len(res.Blocks), counts[translate.Translated], counts[translate.TranslatedDiffers], counts[translate.Refused], counts[translate.NotTranslated], len(res.NotTranslated))
 	return exitOK
 }
 

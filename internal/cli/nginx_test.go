@@ -82,11 +82,11 @@ func TestDoctorJSON(t *testing.T) {
 func TestImportCommand(t *testing.T) {
 	dir := t.TempDir()
 	out := filepath.Join(dir, "sturdy.yaml")
-	code, stdout, stderr := runNginx(t, "import", "nginx", "-c", nginxCases+"/debian-default/nginx.conf", "-o", out)
+	code, stdout, stderr := runNginx(t, "import", "nginx", "-c", nginxCases+"/001-ingress-default-server/nginx.conf", "-o", out)
 	if code != exitOK || stdout != "" {
 		t.Fatalf("exit %d\nstdout: %s\nstderr: %s", code, stdout, stderr)
 	}
-	if !strings.Contains(stderr, "not translated (listed at the top of the output)") {
+	if !strings.Contains(stderr, "not translated (all listed at the top of the output)") {
 		t.Errorf("stderr = %s", stderr)
 	}
 	data, err := os.ReadFile(out)
@@ -114,7 +114,7 @@ func TestImportErrors(t *testing.T) {
 		code int
 		want string
 	}{
-		{"nothing proxied", []string{"import", "nginx", "-c", static}, exitFail, "nothing to translate"},
+		{"nothing proxied", []string{"import", "nginx", "-c", static}, exitFail, "static.conf:1: server at"},
 		{"missing config", []string{"import", "nginx", "-c", "testdata/none.conf"}, exitFail, "cannot read nginx config"},
 		{"usage", []string{"import"}, exitUsage, "usage: sturdy import nginx"},
 		{"unwritable output", []string{"import", "nginx", "-c", nginxCases + "/002-slow-route/nginx.conf", "-o", filepath.Join(t.TempDir(), "no", "such", "dir.yaml")}, exitFail, "cannot write"},

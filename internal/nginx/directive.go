@@ -23,8 +23,10 @@ type Directive struct {
 	IsBlock  bool
 	Children []*Directive
 	// Lua is the code of a *_by_lua_block directive, which nginx hands to
-	// Lua unparsed; such directives have IsBlock false and no Children.
-	Lua string
+	// Lua unparsed; such directives have IsBlock false, IsLua true and no
+	// Children.
+	Lua   string
+	IsLua bool
 }
 
 // Pos returns "file:line".
@@ -52,7 +54,7 @@ func (d *Directive) String() string {
 	switch {
 	case d.IsBlock:
 		b.WriteString(" { ... }")
-	case d.Lua != "":
+	case d.IsLua:
 		b.WriteString(" { <lua> }")
 	default:
 		b.WriteByte(';')

@@ -30,6 +30,7 @@ type token struct {
 // double-quoted strings with backslash escapes, ";", "{", "}", and "#"
 // comments that run to the end of the line. "${name}" inside a word is part
 // of the word, so `"$host${uri}"` and `$scheme${port}` lex as one word.
+// A "}" ends a block only where a word could start.
 type lexer struct {
 	file string
 	src  string
@@ -97,7 +98,9 @@ func (l *lexer) next() (token, error) {
 }
 
 // quoted reads a quoted string starting at the opening quote. As in nginx,
-// the closing quote must be followed by whitespace, ";", "{" or "}".
+// the closing quote must be followed by whitespace, ";" or "{", or by ")",
+// which then starts the next word: `if ($x = 'y')` is four words, the last
+// one ")".
 func (l *lexer) quoted(q byte) (token, error) {
 	start := l.line
 	l.pos++
@@ -114,7 +117,7 @@ func (l *lexer) quoted(q byte) (token, error) {
 		case c == q:
 			l.pos++
 			if l.pos < len(l.src) {
-				if n := l.src[l.pos]; !isSpace(n) && n != ';' && n != '{' && n != '}' {
+				if n := l.src[l.pos]; !isSpace(n) && n != ';' && n != '{' && n != ')' {
 					return token{}, l.errorf(l.line, "unexpected %q right after a quoted string; separate words with a space", n)
 				}
 			}
@@ -127,33 +130,27 @@ func (l *lexer) quoted(q byte) (token, error) {
 	}
 }
 
-// word reads a bare word. A backslash escapes the next byte; "${" opens a
-// variable name that may hold any byte up to "}".
+// word reads a bare word. As in nginx's ngx_conf_read_token, a word ends
+// at whitespace, ";" or "{", except that "{" right after "$" opens a
+// variable name ("${name}") and stays in the word; "}" and quotes inside a
+// word are ordinary bytes (`return 200 a}` is valid nginx). A backslash
+// escapes the next byte.
 func (l *lexer) word() (token, error) {
 	start := l.line
 	var b strings.Builder
+	dollar := false
 	for l.pos < len(l.src) {
 		c := l.src[l.pos]
 		switch {
-		case isSpace(c) || c == ';' || c == '{' || c == '}':
-			if c == '{' && b.Len() > 0 && strings.HasSuffix(b.String(), "$") {
-				end := strings.IndexByte(l.src[l.pos:], '}')
-				if end < 0 {
-					return token{}, l.errorf(l.line, "unterminated variable %q; close it with }", "${")
-				}
-				v := l.src[l.pos : l.pos+end+1]
-				if strings.ContainsAny(v, " \t\r\n;") {
-					return token{}, l.errorf(l.line, "invalid variable name %q", "$"+v)
-				}
-				b.WriteString(v)
-				l.pos += end + 1
-				continue
-			}
+		case c == '{' && dollar:
+		case isSpace(c) || c == ';' || c == '{':
 			return token{kind: tokWord, text: b.String(), line: start}, nil
 		case c == '\\' && l.pos+1 < len(l.src):
 			l.escape(&b)
+			dollar = false
 			continue
 		}
+		dollar = c == '$'
 		b.WriteByte(c)
 		l.pos++
 	}

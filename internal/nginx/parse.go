@@ -227,7 +227,7 @@ func (p *parser) directive(lx *lexer, first token, depth int) (*Directive, error
 				if err != nil {
 					return nil, err
 				}
-				d.Lua = body.text
+				d.Lua, d.IsLua = body.text, true
 				return d, nil
 			}
 			if depth+1 > p.opt.MaxDepth {

@@ -115,6 +115,31 @@ var parseTests = []struct {
 		want: []string{"if [($request_method] [=] [POST)]@m.conf:1", ">return [405]@m.conf:1"},
 	},
 	{
+		name: "a ) right after a quoted string starts the next word",
+		src:  "if ($x = 'y') { return 403; }\nif ($a ~* \"^b$\")) { }\n",
+		want: []string{"if [($x] [=] [y] [)]@m.conf:1", ">return [403]@m.conf:1", `if [($a] [~*] [^b$] [))]@m.conf:2`},
+	},
+	{
+		name: "a } inside a word is part of the word",
+		src:  "return 200 a};\n",
+		want: []string{"return [200] [a}]@m.conf:1"},
+	},
+	{
+		name: "an unterminated ${ is left to the directive",
+		src:  "set $a ${uri;\nset $b a${;\n",
+		want: []string{"set [$a] [${uri]@m.conf:1", "set [$b] [a${]@m.conf:2"},
+	},
+	{
+		name: "quotes inside a word are ordinary bytes",
+		src:  "add_header X a\"b'c;\n",
+		want: []string{`add_header [X] [a"b'c]@m.conf:1`},
+	},
+	{
+		name: "escaped terminators stay in the word",
+		src:  "return 200 a\\;b\\ c;\n",
+		want: []string{`return [200] [a\;b\ c]@m.conf:1`},
+	},
+	{
 		name: "multi-line quoted string counts lines",
 		src:  "log_format x '\n a\n b';\nnext on;\n",
 		want: []string{"log_format [x] [\n a\n b]@m.conf:1", "next [on]@m.conf:4"},
@@ -145,6 +170,8 @@ var parseErrorTests = []struct {
 	{"missing semicolon", "http {\n a b\n}\n", `m.conf:3: unexpected } after "a"; is a ; missing?`},
 	{"empty statement", "a;;\n", `m.conf:1: unexpected ";"`},
 	{"word after quote", `a "b"c;`, `m.conf:1: unexpected 'c' right after a quoted string`},
+	{"close brace after quote", `a { b "c"}`, `m.conf:1: unexpected '}' right after a quoted string`},
+	{"comment after quote", `a "b"#c`, `m.conf:1: unexpected '#' right after a quoted string`},
 	{"eof in directive", "a b", `m.conf:1: unexpected end of file in "a"`},
 	{"unterminated lua", "init_by_lua_block { x = '}", "m.conf:1: unterminated Lua string"},
 	{"too deep", strings.Repeat("a {\n", 70), "m.conf:65: blocks nested more than 64 deep"},

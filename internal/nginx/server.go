@@ -56,7 +56,7 @@ func (s *Site) addLocations(srv *Server, parent *Scope, d *Directive) {
 	}
 	if pp := loc.Local("proxy_pass"); len(pp) > 0 {
 		loc.ProxyPass = pp[len(pp)-1]
-		loc.Target = s.decodeTarget(loc.ProxyPass.Arg(0))
+		loc.Target = s.DecodeTarget(loc.ProxyPass.Arg(0))
 	}
 	srv.Locations = append(srv.Locations, loc)
 	for _, c := range d.Children {
@@ -66,7 +66,8 @@ func (s *Site) addLocations(srv *Server, parent *Scope, d *Directive) {
 	}
 }
 
-func (s *Site) decodeTarget(raw string) *ProxyTarget {
+// DecodeTarget decodes a proxy_pass URL, resolving upstream names.
+func (s *Site) DecodeTarget(raw string) *ProxyTarget {
 	t := &ProxyTarget{Variable: strings.Contains(raw, "$")}
 	scheme, rest, ok := strings.Cut(raw, "://")
 	if !ok {

@@ -74,23 +74,88 @@ func defaultTargets(site *nginx.Site) map[*nginx.Server]*nginx.Location {
 	return out
 }
 
+// canEmpty reports whether nginx can mark every primary server of the
+// pool behind l unavailable, and why. A group with a single server (a
+// direct proxy_pass address is one) is never marked unavailable: nginx
+// ignores max_fails there, so its failures are the backend's own 502s, not
+// an empty pool. With several servers, passive checks (max_fails > 0) or an
+// active check can take them all out.
+func canEmpty(l *nginx.Location) (bool, []string) {
+	up := l.Target.Upstream
+	if up == nil || hasLua(up) {
+		return false, nil
+	}
+	if up.Check != nil && len(primaries(up)) > 0 {
+		return true, []string{ev(up.Check)}
+	}
+	if on, desc := passive(up); on {
+		return true, []string{fmt.Sprintf("%s: upstream %s: %d servers, %s", up.Dir.Pos(), up.Name, len(primaries(up)), desc)}
+	}
+	return false, nil
+}
+
+// hasLua reports an upstream whose servers Lua chooses (ingress-nginx's
+// balancer_by_lua_block): its server line is a placeholder.
+func hasLua(up *nginx.Upstream) bool {
+	return slices.ContainsFunc(up.Dir.Children, func(d *nginx.Directive) bool { return strings.Contains(d.Name, "_by_lua") })
+}
+
+// reachesPool reports whether requests to srv's "/" get to the proxy: no
+// server-level return or rewrite answers them first, and no access rule
+// refuses them.
+func reachesPool(srv *nginx.Server, l *nginx.Location) bool {
+	if len(srv.Local("return")) > 0 {
+		return false
+	}
+	for _, sc := range []*nginx.Scope{srv.Scope, l.Scope} {
+		for _, d := range sc.Local("deny") {
+			if d.Arg(0) == "all" {
+				return false
+			}
+		}
+	}
+	return len(l.Local("return")) == 0
+}
+
+// sharesListen reports whether other server blocks with names listen where
+// srv is the default: then the requests it catches are other sites'.
+func sharesListen(site *nginx.Site, srv *nginx.Server) bool {
+	for _, o := range site.Servers {
+		if o == srv {
+			continue
+		}
+		for _, l := range o.Listens {
+			if slices.Contains(srv.DefaultFor, l.Addr) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// checkDefaultServer: unknown hosts reach a pool that can become empty,
+// with nothing behind it (incident 001). Single-server pools cannot become
+// empty in nginx and are not reported; severity grows with the evidence that
+// other sites' traffic lands there.
 func checkDefaultServer(u *usage) []Finding {
 	var out []Finding
 	targets := defaultTargets(u.site)
 	for _, srv := range u.site.Servers {
 		l, ok := targets[srv]
-		if !ok || hasErrorPage(l) {
+		if !ok || hasErrorPage(l) || !reachesPool(srv, l) {
 			continue
 		}
 		up := l.Target.Upstream
-		if up != nil && hasBackup(up) {
+		if up == nil || hasBackup(up) {
+			continue
+		}
+		empty, why := canEmpty(l)
+		if !empty {
 			continue
 		}
 		explicit := explicitDefault(srv)
-		target := "upstream " + l.Target.Host
-		if up == nil {
-			target = l.Target.Host
-		}
+		shared := sharesListen(u.site, srv)
+		target := "upstream " + up.Name
 		f := Finding{
 			ID:   "default-server-no-fallback",
 			File: l.ProxyPass.File, Line: l.ProxyPass.Line,
@@ -105,20 +170,22 @@ func checkDefaultServer(u *usage) []Finding {
 			}
 		}
 		f.Evidence = append(f.Evidence, ev(l.ProxyPass))
-		if up != nil {
-			f.Evidence = append(f.Evidence, serverEvidence(up)...)
-		}
+		f.Evidence = append(f.Evidence, why...)
+		f.Evidence = append(f.Evidence, serverEvidence(up)...)
 		addrs := strings.Join(srv.DefaultFor, ", ")
-		if explicit {
+		switch {
+		case explicit && shared:
 			f.Severity, f.Score = High, 200
-			f.Title = fmt.Sprintf("the default server for %s sends every request whose Host matches no server_name to %s, which has no backup server and no error_page for 502/503/504", addrs, target)
-		} else {
+			f.Title = fmt.Sprintf("the default server for %s sends every request whose Host matches no other server block to %s, which can lose all its servers and has no backup server and no error_page for 502/503/504", addrs, target)
+		case shared:
+			f.Severity, f.Score = Medium, 130
+			f.Title = fmt.Sprintf("server %s is the default for %s (it is listed first) and proxies / to %s, which can lose all its servers and has no backup server or error_page for 502/503/504: then this site and every host no other server block names get bare 502s", srv.Label(), addrs, target)
+		default:
 			f.Severity, f.Score = Medium, 110
-			f.Title = fmt.Sprintf("server %s (the default for %s) proxies / to %s with no backup server and no error_page for 502/503/504: an empty pool means bare 502s for this site and every unmatched host", srv.Label(), addrs, target)
+			f.Title = fmt.Sprintf("server %s proxies / to %s, which can lose all its servers, with no backup server and no error_page for 502/503/504: an empty pool means bare 502s for the whole site", srv.Label(), target)
 		}
-		if up != nil && up.Check != nil {
+		if up.Check != nil {
 			f.Severity, f.Score = High, f.Score+50
-			f.Evidence = append(f.Evidence, ev(up.Check))
 			f.Title += "; its active check can mark every server down at once"
 		}
 		out = append(out, f)
@@ -166,7 +233,7 @@ func checkSSL(u *usage) []Finding {
 				break
 			}
 		}
-		if ssl == nil || srv.Get1("ssl_certificate") != nil || srv.Get1("ssl_certificate_by_lua_block") != nil {
+		if ssl == nil || srv.Get1("ssl_certificate") != nil || srv.Get1("ssl_certificate_by_lua_block") != nil || rejectsHandshake(srv) {
 			continue
 		}
 		out = append(out, Finding{
@@ -185,67 +252,12 @@ func checkSSL(u *usage) []Finding {
 	return out
 }
 
-func checkKeepalive(u *usage) []Finding {
-	var out []Finding
-	wc := u.site.WorkerConnections()
-	for _, up := range u.site.Upstreams {
-		if up.Keepalive <= 0 {
-			continue
-		}
-		if up.Keepalive > wc || up.Keepalive >= 1024 {
-			out = append(out, Finding{
-				ID:       "keepalive-oversized",
-				Severity: Medium,
-				Title:    fmt.Sprintf("upstream %s caches up to %d idle connections per worker, but a worker can hold only %d connections in all (worker_connections)", up.Name, up.Keepalive, wc),
-				File:     up.KeepaliveDir.File, Line: up.KeepaliveDir.Line,
-				Incident: Inc001Conn,
-				Why:      "keepalive is per worker. A cache larger than the connections a worker can have never fills usefully, but lets idle upstream connections pile up and pin file descriptors and backend slots, eating the connection budget the other upstreams need during an incident. Incident 001 carried an unbenchmarked keepalive 10240; 256 showed no measurable latency change.",
-				NginxFix: "Size keepalive to the concurrent requests one worker sends to this upstream (tens to a few hundred), and benchmark.",
-				Sturdy:   "sturdy bounds idle connections per host (max_idle_conns_per_host, default 64) and total connections per host (max_conns_per_host).",
-				Evidence: []string{ev(up.KeepaliveDir), fmt.Sprintf("events { worker_connections %d; }", wc)},
-				Score:    70,
-			})
-		}
-		var bad []string
-		var first *nginx.Location
-		for _, l := range u.locs[up] {
-			v := l.Get1("proxy_http_version")
-			if v != nil && v.Arg(0) == "1.1" && clearsConnection(l) {
-				continue
-			}
-			if first == nil {
-				first = l
-			}
-			bad = append(bad, ev(l.Dir))
-		}
-		if first == nil {
-			continue
-		}
-		out = append(out, Finding{
-			ID:       "keepalive-without-http11",
-			Severity: Medium,
-			Title:    fmt.Sprintf("upstream %s has keepalive %d, but %s not set both proxy_http_version 1.1 and proxy_set_header Connection \"\": those requests close their upstream connection", up.Name, up.Keepalive, plural(len(bad), "location does", "locations do")),
-			File:     first.Dir.File, Line: first.Dir.Line,
-			Incident: Inc001Conn,
-			Why:      "nginx reuses an upstream connection only for HTTP/1.1 requests without \"Connection: close\". Otherwise every request opens a new connection: under load that is a connect() per request, ephemeral port and backend accept-queue pressure, and connect timeouts that nginx counts against the servers.",
-			NginxFix: "In these locations (or their server block) set `proxy_http_version 1.1;` and `proxy_set_header Connection \"\";` (for WebSocket locations, map $http_upgrade so that ordinary requests send an empty Connection header).",
-			Sturdy:   "sturdy always speaks HTTP/1.1 (or HTTP/2) upstream with connection reuse, bounded per host.",
-			Evidence: append([]string{ev(up.KeepaliveDir)}, bad...),
-			Score:    60,
-		})
-	}
-	return out
-}
-
-// clearsConnection reports whether proxy_set_header Connection "" is in
-// effect at l.
-func clearsConnection(l *nginx.Location) bool {
-	for _, d := range l.Get("proxy_set_header") {
-		if strings.EqualFold(d.Arg(0), "Connection") {
-			return d.Arg(1) == ""
-		}
-	}
-	return false
+// rejectsHandshake reports a server with ssl_reject_handshake on: a TLS
+// default server that refuses names no other server has needs no
+// certificate (nginx 1.19.4 and later).
+func rejectsHandshake(srv *nginx.Server) bool {
+	d := srv.Get1("ssl_reject_handshake")
+	return d != nil && d.Arg(0) == "on"
 }
 
 func checkDNS(u *usage) []Finding {

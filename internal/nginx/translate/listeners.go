@@ -36,6 +36,7 @@ func sturdyAddr(l *nginx.Listen) string {
 
 func (t *translator) listeners() {
 	t.listenerOf = map[string]*listener{}
+	t.sni = map[*nginx.Server]*nginx.Directive{}
 	byAddr := map[string]*listener{}
 	for _, srv := range t.site.Servers {
 		for _, l := range srv.Listens {
@@ -60,14 +61,14 @@ func (t *translator) listeners() {
 			}
 			ln, ok := byAddr[addr]
 			if !ok {
-				ln = &listener{listen: addr, ssl: l.SSL}
+				ln = &listener{listen: addr, ssl: l.SSL || serverSSL(srv)}
 				byAddr[addr] = ln
 				t.listenersOut = append(t.listenersOut, ln)
 			}
-			ln.ssl = ln.ssl || l.SSL
+			ln.ssl = ln.ssl || l.SSL || serverSSL(srv)
 			ln.from = append(ln.from, l.Dir)
 			t.listenerOf[l.Addr] = ln
-			t.use(l.Dir)
+			t.use(l.Dir, srv.Get1("ssl"))
 		}
 		// A server without listen directives listens on *:80.
 		if len(srv.Listens) == 1 && srv.Listens[0].Implicit {
@@ -88,15 +89,17 @@ func (t *translator) listeners() {
 	kept := t.listenersOut[:0]
 	for _, ln := range t.listenersOut {
 		if ln.ssl && ln.cert == "" {
+			// nginx could not complete a handshake here (or nginx -t
+			// failed): keep the listener and its routes, and say what
+			// sturdy needs, rather than drop them silently.
 			for _, d := range ln.from {
-				t.items = append(t.items, Item{File: d.File, Line: d.Line, Directive: d.String(), Reason: "listens with ssl but no server on it has an ssl_certificate: nginx cannot complete a TLS handshake here (incident 001's latent bug); the listener was left out, add tls.cert and tls.key to bring it back"})
+				t.items = append(t.items, Item{File: d.File, Line: d.Line, Directive: d.String(), Reason: "listens with ssl but no server on it has an ssl_certificate (incident 001's latent bug): the listener needs tls.cert and tls.key before sturdy can serve it"})
 			}
-			for a, l := range t.listenerOf {
-				if l == ln {
-					delete(t.listenerOf, a)
-				}
-			}
-			continue
+			base := strings.NewReplacer(":", "-", "[", "", "]", "").Replace(strings.TrimPrefix(ln.listen, ":"))
+			ln.cert = filepath.Join(t.opt.ConfigDir, "sturdy-tls-"+base+".crt")
+			ln.key = filepath.Join(t.opt.ConfigDir, "sturdy-tls-"+base+".key")
+			ln.comments = append(ln.comments, "nginx had no ssl_certificate for the servers on this address; put the certificate and key at these paths")
+			t.warnings = appendOnce(t.warnings, fmt.Sprintf("no ssl_certificate in nginx for %s: put a certificate and key at %s and %s (or change tls.cert and tls.key) before `sturdy check`", ln.listen, ln.cert, ln.key))
 		}
 		_, port, _ := net.SplitHostPort(ln.listen)
 		scheme := "http"
@@ -129,7 +132,7 @@ func (t *translator) certificates() {
 		var servers []*nginx.Server
 		for _, srv := range t.site.Servers {
 			for _, l := range srv.Listens {
-				if t.listenerOf[l.Addr] == ln && l.SSL {
+				if t.listenerOf[l.Addr] == ln && (l.SSL || serverSSL(srv)) {
 					if len(srv.DefaultFor) > 0 {
 						servers = append([]*nginx.Server{srv}, servers...)
 					} else {
@@ -160,6 +163,7 @@ func (t *translator) certificates() {
 				continue
 			}
 			if t.certPath(cert.Arg(0)) != ln.cert && !t.used[cert] {
+				t.sni[srv] = cert
 				t.skip(cert, fmt.Sprintf("per-server certificates (SNI): sturdy serves one certificate per listener, that of the %s", serverLabel(servers[0])))
 				t.use(key)
 			} else {
@@ -202,6 +206,13 @@ func (t *translator) clientTimeouts() {
 			t.use(d)
 		}
 	}
+}
+
+// serverSSL reports `ssl on;` in effect for a server (nginx before 1.25:
+// every listen of the server speaks TLS).
+func serverSSL(srv *nginx.Server) bool {
+	d := srv.Get1("ssl")
+	return d != nil && d.Arg(0) == "on"
 }
 
 func last(ds []*nginx.Directive) *nginx.Directive {

@@ -25,6 +25,16 @@ type pool struct {
 	comments []string
 	// fallback is the pool made of the upstream's backup servers, nil when none.
 	fallback *pool
+	// tls is set for https:// upstreams.
+	tls *config.UpstreamTLS
+	// refusal marks the pool of refusal routes (see access.go).
+	refusal bool
+}
+
+// poolEntry caches poolFor's answer per target.
+type poolEntry struct {
+	pool  *pool
+	notes notes
 }
 
 type host struct {
@@ -40,57 +50,77 @@ type passive struct {
 	comment   string
 }
 
-// poolFor returns the pool for a proxy_pass target, building it on first use.
-// It returns nil (after recording why) when the target cannot be a pool.
-func (t *translator) poolFor(l *nginx.Location) *pool {
-	tg := l.Target
-	key := tg.Host
+// poolFor returns the pool for a proxy_pass target, building it on first
+// use. It returns nil and the reasons when the target cannot be a pool,
+// else the pool and the differences it brings.
+func (t *translator) poolFor(tg *nginx.ProxyTarget, pass *nginx.Directive) (*pool, notes) {
+	key := tg.Scheme + "://" + tg.Host
 	if tg.Upstream != nil {
-		key = "upstream " + tg.Upstream.Name
+		key = tg.Scheme + "://upstream " + tg.Upstream.Name
 	}
-	if p, ok := t.poolIdx[key]; ok {
-		return p
+	if e, ok := t.poolIdx[key]; ok {
+		return e.pool, e.notes
 	}
 	var p *pool
+	var ns notes
 	if tg.Upstream != nil {
-		p = t.upstreamPool(tg.Upstream)
+		p, ns = t.upstreamPool(tg.Upstream)
 	} else {
 		addr := tg.HostPort()
 		if !validBackend(addr) {
-			t.poolIdx[key] = nil
-			return nil
+			ns.add("", "proxy_pass %s (%s): %q is not an address sturdy can connect to", pass.Arg(0), pass.Pos(), addr)
+		} else {
+			p = &pool{name: addr, hosts: []host{{addr: addr, weight: 1}}, comments: []string{fmt.Sprintf("proxy_pass %s (%s) names one address, not an upstream block", pass.Arg(0), pass.Pos())}}
 		}
-		p = &pool{name: "direct", hosts: []host{{addr: addr, weight: 1}}, comments: []string{fmt.Sprintf("proxy_pass %s (%s) names one address, not an upstream block", l.ProxyPass.Arg(0), l.ProxyPass.Pos())}}
-		p.name = addr
 	}
-	if p == nil {
-		t.poolIdx[key] = nil
-		return nil
+	if p != nil && tg.Scheme == "https" {
+		t.upstreamTLS(p, pass)
 	}
-	taken := map[string]bool{}
-	for _, q := range t.pools {
-		taken[q.name] = true
+	if p != nil {
+		taken := map[string]bool{}
+		for _, q := range t.pools {
+			taken[q.name] = true
+		}
+		p.name = name(taken, p.name)
+		t.pools = append(t.pools, p)
+		if p.fallback != nil {
+			p.fallback.name = name(taken, p.fallback.name)
+			t.pools = append(t.pools, p.fallback)
+		}
 	}
-	p.name = name(taken, p.name)
-	t.pools = append(t.pools, p)
-	if p.fallback != nil {
-		p.fallback.name = name(taken, p.fallback.name)
-		t.pools = append(t.pools, p.fallback)
-	}
-	t.poolIdx[key] = p
-	return p
+	t.poolIdx[key] = poolEntry{p, ns}
+	return p, ns
 }
 
-func (t *translator) upstreamPool(u *nginx.Upstream) *pool {
+// upstreamTLS makes sturdy speak HTTPS to the pool, verifying backend
+// certificates only where nginx did (proxy_ssl_verify on).
+func (t *translator) upstreamTLS(p *pool, pass *nginx.Directive) {
+	p.tls = &config.UpstreamTLS{InsecureSkipVerify: true}
+	p.comments = append(p.comments, fmt.Sprintf("proxy_pass https:// (%s): nginx did not verify the backends' certificates (proxy_ssl_verify is off by default), so neither does this pool; set tls.ca and remove insecure_skip_verify to verify them", pass.Pos()))
+}
+
+func (t *translator) upstreamPool(u *nginx.Upstream) (*pool, notes) {
 	p := &pool{name: u.Name}
+	var ns notes
 	var backups []*nginx.UpstreamServer
 	p.comments = append(p.comments, fmt.Sprintf("upstream %s (%s)", u.Name, u.Dir.Pos()))
 	t.use(u.Dir)
+	for _, c := range u.Dir.Children {
+		if strings.HasSuffix(c.Name, "_by_lua_block") || strings.HasSuffix(c.Name, "_by_lua") || strings.HasSuffix(c.Name, "_by_lua_file") {
+			t.use(c)
+			for _, s := range u.Servers {
+				t.use(s.Dir)
+			}
+			ns.add(NeedLua, "upstream %s (%s) chooses its servers in Lua at request time (%s, %s); its server lines are placeholders", u.Name, u.Dir.Pos(), c.Name, c.Pos())
+			return nil, ns
+		}
+	}
+	var unix []string
 	for _, s := range u.Servers {
 		t.use(s.Dir)
 		switch {
 		case s.Unix:
-			t.skip(s.Dir, "unix-domain socket backends: sturdy connects to host:port addresses")
+			unix = append(unix, s.Addr)
 			continue
 		case s.Down:
 			p.comments = append(p.comments, fmt.Sprintf("%s is marked down in nginx (%s) and was left out", s.Addr, s.Dir.Pos()))
@@ -128,9 +158,16 @@ func (t *translator) upstreamPool(u *nginx.Upstream) *pool {
 		}
 		p.hosts = append(p.hosts, h)
 	}
+	if len(unix) > 0 {
+		if len(p.hosts) == 0 {
+			ns.add(NeedUnixUpstreams, "upstream %s (%s) has only unix-domain sockets (%s); sturdy connects to host:port", u.Name, u.Dir.Pos(), strings.Join(unix, ", "))
+			return nil, ns
+		}
+		ns.add(NeedUnixUpstreams, "upstream %s (%s): its unix-domain sockets (%s) were left out of the pool", u.Name, u.Dir.Pos(), strings.Join(unix, ", "))
+	}
 	if len(p.hosts) == 0 {
-		t.items = append(t.items, Item{File: u.Dir.File, Line: u.Dir.Line, Directive: u.Dir.String(), Reason: "no server of this upstream can be translated (all unix sockets, backup or down); the routes to it were left out"})
-		return nil
+		ns.add("", "upstream %s (%s) has no server sturdy can use (all backup, down or invalid)", u.Name, u.Dir.Pos())
+		return nil, ns
 	}
 	if len(backups) > 0 {
 		fb := &pool{name: u.Name + "-backup", comments: []string{fmt.Sprintf("the backup servers of upstream %s (%s): the routes of %s fall back to them while it has no host to try", u.Name, u.Dir.Pos(), u.Name)}}
@@ -156,7 +193,7 @@ func (t *translator) upstreamPool(u *nginx.Upstream) *pool {
 			t.use(c)
 		}
 	}
-	return p
+	return p, ns
 }
 
 func hasHost(hs []host, addr string) bool {
@@ -166,83 +203,6 @@ func hasHost(hs []host, addr string) bool {
 		}
 	}
 	return false
-}
-
-func (t *translator) balance(p *pool, u *nginx.Upstream) {
-	b := u.Balance
-	if b == nil {
-		return
-	}
-	t.use(b)
-	switch b.Name {
-	case "least_conn":
-		p.balance = config.BalanceLeastConn
-	case "ip_hash":
-		p.balance, p.hashKey = config.BalanceHash, "client_ip"
-		p.comments = append(p.comments, "ip_hash pinned each client to a server; sturdy's hash is consistent, so ejecting a host moves only its clients, spread over all the others")
-	case "hash":
-		key := hashKey(b.Arg(0))
-		if key == "" {
-			t.skip(b, fmt.Sprintf("hash on %q: sturdy hashes on client_ip, header:NAME or cookie:NAME; round robin is used", b.Arg(0)))
-			return
-		}
-		p.balance, p.hashKey = config.BalanceHash, key
-		if len(b.Args) < 2 || b.Args[1] != "consistent" {
-			p.comments = append(p.comments, "sturdy's hash balancing is always consistent (nginx's was not unless `consistent` was given)")
-		}
-	case "random":
-		p.balance = config.BalanceRandomTwo
-		if len(b.Args) == 0 {
-			p.comments = append(p.comments, "nginx picked uniformly at random; sturdy's random_two picks the less loaded of two random hosts")
-		}
-	case "least_time":
-		p.balance = config.BalanceLeastConn
-		p.comments = append(p.comments, "least_time (NGINX Plus) became least_conn")
-	default:
-		t.skip(b, b.Name+" has no sturdy equivalent; round robin is used")
-	}
-}
-
-// hashKey maps an nginx hash key to sturdy's, "" when it cannot.
-func hashKey(v string) string {
-	switch {
-	case v == "$remote_addr" || v == "$binary_remote_addr":
-		return "client_ip"
-	case strings.HasPrefix(v, "$http_") && !strings.ContainsAny(v[6:], "$ "):
-		return "header:" + headerName(v[6:])
-	case strings.HasPrefix(v, "$cookie_") && !strings.ContainsAny(v[8:], "$ "):
-		return "cookie:" + v[8:]
-	}
-	return ""
-}
-
-// headerName turns nginx's $http_x_user_id spelling back into X-User-Id.
-func headerName(v string) string {
-	parts := strings.Split(v, "_")
-	for i, p := range parts {
-		if p != "" {
-			parts[i] = strings.ToUpper(p[:1]) + p[1:]
-		}
-	}
-	return strings.Join(parts, "-")
-}
-
-func (t *translator) keepalive(p *pool, u *nginx.Upstream) {
-	if d := last(u.Dir.All("keepalive_timeout")); d != nil {
-		if v, err := nginx.ParseTime(d.Arg(0)); err == nil && v > 0 {
-			p.idle = v
-		}
-	}
-	if u.Keepalive <= 0 {
-		return
-	}
-	per := (u.Keepalive + len(p.hosts) - 1) / len(p.hosts)
-	if per <= config.DefaultMaxIdleConnsPerHost {
-		p.maxIdle = per
-		p.comments = append(p.comments, fmt.Sprintf("keepalive %d (per nginx worker, all servers) became %d idle connections per host", u.Keepalive, per))
-		return
-	}
-	p.comments = append(p.comments, fmt.Sprintf("keepalive %d (per nginx worker) is far above what %d hosts need; sturdy keeps its default of %d idle connections per host (incident 001 ran 10240 and saw no latency change at 256)", u.Keepalive, len(p.hosts), config.DefaultMaxIdleConnsPerHost))
 }
 
 func (t *translator) passiveHealth(p *pool, u *nginx.Upstream) {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -69,7 +68,7 @@ func wrapComment(lines []string) string {
 		l = cleanBlock(l)
 		for len(l) > width {
 			i := strings.LastIndexByte(l[:width], ' ')
-			if i <= 0 {
+			if i <= 2 { // only the continuation indent: a word longer than the line
 				break
 			}
 			out = append(out, l[:i])
@@ -137,7 +136,9 @@ func (t *translator) render() ([]byte, error) {
 	}
 	set(root, "routes", routes, strings.Join([]string{
 		"Routes: one per nginx location with proxy_pass. Among the routes whose hosts match, the",
-		"longest path prefix wins, like nginx's prefix locations.",
+		"longest path prefix wins, like nginx's prefix locations. Routes without hosts come from nginx's",
+		"default servers: they answer every Host no other route names on their listeners. Routes on",
+		"the refused pool stand for access rules sturdy cannot reproduce: they never reach a backend.",
 		"timeouts: nginx's proxy_connect_timeout and proxy_read_timeout where they were set; otherwise",
 		"  sturdy's defaults, connect 5s and response_header 30s (nginx waited 60s for each). Timeouts",
 		"  and in-flight limits are per route: a slow route sheds with 503 and cannot eject the pool's hosts",
@@ -173,78 +174,6 @@ func (t *translator) render() ([]byte, error) {
 		return nil, fmt.Errorf("cannot write the sturdy config: %w", err)
 	}
 	return b.Bytes(), nil
-}
-
-func (t *translator) header() string {
-	var h []string
-	h = append(h,
-		"sturdy configuration translated from nginx by `sturdy import nginx`.",
-		fmt.Sprintf("Source: %s (%s).", t.site.Config.Main, plural(len(t.site.Config.Files), "file", "files")),
-		"Check it with `sturdy check FILE`, read the comments, and run it next to nginx before switching.",
-	)
-	if len(t.warnings) > 0 {
-		h = append(h, "", "WARNINGS")
-		for _, w := range t.warnings {
-			h = append(h, "  "+w)
-		}
-	}
-	if len(t.items) > 0 {
-		h = append(h, "", fmt.Sprintf("NOT TRANSLATED (%d): what nginx does that this file does not, grouped by reason", len(t.items)))
-		for _, g := range groupItems(t.items) {
-			h = append(h, "", "  "+g.reason+":")
-			for _, it := range g.items {
-				h = append(h, fmt.Sprintf("    %s:%d: %s", it.File, it.Line, clipDirective(it.Directive)))
-			}
-		}
-	}
-	for i, l := range h {
-		h[i] = strings.TrimRight("# "+clean(l), " ")
-	}
-	return strings.Join(h, "\n")
-}
-
-type itemGroup struct {
-	reason string
-	items  []Item
-}
-
-// groupItems groups items by reason, groups in order of their first item's
-// position, items in file order.
-func groupItems(items []Item) []itemGroup {
-	sorted := append([]Item(nil), items...)
-	sort.SliceStable(sorted, func(i, j int) bool {
-		if sorted[i].File != sorted[j].File {
-			return sorted[i].File < sorted[j].File
-		}
-		return sorted[i].Line < sorted[j].Line
-	})
-	var out []itemGroup
-	idx := map[string]int{}
-	for _, it := range sorted {
-		i, ok := idx[it.Reason]
-		if !ok {
-			i = len(out)
-			idx[it.Reason] = i
-			out = append(out, itemGroup{reason: it.Reason})
-		}
-		out[i].items = append(out[i].items, it)
-	}
-	return out
-}
-
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return "1 " + one
-	}
-	return strconv.Itoa(n) + " " + many
-}
-
-func clipDirective(s string) string {
-	s = strings.ReplaceAll(s, "\n", `\n`)
-	if len(s) > 90 {
-		return s[:87] + "..."
-	}
-	return s
 }
 
 func (t *translator) renderListener(ln *listener) *yaml.Node {
@@ -317,6 +246,11 @@ func (t *translator) renderRoute(r *route) *yaml.Node {
 		set(sm, "body_file", str(r.sorryFile), "", "")
 		set(m, "sorry", sm, "nginx's error_page for 502/503/504; sturdy answers it with 503 and Retry-After.", "")
 	}
+	if r.sorryBody != "" {
+		sm := mapping()
+		set(sm, "body", str(r.sorryBody), "", "")
+		set(m, "sorry", sm, "The refusal page: this route never reaches a backend.", "")
+	}
 	if c := r.cache; c != nil {
 		cm := mapping()
 		set(cm, "enabled", yes(), "", "")
@@ -356,6 +290,13 @@ func (t *translator) renderPool(p *pool) *yaml.Node {
 	}
 	if p.idle > 0 {
 		set(m, "idle_conn_timeout", dur(p.idle), "", "nginx keepalive_timeout (upstream)")
+	}
+	if p.tls != nil {
+		tm := mapping()
+		if p.tls.InsecureSkipVerify {
+			set(tm, "insecure_skip_verify", yes(), "", "as nginx: proxy_ssl_verify off")
+		}
+		set(m, "tls", tm, "HTTPS to the backends (proxy_pass https://).", "")
 	}
 	health := mapping()
 	ps := mapping()
@@ -401,7 +342,7 @@ func (t *translator) renderPool(p *pool) *yaml.Node {
 		set(health, "active", am, "From nginx's `check` (upstream check module). With an active check, passive evidence only\nmakes a host suspect and probes it at once; the probe decides.", "")
 	}
 	hc := ""
-	if p.active == nil {
+	if p.active == nil && !p.refusal {
 		hc = "nginx had no active check here; consider health.active with a readiness path (e.g. /healthz\nthat checks the database), so that a probe, not traffic, decides."
 	}
 	set(m, "health", health, hc, "")

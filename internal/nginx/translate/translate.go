@@ -47,12 +47,33 @@ type Result struct {
 	YAML []byte
 	// NotTranslated lists what nginx does that the YAML does not, in file order.
 	NotTranslated []Item
+	// Blocks lists every server block and location and what became of it.
+	Blocks []Block
 	// Warnings are things to act on before running sturdy (missing certificate files).
 	Warnings []string
 }
 
-// ErrNothingToTranslate is returned when no server block proxies anywhere.
-var ErrNothingToTranslate = errors.New("no server block proxies requests (proxy_pass to an http:// upstream or address); sturdy is a proxy, so there is nothing to translate")
+// ErrNothingToTranslate is what a NothingError matches with errors.Is.
+var ErrNothingToTranslate = errors.New("no server block proxies requests")
+
+// NothingError is returned when no route could be made: it names every
+// server block and location and why it was not translated.
+type NothingError struct {
+	Blocks []Block
+}
+
+func (e *NothingError) Error() string {
+	var b strings.Builder
+	b.WriteString("no server block proxies requests that sturdy can translate (sturdy is a proxy):")
+	for i := range e.Blocks {
+		b.WriteString("\n  ")
+		b.WriteString(e.Blocks[i].String())
+	}
+	return b.String()
+}
+
+// Is makes errors.Is(err, ErrNothingToTranslate) true.
+func (e *NothingError) Is(target error) bool { return target == ErrNothingToTranslate }
 
 // Translate converts site into a sturdy config.
 func Translate(site *nginx.Site, opt Options) (*Result, error) {
@@ -62,11 +83,16 @@ func Translate(site *nginx.Site, opt Options) (*Result, error) {
 	if opt.Exists == nil {
 		opt.Exists = func(p string) bool { _, err := os.Stat(p); return err == nil }
 	}
-	t := &translator{site: site, opt: opt, used: map[*nginx.Directive]bool{}, poolIdx: map[string]*pool{}}
+	t := &translator{site: site, opt: opt, used: map[*nginx.Directive]bool{}, listed: map[*nginx.Directive]bool{}, poolIdx: map[string]poolEntry{}}
 	t.listeners()
 	t.routes()
-	if len(t.routesOut) == 0 {
-		return nil, ErrNothingToTranslate
+	sortBlocks(t.blocks)
+	blocks := make([]Block, len(t.blocks))
+	for i, b := range t.blocks {
+		blocks[i] = *b
+	}
+	if !slices.ContainsFunc(t.routesOut, func(r *route) bool { return !r.pool.refusal }) {
+		return nil, &NothingError{Blocks: blocks}
 	}
 	t.trustedProxies()
 	t.edge()
@@ -76,7 +102,7 @@ func Translate(site *nginx.Site, opt Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Result{YAML: y, NotTranslated: t.items, Warnings: t.warnings}, nil
+	return &Result{YAML: y, NotTranslated: t.items, Blocks: blocks, Warnings: t.warnings}, nil
 }
 
 // translator holds the translation in progress.
@@ -85,10 +111,15 @@ type translator struct {
 	opt  Options
 
 	listenersOut []*listener
-	listenerOf   map[string]*listener // nginx listen address -> listener
+	listenerOf   map[string]*listener               // nginx listen address -> listener
+	sni          map[*nginx.Server]*nginx.Directive // servers whose certificate sturdy cannot serve
 	routesOut    []*route
+	routeNames   map[string]bool
+	routeKeys    map[string]string // listeners|hosts|path -> route name
+	blocks       []*Block
 	pools        []*pool
-	poolIdx      map[string]*pool
+	poolIdx      map[string]poolEntry
+	refusal      *pool
 	trusted      []string
 	trustedFrom  []*nginx.Directive
 	deny         []string // edge.deny
@@ -97,6 +128,7 @@ type translator struct {
 	dnsNote      string
 
 	used     map[*nginx.Directive]bool // directives translated (or deliberately covered)
+	listed   map[*nginx.Directive]bool // proxy_pass directives already in items
 	items    []Item
 	warnings []string
 }
@@ -105,6 +137,21 @@ type translator struct {
 func (t *translator) skip(d *nginx.Directive, reason string) {
 	t.used[d] = true
 	t.items = append(t.items, Item{File: d.File, Line: d.Line, Directive: d.String(), Reason: reason})
+}
+
+// useTree marks every directive inside d as covered.
+func (t *translator) useTree(d *nginx.Directive) {
+	nginx.Walk(d.Children, func(c *nginx.Directive) bool { t.used[c] = true; return true })
+}
+
+// sortBlocks orders blocks by file and line.
+func sortBlocks(bs []*Block) {
+	slices.SortStableFunc(bs, func(a, b *Block) int {
+		if a.File != b.File {
+			return strings.Compare(a.File, b.File)
+		}
+		return a.Line - b.Line
+	})
 }
 
 func (t *translator) use(ds ...*nginx.Directive) {
@@ -166,71 +213,6 @@ func (t *translator) trustedProxies() {
 		}
 		return true
 	})
-}
-
-// edge carries nginx's deny lists over to sturdy's edge deny list. sturdy
-// has no allow lists, so an allow/deny-all pair (an allow list) cannot be
-// translated: that is reported as a warning, since the translated route is
-// open to everyone.
-func (t *translator) edge() {
-	scopes := []struct {
-		label string
-		scope *nginx.Scope
-	}{}
-	if t.site.HTTP != nil {
-		scopes = append(scopes, struct {
-			label string
-			scope *nginx.Scope
-		}{"", t.site.HTTP})
-	}
-	for _, srv := range t.site.Servers {
-		scopes = append(scopes, struct {
-			label string
-			scope *nginx.Scope
-		}{serverLabel(srv), srv.Scope})
-		for _, l := range srv.Locations {
-			scopes = append(scopes, struct {
-				label string
-				scope *nginx.Scope
-			}{serverLabel(srv) + ", location " + l.Path, l.Scope})
-		}
-	}
-	for _, sc := range scopes {
-		var allows []string
-		var first *nginx.Directive
-		for _, d := range sc.scope.Local("allow") {
-			allows = append(allows, d.Arg(0))
-			if first == nil {
-				first = d
-			}
-			t.skip(d, "allow lists: sturdy can deny clients (edge.deny) but not allow only some; keep this restriction on a firewall or in front of sturdy")
-		}
-		for _, d := range sc.scope.Local("deny") {
-			a := d.Arg(0)
-			if a == "all" {
-				if len(allows) == 0 {
-					t.skip(d, "deny all: sturdy has no per-route switch to refuse everyone; leave such routes out")
-				} else {
-					t.skip(d, "allow lists: sturdy can deny clients (edge.deny) but not allow only some; keep this restriction on a firewall or in front of sturdy")
-				}
-				continue
-			}
-			if _, err := config.ParsePrefix(a); err != nil {
-				t.skip(d, "not an address or CIDR sturdy can deny")
-				continue
-			}
-			t.use(d)
-			if !slices.Contains(t.deny, a) {
-				t.deny = append(t.deny, a)
-			}
-			if sc.label != "" {
-				t.denyNotes = appendOnce(t.denyNotes, fmt.Sprintf("%s: nginx denied it only for %s; sturdy denies it everywhere", a, sc.label))
-			}
-		}
-		if len(allows) > 0 && sc.label != "" {
-			t.warnings = appendOnce(t.warnings, fmt.Sprintf("%s (%s) was open only to %s; sturdy has no allow lists, so this translation opens it to every client: restrict it on a firewall before switching", sc.label, first.Pos(), strings.Join(allows, ", ")))
-		}
-	}
 }
 
 // resolveNames sets how often pool host names are re-resolved: nginx's

@@ -1,0 +1,241 @@
+package translate
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/sturdyproxy/sturdy/internal/config"
+	"github.com/sturdyproxy/sturdy/internal/nginx"
+)
+
+// importCase translates an http-block body and returns the result, which
+// must pass config.Parse apart from certificate files.
+func importCase(t *testing.T, http string) *Result {
+	t.Helper()
+	cfg, err := nginx.Parse("t.conf", []byte("http {\n"+http+"\n}\n"), nginx.Options{FS: emptyFS{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := Translate(nginx.NewSite(cfg), Options{ConfigDir: "/nonexistent", Exists: func(string) bool { return false }})
+	if err != nil {
+		t.Fatalf("Translate: %v", err)
+	}
+	if _, err := config.Parse(res.YAML, "t.yaml"); err != nil && !onlyTLSErrors(err) {
+		t.Fatalf("config.Parse: %v\n%s", err, res.YAML)
+	}
+	return res
+}
+
+func onlyTLSErrors(err error) bool {
+	list, ok := err.(config.ErrorList)
+	if !ok {
+		return false
+	}
+	for _, e := range list {
+		if !strings.Contains(e.Path, ".tls") {
+			return false
+		}
+	}
+	return true
+}
+
+// block returns the block at line of t.conf (0: the first server block).
+func block(t *testing.T, res *Result, line int) Block {
+	t.Helper()
+	for _, b := range res.Blocks {
+		if b.Line == line {
+			return b
+		}
+	}
+	t.Fatalf("no block at line %d; blocks: %+v", line, res.Blocks)
+	return Block{}
+}
+
+func hasRoute(res *Result, substr string) bool { return strings.Contains(string(res.YAML), substr) }
+
+func TestImportBehaviours(t *testing.T) {
+	const up = "upstream app { server 10.0.0.1:8080; }\n"
+	tests := []struct {
+		name, http string
+		line       int // the block to look at
+		status     Status
+		needs      []Need
+		reason     string   // a substring of one of its reasons
+		yaml       []string // substrings of the YAML
+		notYAML    []string
+	}{
+		{
+			name:   "an if with a quoted value right before ) parses",
+			http:   up + "server {\nlisten 80;\nserver_name a.example;\nlocation / {\nif ($http_x = 'y') { return 403; }\nproxy_pass http://app;\n}\n}\nserver {\nlisten 81;\nlocation / { proxy_pass http://app; }\n}",
+			line:   6,
+			status: Refused, needs: []Need{NeedConditions},
+			reason: "nginx answered 403 when ($http_x = y )",
+		},
+		{
+			name:   "a TLS server without a certificate keeps its listener and routes",
+			http:   up + "server {\nlisten 443 ssl;\nserver_name a.example;\nlocation / { proxy_set_header Host $host; proxy_pass http://app; }\n}",
+			line:   6,
+			status: TranslatedDiffers,
+			yaml:   []string{"name: https", "cert: /nonexistent/sturdy-tls-443.crt", "listeners: [https]"},
+		},
+		{
+			name:   "ssl on makes the listener TLS",
+			http:   up + "server {\nlisten 443;\nssl on;\nssl_certificate c.pem;\nssl_certificate_key k.pem;\nserver_name a.example;\nlocation / { proxy_pass http://app; }\n}",
+			line:   9,
+			status: TranslatedDiffers,
+			yaml:   []string{"name: https", "cert: /nonexistent/c.pem"},
+		},
+		{
+			name:   "server_name name.* is listed, not dropped",
+			http:   up + "server {\nlisten 80;\nserver_name a.example;\nlocation / { proxy_pass http://app; }\n}\nserver {\nlisten 80;\nserver_name www.example.*;\nlocation / { proxy_pass http://app; }\n}",
+			line:   8,
+			status: NotTranslated, needs: []Need{NeedServerNames},
+			reason: `server name "www.example.*"`,
+		},
+		{
+			name:   "a unix: upstream is listed with its socket",
+			http:   "upstream app { server unix:/run/app.sock; }\nserver {\nlisten 80;\nlocation / { proxy_pass http://app; }\nlocation /x/ { proxy_pass http://10.0.0.2:80; }\n}",
+			line:   5,
+			status: NotTranslated, needs: []Need{NeedUnixUpstreams},
+			reason: "has only unix-domain sockets (unix:/run/app.sock)",
+		},
+		{
+			name:   "proxy_pass with a URI part is a path rewrite",
+			http:   up + "server {\nlisten 80;\nlocation /api/ { proxy_pass http://app/; }\nlocation / { proxy_pass http://app; }\n}",
+			line:   5,
+			status: NotTranslated, needs: []Need{NeedRewrites},
+			reason: "replaces /api/ with /",
+		},
+		{
+			name:   "proxy_pass with a variable",
+			http:   up + "server {\nlisten 80;\nlocation /v/ { proxy_pass http://$host; }\nlocation / { proxy_pass http://app; }\n}",
+			line:   5,
+			status: NotTranslated, needs: []Need{NeedVariables},
+		},
+		{
+			name:   "the default server of the TLS listener answers unknown hosts there",
+			http:   up + "server {\nlisten 80;\nserver_name a.example;\nlocation / { proxy_pass http://app; }\n}\nserver {\nlisten 443 ssl;\nssl_certificate c.pem;\nssl_certificate_key k.pem;\nserver_name a.example;\nlocation / { proxy_pass http://app; }\n}",
+			line:   13,
+			status: TranslatedDiffers,
+			yaml:   []string{"name: a.example\n    listeners: [http]\n    path: /\n    default: true", "name: a.example-2\n    listeners: [https]\n    path: /"},
+		},
+		{
+			name:   "an ingress-nginx Lua balancer is not a pool at 0.0.0.1",
+			http:   "upstream upstream_balancer { server 0.0.0.1; balancer_by_lua_block { balancer.balance() } keepalive 320; }\n" + up + "server {\nlisten 80;\nlocation /lua/ { proxy_pass http://upstream_balancer; }\nlocation / { proxy_pass http://app; }\n}",
+			line:   6,
+			status: NotTranslated, needs: []Need{NeedLua},
+			reason:  "chooses its servers in Lua",
+			notYAML: []string{"addr: '0.0.0.1"},
+		},
+		{
+			name:   "nginx's default Host: $proxy_host is a listed difference",
+			http:   up + "server {\nlisten 80;\nlocation / { proxy_pass http://app; }\n}",
+			line:   5,
+			status: TranslatedDiffers, needs: []Need{NeedHostHeader},
+			reason: "nginx sent Host: app (its default, $proxy_host)",
+		},
+		{
+			name:   "auth_basic is refused, never opened, even under an open /",
+			http:   up + "server {\nlisten 80;\nlocation / { proxy_pass http://app; }\nlocation /admin/ { auth_basic \"x\"; auth_basic_user_file /h; proxy_pass http://app; }\n}",
+			line:   6,
+			status: Refused, needs: []Need{NeedBasicAuth},
+			yaml: []string{"path: /admin/\n    pool: refused"},
+		},
+		{
+			name:   "an allow list at server level refuses every location",
+			http:   up + "server {\nlisten 80;\nallow 10.0.0.0/8;\ndeny all;\nlocation / { proxy_pass http://app; }\n}\nserver {\nlisten 81;\nlocation / { proxy_pass http://app; }\n}",
+			line:   7,
+			status: Refused, needs: []Need{NeedAccessRules},
+			reason: "nginx allowed only 10.0.0.0/8",
+		},
+		{
+			name:   "auth_request with satisfy any is refused",
+			http:   up + "server {\nlisten 80;\nlocation / { satisfy any; auth_request /auth; proxy_pass http://app; }\nlocation = /auth { internal; proxy_pass http://app; }\n}\nserver {\nlisten 81;\nlocation / { proxy_pass http://app; }\n}",
+			line:   5,
+			status: Refused, needs: []Need{NeedAuthRequest},
+		},
+		{
+			name:   "a protected regex location refuses its whole server",
+			http:   up + "server {\nlisten 80;\nlocation / { proxy_pass http://app; }\nlocation ~ /\\.git { deny all; }\n}\nserver {\nlisten 81;\nlocation / { proxy_pass http://app; }\n}",
+			line:   6,
+			status: Refused,
+			reason: "sturdy cannot route it, so every route of this server refuses",
+		},
+		{
+			name:   "a deny list becomes the edge deny list",
+			http:   up + "server {\nlisten 80;\nlocation / { deny 192.0.2.7; proxy_set_header Host $host; proxy_pass http://app; }\n}",
+			line:   5,
+			status: TranslatedDiffers,
+			yaml:   []string{"deny: [192.0.2.7]"},
+		},
+		{
+			name:   "try_files to a named location proxies there",
+			http:   up + "server {\nlisten 80;\nlocation / { try_files $uri @app; }\nlocation @app { proxy_set_header Host $host; proxy_pass http://app; }\n}",
+			line:   5,
+			status: TranslatedDiffers, needs: []Need{NeedStatic},
+			yaml: []string{"handed to location @app"},
+		},
+		{
+			name:   "error_page 418 = @named; return 418 hands over to the named location",
+			http:   up + "server {\nlisten 80;\nlocation /git/ { error_page 418 = @w; return 418; }\nlocation @w { proxy_pass http://app; }\nlocation / { return 404; }\n}",
+			line:   5,
+			status: TranslatedDiffers,
+			yaml:   []string{"path: /git/\n    pool: app"},
+		},
+		{
+			name:   "an https upstream keeps nginx's unverified TLS",
+			http:   "server {\nlisten 80;\nlocation / { proxy_pass https://10.0.0.5; }\n}",
+			line:   4,
+			status: TranslatedDiffers,
+			yaml:   []string{"insecure_skip_verify: true", "addr: '10.0.0.5:443'"},
+		},
+		{
+			name:   "a regex of literal prefixes becomes prefix routes",
+			http:   up + "server {\nlisten 80;\nlocation ~ ^/(api|feeds)/ { proxy_pass http://app; }\nlocation ~ ^/(?:x|y)(?:$|/) { proxy_pass http://app; }\n}",
+			line:   5,
+			status: TranslatedDiffers, needs: []Need{NeedRegexLocations},
+			yaml: []string{"path: /api/", "path: /feeds/", "path: /x\n", "path: /y\n"},
+		},
+		{
+			name:   "location = next to the same prefix needs exact locations",
+			http:   up + "server {\nlisten 80;\nlocation = / { proxy_pass http://app; }\nlocation / { proxy_pass http://app; }\n}",
+			line:   5,
+			status: NotTranslated, needs: []Need{NeedExactLocations},
+		},
+		{
+			name:   "a server-level return is a redirect the server needs",
+			http:   up + "server {\nlisten 80;\nreturn 301 https://$host$request_uri;\nlocation / { proxy_pass http://app; }\n}\nserver {\nlisten 81;\nlocation / { proxy_pass http://app; }\n}",
+			line:   3,
+			status: NotTranslated, needs: []Need{NeedRedirects},
+			reason: "the server answers every request itself with return 301",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res := importCase(t, tt.http)
+			b := block(t, res, tt.line)
+			if b.Status != tt.status {
+				t.Errorf("status %q, want %q: %s", b.Status, tt.status, b.String())
+			}
+			for _, n := range tt.needs {
+				if !slices.Contains(b.Needs, n) {
+					t.Errorf("needs %v, want %q among them: %s", b.Needs, n, b.String())
+				}
+			}
+			if tt.reason != "" && !strings.Contains(strings.Join(b.Reasons, "\n"), tt.reason) {
+				t.Errorf("reasons lack %q:\n%s", tt.reason, strings.Join(b.Reasons, "\n"))
+			}
+			for _, y := range tt.yaml {
+				if !hasRoute(res, y) {
+					t.Errorf("the YAML lacks %q:\n%s", y, res.YAML)
+				}
+			}
+			for _, y := range tt.notYAML {
+				if hasRoute(res, y) {
+					t.Errorf("the YAML has %q:\n%s", y, res.YAML)
+				}
+			}
+		})
+	}
+}

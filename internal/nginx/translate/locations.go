@@ -1,0 +1,281 @@
+package translate
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/sturdyproxy/sturdy/internal/nginx"
+)
+
+// locCtx is one location being translated.
+type locCtx struct {
+	sp  *serverPlan
+	loc *nginx.Location // the location requests match
+	// content is the location whose proxy_pass answers: loc itself, or the
+	// named location it hands requests to (try_files ... @x, error_page).
+	content   *nginx.Location
+	pass      *nginx.Directive
+	target    *nginx.ProxyTarget
+	proxyHost string
+	// paths are the route paths (prefixes) the location becomes.
+	paths    []string
+	blockers notes
+	differs  notes
+	protect  notes
+	pool     *pool
+	r        route // settings shared by the routes made from it
+}
+
+func locationLabel(l *nginx.Location) string {
+	if l.Named || l.Modifier == "" {
+		return l.Path
+	}
+	return l.Modifier + " " + l.Path
+}
+
+// planLocation decides what a location becomes.
+func (t *translator) planLocation(sp *serverPlan, l *nginx.Location) *locCtx {
+	c := &locCtx{sp: sp, loc: l}
+	t.use(l.Dir)
+	c.blockers.merge(sp.blockers)
+	c.differs.merge(sp.differs)
+	c.protect.merge(sp.protect)
+	t.matchPaths(c)
+	t.content(c, l, 0)
+	c.protect.merge(t.protections(l.Scope, true))
+	if c.content != nil && c.content != l {
+		c.protect.merge(t.protections(c.content.Scope, true))
+	}
+	if c.pass == nil || len(c.blockers) > 0 || len(c.protect) > 0 {
+		return c
+	}
+	t.proxyTarget(c)
+	if len(c.blockers) > 0 {
+		return c
+	}
+	c.r.comments = append(c.r.comments, fmt.Sprintf("%s, location %s (%s)", sp.label, locationLabel(l), l.Dir.Pos()))
+	if c.content != l {
+		c.r.comments = append(c.r.comments, fmt.Sprintf("handed to location %s (%s)", c.content.Path, c.content.Dir.Pos()))
+	}
+	t.settings(c, c.content.Scope)
+	t.requestHeaders(c, c.content.Scope, sp.allTLS())
+	return c
+}
+
+func (sp *serverPlan) allTLS() bool {
+	for _, l := range sp.srv.Listens {
+		if !l.SSL && sp.srv.Get1("ssl") == nil {
+			return false
+		}
+	}
+	return true
+}
+
+// matchPaths turns the location's match into route path prefixes.
+func (t *translator) matchPaths(c *locCtx) {
+	l := c.loc
+	switch {
+	case l.Named:
+		return
+	case l.Modifier == "" || l.Modifier == "^~":
+		if !strings.HasPrefix(l.Path, "/") || !printable(l.Path) {
+			c.blockers.add("", "location %q does not start with / or holds control characters", l.Path)
+			return
+		}
+		c.paths = []string{l.Path}
+		if !strings.HasSuffix(l.Path, "/") {
+			c.differs.add("", "nginx also matched %sX (any continuation); sturdy matches %s and %s/...", l.Path, l.Path, l.Path)
+		}
+	case l.Modifier == "=":
+		if !strings.HasPrefix(l.Path, "/") || !printable(l.Path) {
+			c.blockers.add("", "location %q does not start with / or holds control characters", l.Path)
+			return
+		}
+		for _, o := range c.sp.srv.Locations {
+			if o != l && !o.Named && (o.Modifier == "" || o.Modifier == "^~") && o.Path == l.Path {
+				c.blockers.add(NeedExactLocations, "location = %s and location %s (%s) share the path; sturdy routes by prefix only", l.Path, o.Path, o.Dir.Pos())
+				return
+			}
+		}
+		c.paths = []string{l.Path}
+		c.differs.add(NeedExactLocations, "nginx matched %s exactly; sturdy also sends %s/... here", l.Path, strings.TrimSuffix(l.Path, "/"))
+	case l.Modifier == "~" || l.Modifier == "~*":
+		paths, exact, ok := regexPaths(l.Path, l.Modifier == "~*")
+		switch {
+		case !ok:
+			c.blockers.add(NeedRegexLocations, "regular-expression location %q: sturdy routes by path prefix", l.Path)
+		case exact:
+			c.blockers.add(NeedRegexLocations, "regular-expression location %q matches whole paths; sturdy routes by path prefix", l.Path)
+		default:
+			c.paths = paths
+			c.differs.add(NeedRegexLocations, "regular-expression location %q became the prefixes %s; nginx chose regex locations before longer prefixes", l.Path, strings.Join(paths, ", "))
+			if l.Modifier == "~*" {
+				c.differs.add(NeedRegexLocations, "nginx matched %q case-insensitively; sturdy matches paths as written", l.Path)
+			}
+		}
+	default:
+		c.blockers.add("", "location modifier %q is not one nginx knows", l.Modifier)
+	}
+}
+
+// content finds what answers the location's requests in nginx's content
+// phase, following hand-overs to named locations.
+func (t *translator) content(c *locCtx, l *nginx.Location, depth int) {
+	if depth > 4 {
+		c.blockers.add("", "named locations hand requests to each other more than 4 times")
+		return
+	}
+	for _, d := range l.Local("rewrite") {
+		t.use(d)
+		switch flag := d.Arg(2); {
+		case flag == "redirect" || flag == "permanent" || rewriteNeed(d) == NeedRedirects:
+			c.differs.add(NeedRedirects, "nginx redirected requests matching %s (%s)", d.Arg(0), d.Pos())
+		default:
+			c.blockers.add(NeedRewrites, "nginx rewrote the path (%s, %s), so the backend would get other paths", strings.TrimSuffix(d.String(), ";"), d.Pos())
+		}
+	}
+	if d := last(l.Local("return")); d != nil {
+		t.use(d)
+		if named := t.errorPageTarget(l, d.Arg(0)); named != nil {
+			t.content(c, named, depth+1)
+			return
+		}
+		c.blockers.add(returnNeed(d), "nginx answered itself (%s, %s)", strings.TrimSuffix(d.String(), ";"), d.Pos())
+		return
+	}
+	if l.ProxyPass != nil {
+		c.content, c.pass, c.target = l, l.ProxyPass, l.Target
+		return
+	}
+	for _, d := range l.Local("if") {
+		if ifRefuses(d) == "" {
+			for _, x := range append(d.All("rewrite"), d.All("return")...) {
+				t.use(d)
+				need := rewriteNeed(x)
+				if x.Name == "return" {
+					need = returnNeed(x)
+				}
+				c.differs.add(need, "nginx ran %s when if %s (%s)", strings.TrimSuffix(x.String(), ";"), strings.Join(d.Args, " "), x.Pos())
+				c.differs.add(NeedConditions, "nginx tested if %s (%s)", strings.Join(d.Args, " "), d.Pos())
+			}
+		}
+		for _, p := range d.All("proxy_pass") {
+			t.use(d)
+			t.useTree(d)
+			c.content, c.pass, c.target = l, p, t.site.DecodeTarget(p.Arg(0))
+			c.differs.add(NeedStatic, "nginx proxied only when if %s (%s); otherwise it served files", strings.Join(d.Args, " "), d.Pos())
+			return
+		}
+	}
+	if d := last(l.Local("try_files")); d != nil {
+		t.use(d)
+		fallback := d.Arg(len(d.Args) - 1)
+		if strings.HasPrefix(fallback, "@") {
+			if named := t.namedLocation(c.sp.srv, fallback); named != nil {
+				for _, f := range d.Args[:len(d.Args)-1] {
+					if f != "/dev/null" {
+						c.differs.add(NeedStatic, "nginx served files that exist (try_files %s, %s) before handing over to %s", strings.Join(d.Args[:len(d.Args)-1], " "), d.Pos(), fallback)
+						break
+					}
+				}
+				t.content(c, named, depth+1)
+				return
+			}
+		}
+		c.blockers.add(NeedStatic, "nginx served files (try_files %s, %s)", strings.Join(d.Args, " "), d.Pos())
+		return
+	}
+	for name, need := range map[string]Need{"fastcgi_pass": NeedFastCGI, "uwsgi_pass": NeedFastCGI, "scgi_pass": NeedFastCGI, "grpc_pass": NeedGRPC, "memcached_pass": NeedFastCGI} {
+		if d := last(l.Local(name)); d != nil {
+			t.use(d)
+			c.blockers.add(need, "nginx passed requests to %s (%s)", strings.TrimSuffix(d.String(), ";"), d.Pos())
+			return
+		}
+	}
+	for _, name := range []string{"content_by_lua_block", "content_by_lua", "content_by_lua_file"} {
+		if d := last(l.Local(name)); d != nil {
+			t.use(d)
+			c.blockers.add(NeedLua, "Lua code answered (%s)", d.Pos())
+			return
+		}
+	}
+	if d := last(l.Local("stub_status")); d != nil {
+		t.use(d)
+		c.blockers.add(NeedFixedAnswers, "nginx answered with its status page (stub_status, %s); sturdy's is on the admin listener", d.Pos())
+		return
+	}
+	if l.Named {
+		c.blockers.add(NeedStatic, "named location %s serves files", l.Path)
+		return
+	}
+	root := "the server's root"
+	if d := l.Get1("alias"); d != nil {
+		root = "alias " + d.Arg(0)
+	} else if d := l.Get1("root"); d != nil {
+		root = "root " + d.Arg(0)
+	}
+	c.blockers.add(NeedStatic, "nginx served files (%s)", root)
+}
+
+// errorPageTarget returns the named location an error_page sends code to
+// ("error_page 418 = @workhorse; return 418;", GitLab's way to share a
+// location), nil when there is none.
+func (t *translator) errorPageTarget(l *nginx.Location, code string) *nginx.Location {
+	for _, d := range l.Get("error_page") {
+		target := d.Arg(len(d.Args) - 1)
+		if !strings.HasPrefix(target, "@") {
+			continue
+		}
+		for _, a := range d.Args[:len(d.Args)-1] {
+			if a == code {
+				t.use(d)
+				return t.namedLocation(l.Server, target)
+			}
+		}
+	}
+	return nil
+}
+
+func (t *translator) namedLocation(srv *nginx.Server, name string) *nginx.Location {
+	for _, l := range srv.Locations {
+		if l.Named && l.Path == name {
+			return l
+		}
+	}
+	return nil
+}
+
+// proxyTarget checks the proxy_pass URL and finds its pool.
+func (t *translator) proxyTarget(c *locCtx) {
+	tg, pass, l := c.target, c.pass, c.content
+	t.use(pass)
+	switch {
+	case tg == nil || tg.Scheme == "" && !tg.Variable:
+		c.blockers.add("", "proxy_pass %q is not a URL (%s)", pass.Arg(0), pass.Pos())
+		return
+	case tg.Variable && strings.Contains(tg.Host, "$") || tg.Variable && tg.Scheme == "":
+		c.blockers.add(NeedVariables, "proxy_pass %s (%s) chooses the backend per request", pass.Arg(0), pass.Pos())
+		return
+	case tg.Variable:
+		c.blockers.add(NeedRewrites, "proxy_pass %s (%s) builds the upstream path from variables", pass.Arg(0), pass.Pos())
+		return
+	case tg.Unix:
+		c.blockers.add(NeedUnixUpstreams, "proxy_pass %s (%s) connects to a unix-domain socket; sturdy connects to host:port", pass.Arg(0), pass.Pos())
+		return
+	case tg.Scheme != "http" && tg.Scheme != "https":
+		c.blockers.add("", "proxy_pass %s:// (%s) is not HTTP", tg.Scheme, pass.Pos())
+		return
+	}
+	if tg.URI != "" && (l != c.loc || tg.URI != c.loc.Path) {
+		c.blockers.add(NeedRewrites, "proxy_pass %s (%s) replaces %s with %s in the path the backend gets", pass.Arg(0), pass.Pos(), c.loc.Path, tg.URI)
+		return
+	}
+	c.proxyHost = tg.Host
+	p, ns := t.poolFor(tg, pass)
+	if p == nil {
+		c.blockers = append(c.blockers, ns...)
+		return
+	}
+	c.differs = append(c.differs, ns...)
+	c.pool = p
+}
