@@ -49,6 +49,18 @@ config stays.`,
 			run:      cmdRun,
 		},
 		{
+			name:    "reload",
+			summary: "check a config file, make the running sturdy reload it, and report the outcome",
+			long: `Validates the file as check does, then asks the running sturdy to reload:
+through the admin API when the config has an admin token, else with SIGHUP
+to the process named by -pid, $MAINPID (systemd's ExecReload sets it) or
+pid_file, confirmed through the admin listener's status when there is one.
+Exits 1 when the file is invalid or the running sturdy refused it; the
+running config then stays.`,
+			examples: []string{"sturdy reload -c /etc/sturdy/sturdy.yaml", "sturdy reload -c sturdy.yaml -pid 4242"},
+			run:      cmdReload,
+		},
+		{
 			name:    "check",
 			aliases: []string{"validate"},
 			summary: "validate a config file and print errors and warnings",

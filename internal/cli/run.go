@@ -11,9 +11,11 @@ import (
 	"runtime/debug"
 	"syscall"
 
+	"github.com/cloudflare/tableflip"
 	"github.com/sturdyproxy/sturdy/internal/compile"
 	"github.com/sturdyproxy/sturdy/internal/config"
 	"github.com/sturdyproxy/sturdy/internal/lint"
+	"github.com/sturdyproxy/sturdy/internal/sdnotify"
 	"github.com/sturdyproxy/sturdy/internal/server"
 )
 
@@ -110,36 +112,116 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 }
 
 // serve runs a server until ctx ends; SIGHUP re-reads the config through
-// load, and so does the admin API's reload.
+// load, and so does the admin API's reload. SIGUSR2 upgrades the binary:
+// a new process started from the same path takes over the listening
+// sockets and the hosts' state, and this one drains and exits.
 func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, load func() (*config.Config, error)) int {
 	server.Version = version
-	srv, err := server.New(cfg, log)
+	opts := []server.Option{server.WithNotifier(sdnotify.FromEnv())}
+	upg, err := tableflip.New(tableflip.Options{PIDFile: cfg.PIDFile})
 	if err != nil {
+		log.Debug("binary upgrades are off", "err", err)
+		upg = nil
+	} else {
+		defer upg.Stop()
+		opts = append(opts, server.WithSockets(upg))
+	}
+	srv, err := server.New(cfg, log, opts...)
+	if err != nil {
+		printConfigError(os.Stderr, err)
 		log.Error("cannot start", "err", err)
 		return exitFail
 	}
 	srv.SetLoader(load)
+	if path := os.Getenv(stateEnv); path != "" {
+		// Started by a binary upgrade: take over the hosts' state first.
+		if err := srv.RestoreState(path); err != nil {
+			log.Warn("could not take over the previous process's host state", "err", err)
+		}
+		os.Remove(path)
+		os.Unsetenv(stateEnv)
+	}
+	// Signals are caught before the listeners open: a SIGHUP or SIGUSR2
+	// sent as soon as sturdy is ready must not kill it.
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
+	usr2 := make(chan os.Signal, 1)
+	signal.Notify(usr2, syscall.SIGUSR2)
+	defer signal.Stop(usr2)
+	if err := srv.Start(); err != nil {
+		log.Error("cannot start", "err", err)
+		return exitFail
+	}
+	runCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	if upg != nil {
+		if err := upg.Ready(); err != nil {
+			log.Warn("could not tell the previous process that this one is ready", "err", err)
+		}
+		if upg.HasParent() {
+			// A binary upgrade: systemd must follow the new main process.
+			sdnotify.FromEnv().MainPID(os.Getpid(), "upgraded to "+version)
+		}
+		go handleUpgrades(runCtx, upg, usr2, srv, log, stop)
+	}
 	reload := make(chan struct{})
 	go func() {
 		for {
 			select {
-			case <-ctx.Done():
+			case <-runCtx.Done():
 				return
 			case <-hup:
 			}
 			select {
 			case reload <- struct{}{}:
-			case <-ctx.Done():
+			case <-runCtx.Done():
 				return
 			}
 		}
 	}()
-	if err := srv.Run(ctx, reload); err != nil {
+	if err := srv.Run(runCtx, reload); err != nil {
 		log.Error("sturdy stopped with an error", "err", err)
 		return exitFail
 	}
 	return exitOK
+}
+
+// stateEnv names the file a process hands its hosts' state over in.
+const stateEnv = "STURDY_UPGRADE_STATE"
+
+// handleUpgrades starts a new process on SIGUSR2 and, once a new process
+// is ready, ends this one's run (stop) without shutdown_delay: the new
+// process serves already.
+func handleUpgrades(ctx context.Context, upg *tableflip.Upgrader, usr2 <-chan os.Signal, srv *server.Server, log *slog.Logger, stop func()) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-upg.Exit():
+			log.Info("a new process took over the listeners; draining and exiting")
+			srv.HandOver()
+			stop()
+			return
+		case <-usr2:
+			f, err := os.CreateTemp("", "sturdy-state-*.json")
+			if err == nil {
+				f.Close()
+				if err = srv.SaveState(f.Name()); err == nil {
+					os.Setenv(stateEnv, f.Name())
+				}
+			}
+			if err != nil {
+				log.Warn("the new process will start without this one's host state", "err", err)
+			}
+			log.Info("binary upgrade: starting a new process", "executable", os.Args[0])
+			if err := upg.Upgrade(); err != nil {
+				log.Error("binary upgrade failed; this process keeps serving", "err", err)
+				if f != nil {
+					os.Remove(f.Name())
+				}
+			}
+			os.Unsetenv(stateEnv)
+		}
+	}
 }

@@ -24,6 +24,10 @@ type Config struct {
 	// run once listeners stop accepting, before connections are closed.
 	// Default 30s.
 	ShutdownGrace Duration `yaml:"shutdown_grace"`
+	// PIDFile, when set, is where sturdy writes its process id once it
+	// serves (and, after a binary upgrade, the new process's): for
+	// systemd's PIDFile= and `kill -USR2 $(cat FILE)`. Default: none.
+	PIDFile string `yaml:"pid_file"`
 	// ShutdownDelay is how long sturdy keeps accepting and serving after
 	// SIGTERM while /readyz already answers 503, so that a load balancer
 	// (or Kubernetes) stops sending traffic before the listeners close.

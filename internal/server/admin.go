@@ -15,7 +15,7 @@ import (
 // startAdmin serves the operators' endpoints on their own address, so that
 // a flood on the client listeners cannot hide the proxy's state.
 func (s *Server) startAdmin(a config.Admin) error {
-	ln, err := net.Listen("tcp", a.Listen)
+	ln, err := s.listen(a.Listen)
 	if err != nil {
 		return fmt.Errorf("admin: cannot listen on %s: %w", a.Listen, err)
 	}

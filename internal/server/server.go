@@ -27,6 +27,7 @@ import (
 	"github.com/sturdyproxy/sturdy/internal/logagg"
 	"github.com/sturdyproxy/sturdy/internal/proxy"
 	"github.com/sturdyproxy/sturdy/internal/resolve"
+	"github.com/sturdyproxy/sturdy/internal/sdnotify"
 	"github.com/sturdyproxy/sturdy/internal/supervise"
 	"github.com/sturdyproxy/sturdy/internal/view"
 )
@@ -54,10 +55,14 @@ type Server struct {
 	// sockets, when set, opens listening sockets (inherited from the
 	// previous process across a binary upgrade).
 	sockets socketSource
+	notify  *sdnotify.Notifier // nil outside systemd
 	started time.Time
 
 	// draining is set once shutdown begins; /readyz reports it.
 	draining atomic.Bool
+	// handedOver is set when a new process took over the listeners: the
+	// shutdown needs no delay, the new process serves already.
+	handedOver atomic.Bool
 
 	// mu guards the fields below. Start, Reload and Shutdown take it,
 	// never the request path.
@@ -74,11 +79,21 @@ type Server struct {
 type Option func(*options)
 
 type options struct {
-	lookup resolve.Lookup
+	lookup  resolve.Lookup
+	notify  *sdnotify.Notifier
+	sockets socketSource
 }
 
 // WithLookup replaces the system resolver for pool host names (tests).
 func WithLookup(l resolve.Lookup) Option { return func(o *options) { o.lookup = l } }
+
+// WithNotifier tells the service manager (systemd) when sturdy is ready,
+// reloading and stopping, and feeds its watchdog.
+func WithNotifier(n *sdnotify.Notifier) Option { return func(o *options) { o.notify = n } }
+
+// WithSockets opens listening sockets through src (inherited from the
+// previous process across a binary upgrade) instead of the system's.
+func WithSockets(src socketSource) Option { return func(o *options) { o.sockets = src } }
 
 // New compiles cfg. Nothing listens and nothing runs until Start.
 func New(cfg *config.Config, log *slog.Logger, opts ...Option) (*Server, error) {
@@ -100,6 +115,8 @@ func New(cfg *config.Config, log *slog.Logger, opts ...Option) (*Server, error) 
 		dns:      resolve.New(o.lookup, cfg.DNS.Refresh.D(), cfg.DNS.Timeout.D(), bus),
 		group:    supervise.New(log),
 		upgrades: new(proxy.Upgrades),
+		sockets:  o.sockets,
+		notify:   o.notify,
 		started:  time.Now(),
 	}
 	s.monitor = health.NewMonitor(health.Options{
@@ -222,7 +239,13 @@ func (s *Server) Start() error {
 	for _, l := range s.listeners {
 		s.serve(l)
 	}
+	if iv := sdnotify.WatchdogInterval(); iv > 0 && s.notify != nil {
+		s.group.Go("watchdog", func(ctx context.Context) error {
+			return s.notify.RunWatchdog(ctx, iv, func() bool { return s.cur.Load() != nil })
+		})
+	}
 	s.running = true
+	s.notify.Ready(fmt.Sprintf("serving %d listeners, config %s", len(s.listeners), cfg.Hash))
 	s.log.Info("sturdy started", "listeners", len(s.listeners), "admin", s.adminAddr, "config", cfg.File, "config_hash", cfg.Hash)
 	return nil
 }
@@ -262,9 +285,11 @@ func (s *Server) AdminAddr() string {
 func (s *Server) Reload(cfg *config.Config) error {
 	// New host names are looked up before the lock: /status and the admin
 	// API must not wait on a slow resolver.
+	s.notify.Reloading()
 	s.dns.Prepare(hostAddrs(cfg))
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	defer func() { s.notify.Ready(s.reloadStatusLocked()) }()
 	if s.draining.Load() {
 		return errors.New("shutting down: reload refused")
 	}
@@ -345,6 +370,15 @@ func (s *Server) Reload(cfg *config.Config) error {
 	return nil
 }
 
+// reloadStatusLocked is the status line after a reload.
+func (s *Server) reloadStatusLocked() string {
+	hash := s.cur.Load().Config.Hash
+	if s.reloads.LastErr != "" {
+		return "reload refused, config " + hash + " keeps serving: " + s.reloads.LastErr
+	}
+	return fmt.Sprintf("serving %d listeners, config %s", len(s.listeners), hash)
+}
+
 func (s *Server) reloadFailed(err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -367,6 +401,7 @@ func (s *Server) reloadFailedLocked(err error) {
 // returns once all of them have stopped.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.draining.Store(true)
+	s.notify.Stopping("draining in-flight requests")
 	s.mu.Lock()
 	ls := make([]*listener, 0, len(s.listeners))
 	for _, l := range s.listeners {
@@ -419,6 +454,10 @@ func (s *Server) Shutdown(ctx context.Context) error {
 // rotation before it stops listening.
 func (s *Server) drainDelay() {
 	s.draining.Store(true)
+	if s.handedOver.Load() {
+		return
+	}
+	s.notify.Stopping("not ready; serving for shutdown_delay")
 	d := s.cur.Load().Config.ShutdownDelay.D()
 	if d <= 0 {
 		return
@@ -427,11 +466,21 @@ func (s *Server) drainDelay() {
 	time.Sleep(d)
 }
 
-// Run starts the server, serves until ctx ends, then shuts down within the
-// configured grace. Each receive on reload re-reads the config (SIGHUP).
+// HandOver says a new process took over the listening sockets (binary
+// upgrade): the shutdown that follows skips shutdown_delay.
+func (s *Server) HandOver() { s.handedOver.Store(true) }
+
+// Run starts the server (unless Start was called), serves until ctx ends,
+// then shuts down within the configured grace. Each receive on reload
+// re-reads the config (SIGHUP).
 func (s *Server) Run(ctx context.Context, reload <-chan struct{}) error {
-	if err := s.Start(); err != nil {
-		return err
+	s.mu.Lock()
+	started := s.running
+	s.mu.Unlock()
+	if !started {
+		if err := s.Start(); err != nil {
+			return err
+		}
 	}
 	for {
 		select {
