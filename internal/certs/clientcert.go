@@ -96,14 +96,30 @@ func ConnContext(ctx context.Context, _ net.Conn) context.Context {
 	return context.WithValue(ctx, identityKey{}, &identity{})
 }
 
+// IdentityHeader reports whether header k (canonical form) is one of the
+// identity headers: copying a request's header upstream must skip them,
+// so that a client can never send its own.
+func IdentityHeader(k string) bool {
+	return len(k) > len(identityPrefix) && k[0] == 'X' && k[:len(identityPrefix)] == identityPrefix
+}
+
+const identityPrefix = "X-Client-Cert-"
+
 // SetIdentity removes the identity headers from out (the header going to
 // the backend, built from r's) and sets them from r's client certificate,
-// if any. Call it for every request on every listener: on plain listeners
-// and for clients without certificates it only deletes.
+// if any.
 func SetIdentity(out http.Header, r *http.Request) {
 	delete(out, HeaderSubject)
 	delete(out, HeaderFingerprint)
 	delete(out, HeaderVerified)
+	AddIdentity(out, r)
+}
+
+// AddIdentity sets the identity headers on out from r's client
+// certificate, if any: for a header built without the identity headers a
+// client sent (see IdentityHeader), where SetIdentity's deletes would be
+// wasted work on every request.
+func AddIdentity(out http.Header, r *http.Request) {
 	cs := r.TLS
 	if cs == nil || len(cs.PeerCertificates) == 0 {
 		return

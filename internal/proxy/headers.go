@@ -45,14 +45,16 @@ func outboundHeader(r *http.Request, tls bool, trusted []netip.Prefix) http.Head
 	out := make(http.Header, len(in)+6)
 	conn := in["Connection"]
 	for k, vv := range in {
-		if isHop(k) || (len(conn) > 0 && namedIn(conn, k)) {
+		if isHop(k) || (len(conn) > 0 && namedIn(conn, k)) || certs.IdentityHeader(k) {
 			continue
 		}
 		out[k] = vv
 	}
-	// The client certificate's identity, verified by us, or nothing: a
-	// client cannot send these itself.
-	certs.SetIdentity(out, r)
+	if r.TLS != nil {
+		// The client certificate's identity, as verified by us; a client
+		// cannot send these itself (skipped above).
+		certs.AddIdentity(out, r)
+	}
 	if httpguts.HeaderValuesContainsToken(in["Te"], "trailers") {
 		out["Te"] = te
 	}
