@@ -14,6 +14,7 @@ import (
 	"github.com/sturdyproxy/sturdy/internal/certs"
 	"github.com/sturdyproxy/sturdy/internal/config"
 	"github.com/sturdyproxy/sturdy/internal/health"
+	"github.com/sturdyproxy/sturdy/internal/resolve"
 	"github.com/sturdyproxy/sturdy/internal/upstream"
 )
 
@@ -30,7 +31,7 @@ func (c *compiler) pool(i int, attr *health.Attributing) *health.Pool {
 		Passive:      pc.Health.Passive,
 	}
 	for _, h := range pc.Hosts {
-		hc.Hosts = append(hc.Hosts, health.HostSpec{Addr: h.Addr, Weight: h.Weight})
+		hc.Hosts = append(hc.Hosts, health.HostSpec{Addr: h.Addr, Target: resolve.Target(h.Addr), Weight: h.Weight})
 	}
 	if pc.TLS != nil {
 		tc, id := c.upstreamTLS(p+".tls", pc.TLS)

@@ -253,8 +253,8 @@ func (v *validator) pools() map[string]bool {
 		for j, h := range pl.Hosts {
 			hp := fmt.Sprintf("%s.hosts[%d]", p, j)
 			if h.Addr == "" {
-				v.errorf(hp+".addr", "missing; expected host:port, like 127.0.0.1:9001 or app.internal:8080")
-			} else if v.checkAddr(hp+".addr", h.Addr) {
+				v.errorf(hp+".addr", "missing; expected host:port, like 127.0.0.1:9001 or app.internal:8080, or unix:/run/app.sock")
+			} else if v.checkHostAddr(hp+".addr", h.Addr) {
 				if k, dup := seen[h.Addr]; dup {
 					v.errorf(hp+".addr", "%s is already listed as hosts[%d] of this pool", h.Addr, k)
 				}
@@ -341,6 +341,19 @@ func (v *validator) uniqueName(p, name, what string, seen map[string]int, i int)
 		v.errorf(p+".name", "name %q is already used by the %s at index %d", name, what, j)
 	}
 	seen[name] = i
+}
+
+// checkHostAddr checks a pool host: host:port, or unix:/absolute/path for
+// a unix socket.
+func (v *validator) checkHostAddr(p, addr string) bool {
+	if path, ok := strings.CutPrefix(addr, "unix:"); ok {
+		if !strings.HasPrefix(path, "/") || strings.ContainsAny(path, "\x00 ") {
+			v.errorf(p, "invalid unix socket %q; expected an absolute path like unix:/run/app.sock", addr)
+			return false
+		}
+		return true
+	}
+	return v.checkAddr(p, addr)
 }
 
 func (v *validator) checkAddr(p, addr string) bool {

@@ -130,7 +130,7 @@ func (c *checker) jitter() time.Duration {
 func (c *checker) probe(parent context.Context, h *Host) (bool, string) {
 	ctx, cancel := context.WithTimeout(parent, c.cfg.Timeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, c.cfg.Method, c.p.Scheme+"://"+h.Addr+c.cfg.Path, nil)
+	req, err := http.NewRequestWithContext(ctx, c.cfg.Method, c.p.Scheme+"://"+h.Target+c.cfg.Path, nil)
 	if err != nil {
 		return false, err.Error()
 	}

@@ -39,8 +39,11 @@ func (m Mode) InRotation() bool { return m == Healthy || m == Suspect }
 // address. Only this package changes that state; the proxy reads it and
 // counts its own requests in flight.
 type Host struct {
-	// Addr is host:port, as configured.
+	// Addr is host:port or unix:/path, as configured.
 	Addr string
+	// Target is the URL host requests are sent to: Addr, or for a unix
+	// socket the name the dialer maps back to it.
+	Target string
 	// Weight is the host's share relative to its peers (at least 1).
 	Weight int
 	index  int // position in its pool, for balance.Tried

@@ -36,7 +36,11 @@ type PoolConfig struct {
 
 // HostSpec is one configured host.
 type HostSpec struct {
-	Addr   string
+	// Addr is the host as configured (host:port or unix:/path).
+	Addr string
+	// Target is what requests are sent to (see resolve.Target); "" means
+	// Addr.
+	Target string
 	Weight int
 }
 
@@ -138,7 +142,11 @@ func NewPool(m *Monitor, attr *Attributing, cfg PoolConfig, prev *Pool) (*Pool, 
 			st = &hostState{pool: p.shared}
 			st.window.SetSpan(cfg.Passive.Window.D())
 		}
-		p.Hosts[i] = &Host{Addr: hs.Addr, Weight: max(hs.Weight, 1), index: i, hostState: st}
+		target := hs.Target
+		if target == "" {
+			target = hs.Addr
+		}
+		p.Hosts[i] = &Host{Addr: hs.Addr, Target: target, Weight: max(hs.Weight, 1), index: i, hostState: st}
 	}
 	if _, err := p.rebuild(p.shared.version.Load()); err != nil {
 		return nil, fmt.Errorf("pool %s: %w", cfg.Name, err)

@@ -369,7 +369,7 @@ func (f *forwarder) hashKey() uint64 {
 // attempt sends the request to host. It returns the response, or nil, the
 // class of the failure and the error.
 func (f *forwarder) attempt(host *health.Host) (*http.Response, outcome.Class, error) {
-	f.url.Host = host.Addr
+	f.url.Host = host.Target
 	if f.buffered != nil {
 		f.out.Body = io.NopCloser(bytes.NewReader(f.buffered))
 	}

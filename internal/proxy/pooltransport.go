@@ -32,7 +32,7 @@ func (t *PoolTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 		}
 		tried.Add(h.Index())
 		out := r.Clone(r.Context())
-		out.URL.Scheme, out.URL.Host = t.Pool.Scheme, h.Addr
+		out.URL.Scheme, out.URL.Host = t.Pool.Scheme, h.Target
 		h.Acquire()
 		resp, err := t.Upstream.RoundTrip(out)
 		if err != nil {

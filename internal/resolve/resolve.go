@@ -79,11 +79,15 @@ func (r *Resolver) Prepare(addrs []string) {
 	}
 }
 
-// hostNames returns the distinct host names (not IP addresses) in addrs.
+// hostNames returns the distinct host names (not IP addresses, not unix
+// sockets) in addrs.
 func hostNames(addrs []string) []string {
 	seen := map[string]bool{}
 	var out []string
 	for _, a := range addrs {
+		if IsUnix(a) {
+			continue
+		}
 		host := a
 		if h, _, err := net.SplitHostPort(a); err == nil {
 			host = h
@@ -213,6 +217,9 @@ func (r *Resolver) emit(e event.Event) {
 // with a *net.DNSError.
 func (r *Resolver) DialContext(d *net.Dialer) func(ctx context.Context, network, addr string) (net.Conn, error) {
 	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		if path, ok := unixPath(addr); ok {
+			return d.DialContext(ctx, "unix", path)
+		}
 		host, port, err := net.SplitHostPort(addr)
 		if err != nil {
 			return d.DialContext(ctx, network, addr)

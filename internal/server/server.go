@@ -504,7 +504,9 @@ func hostAddrs(cfg *config.Config) []string {
 	var addrs []string
 	for _, pc := range cfg.Pools {
 		for _, h := range pc.Hosts {
-			addrs = append(addrs, h.Addr)
+			if !resolve.IsUnix(h.Addr) {
+				addrs = append(addrs, h.Addr)
+			}
 		}
 	}
 	return addrs
