@@ -45,6 +45,7 @@ var conditions = map[string]condition{
 	"SturdyConfigReloadRefused": {"warning", nil},
 	"SturdyDNSFailed":           {"warning", hostKeys},
 	"SturdyCertificateFailing":  {"warning", []string{"host"}},
+	"SturdySharedLimitsDown":    {"warning", []string{"host"}},
 }
 
 // transition says which alert an event type fires and which it resolves.
@@ -80,6 +81,8 @@ var transitions = map[string]transition{
 	event.CertRevoked:      {fire: "SturdyCertificateFailing"},
 	event.CertObtained:     {resolve: []string{"SturdyCertificateFailing"}},
 	event.CertRenewed:      {resolve: []string{"SturdyCertificateFailing"}},
+	event.SharedLimitsDown: {fire: "SturdySharedLimitsDown"},
+	event.SharedLimitsUp:   {resolve: []string{"SturdySharedLimitsDown"}},
 }
 
 // amAlert is Alertmanager's postableAlert.

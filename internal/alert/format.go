@@ -51,7 +51,7 @@ func (*jsonEncoder) refresh() []byte { return nil }
 var recovery = map[string]bool{
 	event.HostRestored: true, event.HostUp: true, event.HostReady: true, event.PoolRestored: true,
 	event.PanicLeft: true, event.ClientReleased: true, event.RouteRecovered: true, event.StaleEnded: true,
-	event.ReloadApplied: true, event.DNSRecovered: true, event.CertObtained: true, event.CertRenewed: true,
+	event.ReloadApplied: true, event.DNSRecovered: true, event.CertObtained: true, event.CertRenewed: true, event.SharedLimitsUp: true,
 }
 
 // slackEncoder builds a Slack incoming-webhook message: one line of text

@@ -45,6 +45,7 @@ func EventTypes() []string {
 		event.StaleStarted, event.StaleEnded,
 		event.ReloadApplied, event.ReloadRefused,
 		event.CertObtained, event.CertRenewed, event.CertFailed, event.CertRevoked,
+		event.SharedLimitsDown, event.SharedLimitsUp,
 		event.DNSFailed, event.DNSRecovered,
 	}
 }

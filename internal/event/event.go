@@ -39,6 +39,8 @@ const (
 	CertRenewed      = "certificate_renewed"
 	CertFailed       = "certificate_failed" // an order or renewal failed; retried with backoff
 	CertRevoked      = "certificate_revoked"
+	SharedLimitsDown = "shared_limits_down" // the shared rate-limit store is unreachable; local buckets
+	SharedLimitsUp   = "shared_limits_up"
 )
 
 // Severity levels.

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/sturdyproxy/sturdy/internal/access"
+	"github.com/sturdyproxy/sturdy/internal/config"
 	"github.com/sturdyproxy/sturdy/internal/health"
 )
 
@@ -62,4 +64,28 @@ func benchHandler(b *testing.B, h *Handler) {
 	for b.Loop() {
 		h.ServeHTTP(&discardWriter{h: make(http.Header, 8)}, req)
 	}
+}
+
+// BenchmarkAccessCost is the 1 KiB request on a route with no access
+// controls and on one with a per-client rate limit that always allows:
+// the limiter's cost per request.
+func BenchmarkAccessCost(b *testing.B) {
+	up := cannedUpstream{body: bytes.Repeat([]byte("x"), 1024)}
+	b.Run("none", func(b *testing.B) { benchHandler(b, newBenchHandler(b, up)) })
+	b.Run("rate_limit", func(b *testing.B) {
+		cfg, err := config.Parse([]byte(`
+listeners: [ { name: web, listen: 127.0.0.1:0 } ]
+rate_limit_zones: [ { name: z, rate: 1000000r/s } ]
+routes: [ { name: site, default: true, pool: web, rate_limit: [ { zone: z, burst: 100000000 } ] } ]
+pools: [ { name: web, hosts: [ { addr: 10.0.0.1:80 } ] } ]
+`), "bench.yaml")
+		if err != nil {
+			b.Fatal(err)
+		}
+		acc, err := access.Compile(cfg, access.Options{}, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		benchHandler(b, newFixture(b, 2, up, func(_ *health.PoolConfig, r *Route) { r.Access = acc.Route(0) }).h)
+	})
 }

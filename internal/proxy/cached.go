@@ -21,7 +21,7 @@ func (f *forwarder) serveCached() {
 	rt := f.rt
 	// A fetcher of its own, so that the forwarder (on the request's stack)
 	// does not escape to the heap for every request of every route.
-	cf := &cacheFetcher{h: f.h, snap: f.snap, rt: rt, clientKey: f.clientKey, clientBit: f.clientBit, admission: f.admission}
+	cf := &cacheFetcher{h: f.h, snap: f.snap, rt: rt, clientKey: f.clientKey, clientBit: f.clientBit, admission: f.admission, admitted: f.admitted}
 	r := f.r
 	if rt.Total > 0 {
 		r = r.WithContext(f.ctx) // the route's overall deadline reaches the origin fetch
@@ -100,7 +100,8 @@ type cacheFetcher struct {
 	rt        *Route
 	clientKey string
 	clientBit uint64
-	admission *access.Admission
+	admission access.Admission
+	admitted  bool
 }
 
 // fetch runs the attempts for a request the cache built. The cache may call
@@ -109,7 +110,7 @@ type cacheFetcher struct {
 // streamed, not here, so that the store does not keep it.
 func (c *cacheFetcher) fetch(r *http.Request) (*http.Response, error) {
 	fw := &forwarder{h: c.h, snap: c.snap, rt: c.rt, r: r, now: time.Now(), ctx: r.Context(),
-		clientKey: c.clientKey, clientBit: c.clientBit, admission: c.admission}
+		clientKey: c.clientKey, clientBit: c.clientBit, admission: c.admission, admitted: c.admitted}
 	resp, host, fl := fw.fetch()
 	if resp == nil {
 		return nil, &fetchError{fl: fl, class: fw.class, sameTwice: fw.sameTwice}

@@ -16,13 +16,17 @@ func (f *forwarder) admit() bool {
 		proto = "https"
 	}
 	f.clientKey = clientKey(r, f.snap.ClientHeader, f.snap.Trusted)
-	c := access.Client{IP: ip, Key: ip.String(), Attributed: rt.Monitor.Attributed(f.clientKey), Proto: proto}
+	key := f.clientKey // the client's address, unless attribution keys by a header
+	if f.snap.ClientHeader != "" {
+		key = ip.String()
+	}
+	c := access.Client{IP: ip, Key: key, Attributed: rt.Monitor.Attributed(f.clientKey), Proto: proto}
 	adm, status, ok := rt.Access.Admit(f.w, r, c, f.now)
 	if !ok {
 		f.status = status
 		return false
 	}
-	f.admission = &adm
+	f.admission, f.admitted = adm, true
 	return true
 }
 

@@ -46,7 +46,8 @@ type forwarder struct {
 	now  time.Time
 	ctx  context.Context
 
-	admission *access.Admission // the access controls' verdict, when the route has them
+	admission access.Admission // the access controls' verdict, when admitted is set
+	admitted  bool
 
 	body     *replayBody // the request body when it cannot be replayed
 	buffered []byte      // the request body when it was read for replay
@@ -325,7 +326,7 @@ func (f *forwarder) prepare() failure {
 		Host:          r.Host,
 		Trailer:       r.Trailer,
 	}
-	if f.admission != nil {
+	if f.admitted {
 		f.admission.Apply(out.Header) // the auth service's headers; Authorization dropped unless forwarded
 	}
 	hasBody := r.Body != nil && r.Body != http.NoBody && r.ContentLength != 0

@@ -194,7 +194,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if !fw.admit() {
 			return
 		}
-		defer fw.admission.Done()
+		defer fw.admission.Done() // releases concurrency slots
 	}
 	n := rt.Stats.InFlight.Add(1)
 	defer rt.Stats.InFlight.Add(-1)

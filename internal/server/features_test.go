@@ -79,7 +79,7 @@ func TestRouteFeaturesThroughTheServer(t *testing.T) {
 		w.Header().Set("Location", "https://login.example/?rd="+r.Header.Get("X-Forwarded-Uri"))
 		w.WriteHeader(http.StatusFound)
 	}))
-	_, url, _ := startSturdy(t, parseConfig(t, featuresConfig, map[string]string{
+	s, url, _ := startSturdy(t, parseConfig(t, featuresConfig, map[string]string{
 		"root": root, "htpasswd": htpasswd, "b": addr(b), "auth": addr(auth),
 	}))
 	noRedirects := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
@@ -144,6 +144,15 @@ func TestRouteFeaturesThroughTheServer(t *testing.T) {
 	}
 	if n := backendHits.Load() - hitsBefore; n != 4 {
 		t.Errorf("%d requests reached the backend, want the 4 allowed", n)
+	}
+	var rejected uint64
+	for _, rl := range s.Status().Access.RateLimits {
+		if rl.Route == "limited" {
+			rejected += rl.Decisions["rejected"]
+		}
+	}
+	if rejected != 1 {
+		t.Errorf("%d rate-limit rejections in the status, want 1", rejected)
 	}
 
 	// Allow list then basic auth; the password never reaches the backend.

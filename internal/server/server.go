@@ -26,6 +26,7 @@ import (
 	"github.com/sturdyproxy/sturdy/internal/health"
 	"github.com/sturdyproxy/sturdy/internal/logagg"
 	"github.com/sturdyproxy/sturdy/internal/proxy"
+	"github.com/sturdyproxy/sturdy/internal/ratelimit"
 	"github.com/sturdyproxy/sturdy/internal/resolve"
 	"github.com/sturdyproxy/sturdy/internal/sdnotify"
 	"github.com/sturdyproxy/sturdy/internal/supervise"
@@ -56,7 +57,11 @@ type Server struct {
 	// previous process across a binary upgrade).
 	sockets socketSource
 	notify  *sdnotify.Notifier // nil outside systemd
-	started time.Time
+	// shared is the shared rate-limit store being probed, stopShared ends
+	// that; guarded by mu.
+	shared     *ratelimit.Shared
+	stopShared context.CancelFunc
+	started    time.Time
 
 	// draining is set once shutdown begins; /readyz reports it.
 	draining atomic.Bool
@@ -147,7 +152,7 @@ func New(cfg *config.Config, log *slog.Logger, opts ...Option) (*Server, error) 
 
 // env is what every compile of this server builds on.
 func (s *Server) env() compile.Env {
-	return compile.Env{Monitor: s.monitor, Cache: s.cache, Agg: s.agg, Access: s.access, Edge: s.edge, Dial: s.dns.DialContext, ACME: s.acme}
+	return compile.Env{Monitor: s.monitor, Cache: s.cache, Agg: s.agg, Access: s.access, Edge: s.edge, Dial: s.dns.DialContext, ACME: s.acme, OnShared: s.sharedLimitsEvent}
 }
 
 func (s *Server) snapshot() *proxy.Snapshot { return s.cur.Load().Proxy }
@@ -239,6 +244,7 @@ func (s *Server) Start() error {
 	for _, l := range s.listeners {
 		s.serve(l)
 	}
+	s.runSharedLocked(rt)
 	if iv := sdnotify.WatchdogInterval(); iv > 0 && s.notify != nil {
 		s.group.Go("watchdog", func(ctx context.Context) error {
 			return s.notify.RunWatchdog(ctx, iv, func() bool { return s.cur.Load() != nil })
@@ -327,6 +333,9 @@ func (s *Server) Reload(cfg *config.Config) error {
 	}
 	s.cur.Store(rt) // the one step that publishes the new config
 	s.monitor.Wake()
+	if s.running {
+		s.runSharedLocked(rt)
+	}
 	for _, w := range rt.Warnings {
 		s.log.Warn("config", "warning", w.Error())
 	}

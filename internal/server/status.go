@@ -84,6 +84,7 @@ func (s *Server) Status() view.Status {
 	st.AccessLog = s.access.Stats()
 	st.Panics = s.group.Panics()
 	st.Certificates = s.certificates()
+	st.Access = s.accessView()
 	for _, n := range s.dns.Names() {
 		st.DNS = append(st.DNS, view.DNSName{Name: n.Name, Addresses: n.Addresses, Failing: n.Failing, Failures: n.Failures, LastOK: n.LastOK, LastError: n.LastError})
 	}

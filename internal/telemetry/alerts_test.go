@@ -39,6 +39,12 @@ func emitted(t *testing.T) map[string]bool {
 	st.Reloads.Last = t0
 	st.Certificates = []view.Certificate{{Listener: "https", Names: "a.test", NotAfter: t0, Source: "file"}}
 	st.Panics = map[string]uint64{"webhooks": 1}
+	st.Access = view.Access{
+		RateLimits: []view.RateLimit{{Route: "site", Zone: "z", Key: "client_ip", Decisions: map[string]uint64{"allowed": 1}}},
+		Zones:      []view.RateZone{{Zone: "z", Key: "client_ip", Shared: true}},
+		ConnLimits: []view.ConnLimit{{Route: "site", Zone: "c", Key: "client_ip"}},
+		Auth:       []view.Auth{{Route: "site", Kind: "basic", Results: map[string]uint64{"ok": 1}}},
+	}
 	reg := prometheus.NewPedanticRegistry()
 	reg.MustRegister(NewCollector(func() view.Status { return st }))
 	mfs, err := reg.Gather()

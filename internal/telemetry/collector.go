@@ -176,6 +176,28 @@ func (c *Collector) sinks(e emitter, st *view.Status) {
 	for _, c := range st.Certificates {
 		e.timestamp(d.certExpiry, c.NotAfter, c.Listener, c.Names, c.Source)
 	}
+	for _, r := range st.Access.RateLimits {
+		for result, n := range r.Decisions {
+			e.counter(d.rateDecisions, float64(n), r.Route, r.Zone, r.Key, result)
+		}
+	}
+	for _, z := range st.Access.Zones {
+		e.gauge(d.rateKeys, float64(z.Keys), z.Zone)
+		e.gauge(d.rateSize, float64(z.Size), z.Zone)
+		e.counter(d.rateEvicted, float64(z.Evicted), z.Zone)
+		if z.Shared {
+			e.gauge(d.rateSharedUp, b2f(z.SharedUp), z.Zone)
+		}
+	}
+	for _, c := range st.Access.ConnLimits {
+		e.counter(d.connDecisions, float64(c.Passed), c.Route, c.Zone, c.Key, "passed")
+		e.counter(d.connDecisions, float64(c.Rejected), c.Route, c.Zone, c.Key, "rejected")
+	}
+	for _, a := range st.Access.Auth {
+		for result, n := range a.Results {
+			e.counter(d.authResults, float64(n), a.Route, a.Kind, result)
+		}
+	}
 	for name, n := range st.Panics {
 		e.counter(d.panics, float64(n), name)
 	}

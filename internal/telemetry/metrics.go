@@ -31,6 +31,8 @@ type descs struct {
 	whSent, whFailed, whDropped, whRetries, whQueue                  *prometheus.Desc
 	accessRecords, accessErrors                                      *prometheus.Desc
 	panics, certExpiry                                               *prometheus.Desc
+	rateDecisions, rateKeys, rateSize, rateEvicted, rateSharedUp     *prometheus.Desc
+	connDecisions, authResults                                       *prometheus.Desc
 }
 
 func newDescs() *descs {
@@ -88,6 +90,13 @@ func newDescs() *descs {
 		accessRecords: d("access_log_records_total", "Access log records by result (written, dropped because the writer fell behind).", "result"),
 		accessErrors:  d("access_log_write_errors_total", "Access log write errors."),
 		certExpiry:    d("tls_certificate_expiry_timestamp_seconds", "Unix time a served certificate stops being valid, by listener, names and source (file or acme).", "listener", "names", "source"),
+		rateDecisions: d("rate_limit_decisions_total", "Rate-limit decisions by route, zone, key kind and result (allowed, delayed, rejected, strict, no_key, untracked, fallback).", "route", "zone", "key", "result"),
+		rateKeys:      d("rate_limit_zone_keys", "Keys a rate-limit zone remembers now.", "zone"),
+		rateSize:      d("rate_limit_zone_size", "Keys a rate-limit zone can remember (its table size).", "zone"),
+		rateEvicted:   d("rate_limit_zone_evictions_total", "Idle keys a full rate-limit zone forgot to make room.", "zone"),
+		rateSharedUp:  d("rate_limit_zone_shared_up", "1 while a shared zone uses the shared store, 0 while it falls back to local buckets.", "zone"),
+		connDecisions: d("conn_limit_decisions_total", "Concurrency-limit decisions by route, zone, key kind and result (passed, rejected).", "route", "zone", "key", "result"),
+		authResults:   d("auth_results_total", "Basic and forward auth answers by route, kind and result.", "route", "kind", "result"),
 		panics:        d("component_panics_total", "Panics recovered in a background component (which then restarted): a bug in sturdy, always worth a report.", "component"),
 	}
 }
@@ -102,5 +111,6 @@ func (d *descs) all() []*prometheus.Desc {
 		d.retries, d.retriesRefused, d.attributed, d.attributedClients, d.shedClients,
 		d.whSent, d.whFailed, d.whDropped, d.whRetries, d.whQueue,
 		d.accessRecords, d.accessErrors, d.panics, d.certExpiry,
+		d.rateDecisions, d.rateKeys, d.rateSize, d.rateEvicted, d.rateSharedUp, d.connDecisions, d.authResults,
 	}
 }

@@ -38,6 +38,8 @@ type Status struct {
 	AccessLog AccessLog `json:"access_log"`
 	// Certificates are the certificates served, from files and from ACME.
 	Certificates []Certificate `json:"certificates,omitempty"`
+	// Access is what the access controls decided.
+	Access Access `json:"access"`
 	// Panics counts panics recovered per background component (see
 	// internal/supervise); empty when there were none.
 	Panics map[string]uint64 `json:"panics,omitempty"`
@@ -200,4 +202,46 @@ type Certificate struct {
 	NotAfter time.Time `json:"not_after"`
 	// Source is "file" or "acme".
 	Source string `json:"source"`
+}
+
+// Access is what the routes' access controls decided, since start.
+type Access struct {
+	// RateLimits counts rate-limit decisions per route and zone.
+	RateLimits []RateLimit `json:"rate_limits,omitempty"`
+	// Zones are the rate-limit zones' tables.
+	Zones []RateZone `json:"rate_limit_zones,omitempty"`
+	// ConnLimits counts concurrency-limit decisions per route and zone.
+	ConnLimits []ConnLimit `json:"conn_limits,omitempty"`
+	// Auth counts basic and forward auth answers per route.
+	Auth []Auth `json:"auth,omitempty"`
+}
+
+// RateLimit is one route's decisions in one zone.
+type RateLimit struct {
+	Route, Zone, Key string
+	// Decisions by result: allowed, delayed, rejected, strict (refused by
+	// the stricter limit of an attributed client), no_key, untracked (a
+	// new key on a full table), fallback (local buckets while the shared
+	// store is down).
+	Decisions map[string]uint64
+}
+
+// RateZone is one zone's table.
+type RateZone struct {
+	Zone, Key        string
+	Keys, Size       int
+	Evicted          uint64
+	Shared, SharedUp bool
+}
+
+// ConnLimit is one route's concurrency decisions in one zone.
+type ConnLimit struct {
+	Route, Zone, Key string
+	Passed, Rejected uint64
+}
+
+// Auth is one route's authentication answers by result.
+type Auth struct {
+	Route, Kind string // kind: basic or forward
+	Results     map[string]uint64
 }
