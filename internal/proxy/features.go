@@ -1,6 +1,8 @@
 package proxy
 
 import (
+	"strconv"
+
 	"github.com/sturdyproxy/sturdy/internal/access"
 	"github.com/sturdyproxy/sturdy/internal/edge"
 )
@@ -24,6 +26,10 @@ func (f *forwarder) admit() bool {
 	adm, status, ok := rt.Access.Admit(f.w, r, c, f.now)
 	if !ok {
 		f.status = status
+		if rt.Agg != nil && status != 499 {
+			// One line per route and status per interval, never per request.
+			rt.Agg.Add("requests on route " + rt.Name + " refused by its access controls with " + strconv.Itoa(status))
+		}
 		return false
 	}
 	f.admission, f.admitted = adm, true
