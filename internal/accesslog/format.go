@@ -180,11 +180,14 @@ func appendNginx(b []byte, s string) []byte {
 	return appendNginxRaw(b, s)
 }
 
+// upperHex is how nginx writes escaped bytes in its log.
+const upperHex = "0123456789ABCDEF"
+
 func appendNginxRaw(b []byte, s string) []byte {
 	for i := 0; i < len(s); i++ {
 		c := s[i]
 		if c == '"' || c == '\\' || c < 0x20 || c >= 0x7f {
-			b = append(b, '\\', 'x', hex[c>>4], hex[c&0xf])
+			b = append(b, '\\', 'x', upperHex[c>>4], upperHex[c&0xf])
 			continue
 		}
 		b = append(b, c)

@@ -169,7 +169,9 @@ func Compile(cfg *config.Config, prev *Runtime, env Env) (*Runtime, error) {
 	if kind, name, _ := config.ParseClientKey(cfg.Attribution.ClientKey); kind == "header" {
 		clientHeader = textproto.CanonicalMIMEHeaderKey(name)
 	}
-	rt.Warnings = append(certs.Warnings(cfg, rt.tlsListeners(), time.Now()), acme.Warnings(cfg)...)
+	// After the warnings of the routes (static files, hidden routes).
+	rt.Warnings = append(rt.Warnings, certs.Warnings(cfg, rt.tlsListeners(), time.Now())...)
+	rt.Warnings = append(rt.Warnings, acme.Warnings(cfg)...)
 	rt.Proxy = &proxy.Snapshot{
 		Listeners:    c.proxyListeners(),
 		Trusted:      trusted,

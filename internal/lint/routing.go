@@ -30,11 +30,11 @@ func (l *linter) routing() {
 				q := p + ".request_headers." + rule.key
 				switch {
 				case slices.Contains(config.ForwardingHeaders, k):
-					l.warn(q, "%s replaces sturdy's own %s (which it sets from the connection and trusted_proxies); backends that trust it may log or allow the wrong client. Remove the rule unless that is meant", rule.verb, rule.name)
+					l.warn(q, "this rule %s sturdy's own %s (set from the connection and trusted_proxies); backends that trust it may log or allow the wrong client. Remove the rule unless that is meant", rule.does(), rule.name)
 				case slices.Contains(identityHeaders, k):
-					l.warn(q, "%s changes %s, which sturdy sets only from a verified client certificate; a backend that trusts it could be told anything", rule.verb, rule.name)
+					l.warn(q, "this rule %s %s, which sturdy sets only from a verified client certificate; a backend that trusts it could be told anything", rule.does(), rule.name)
 				case rid.On() && strings.EqualFold(rule.name, rid.Header):
-					l.warn(q, "%s changes %s, which carries the request id; sturdy sets it after the rules, so the rule has no effect", rule.verb, rule.name)
+					l.warn(q, "this rule %s %s, which carries the request id; sturdy sets it after the rules, so the rule has no effect", rule.does(), rule.name)
 				}
 			}
 		}
@@ -42,6 +42,16 @@ func (l *linter) routing() {
 }
 
 type namedRule struct{ key, name, verb string }
+
+func (r namedRule) does() string {
+	switch r.verb {
+	case "add":
+		return "adds to"
+	case "remove":
+		return "removes"
+	}
+	return "replaces"
+}
 
 func ruleNames(h *config.HeaderRules) []namedRule {
 	var out []namedRule

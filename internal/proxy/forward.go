@@ -357,6 +357,9 @@ func (f *forwarder) prepare() failure {
 	if f.admission != nil {
 		f.admission.Apply(out.Header) // the auth service's headers; Authorization dropped unless forwarded
 	}
+	if h := f.be.Host; h != nil && !h.UsesProxyHost() {
+		out.Host = h.Expand(f.templateVars()) // $proxy_host is per attempt
+	}
 	var mirror *Mirror
 	if g != nil {
 		f.routeRequest(g, &out)

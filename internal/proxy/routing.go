@@ -263,7 +263,7 @@ func (f *forwarder) arm(on bool) {
 // routeRequest applies the route's request-side rules to the outbound
 // request: header rules after sturdy's own headers (so a rule wins, and
 // `sturdy check` warns when one touches a forwarding header), then the
-// request id, then the Host.
+// request id.
 func (f *forwarder) routeRequest(g *Routing, out *http.Request) {
 	if g.Request != nil {
 		var v *subst.Vars
@@ -274,9 +274,6 @@ func (f *forwarder) routeRequest(g *Routing, out *http.Request) {
 	}
 	if p := g.RequestID; p != nil {
 		out.Header[p.Header] = []string{f.reqID}
-	}
-	if h := f.be.Host; h != nil && !h.UsesProxyHost() {
-		out.Host = h.Expand(f.templateVars())
 	}
 }
 
