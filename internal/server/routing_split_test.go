@@ -137,10 +137,11 @@ func TestMirror(t *testing.T) {
 	if !testutil.Eventually(5*time.Second, func() bool { return shadow.count() == 1 }) {
 		t.Fatalf("the shadow received %d copies, want 1", shadow.count())
 	}
-	cp, orig := shadow.last(t), primary.last(t)
+	cp, first := shadow.last(t), primary
 	if primary2.count() > 0 {
-		orig = primary2.last(t)
+		first = primary2
 	}
+	orig := first.last(t)
 	if cp.Method != "POST" || cp.RequestURI != "/v2/items?x=1" || cp.Body != "hello" || cp.Header.Get("X-Request-Id") == "" ||
 		cp.Header.Get("X-Request-Id") != orig.Header.Get("X-Request-Id") || cp.Header.Get("Content-Type") != "text/plain" {
 		t.Errorf("the copy: %s %s %q id %q; the original: %s %s %q id %q",
