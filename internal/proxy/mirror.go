@@ -54,6 +54,11 @@ type MirrorConfig struct {
 	Stats       *MirrorStats
 }
 
+// View is the counts by result, for the status page and metrics.
+func (s *MirrorStats) View() map[string]uint64 {
+	return map[string]uint64{"sent": s.Sent.Load(), "failed": s.Failed.Load(), "dropped": s.Dropped.Load(), "skipped": s.Skipped.Load()}
+}
+
 // NewMirror returns a mirror; Close ends its copies in flight.
 func NewMirror(m MirrorConfig) *Mirror {
 	out := &Mirror{Transport: m.Transport, Num: m.Num, Den: m.Den, MaxBody: m.MaxBody,
