@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/sturdyproxy/sturdy/internal/health"
+	"github.com/sturdyproxy/sturdy/internal/subst"
 )
 
 // cannedUpstream answers every request from memory, so the benchmark
@@ -61,5 +62,41 @@ func benchHandler(b *testing.B, h *Handler) {
 	b.ReportAllocs()
 	for b.Loop() {
 		h.ServeHTTP(&discardWriter{h: make(http.Header, 8)}, req)
+	}
+}
+
+// BenchmarkRoutingFeatures is the same request on routes that use one
+// routing feature each: what the feature costs per request.
+func BenchmarkRoutingFeatures(b *testing.B) {
+	up := cannedUpstream{body: bytes.Repeat([]byte("x"), 1024)}
+	static := func(name, value string) HeaderValue {
+		t, err := subst.Parse(value, subst.Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		return NewHeaderValue(name, t)
+	}
+	dynamic := func(name, value string) HeaderValue {
+		t, err := subst.Parse(value, subst.Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		return NewHeaderValue(name, t)
+	}
+	prefix, _ := subst.Parse("/v2", subst.Options{Context: subst.URL})
+	cases := []struct {
+		name string
+		g    *Routing
+	}{
+		{"static_request_headers", &Routing{Request: &HeaderRules{Set: []HeaderValue{static("X-Env", "prod")}, Remove: []string{"Accept"}}}},
+		{"static_response_headers", &Routing{Response: &HeaderRules{Set: []HeaderValue{static("X-Frame-Options", "DENY")}, Remove: []string{"Server"}}}},
+		{"dynamic_request_header", &Routing{Request: &HeaderRules{Set: []HeaderValue{dynamic("X-Original-URI", "$request_uri")}}}},
+		{"request_id", &Routing{RequestID: &RequestID{Header: "X-Request-Id", Response: true}}},
+		{"rewrite_prefix", &Routing{Rewrite: &Rewrite{Prefix: prefix, Match: Prefix{Value: "/some", Segments: true}}}},
+	}
+	for _, c := range cases {
+		b.Run(c.name, func(b *testing.B) {
+			benchHandler(b, newFixture(b, 2, up, func(_ *health.PoolConfig, rt *Route) { rt.Routing = c.g }).h)
+		})
 	}
 }

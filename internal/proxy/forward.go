@@ -52,11 +52,14 @@ type forwarder struct {
 	// What the route's features need; nil and zero on routes without
 	// them. Shared state lives in heap objects of its own, so that the
 	// forwarder stays on the stack.
-	be    *Backend       // the backend chosen for this request (see backend)
-	reqID string         // the request id, when the route gives one
-	rw    *routeWriter   // the route's writer, when it changes answers
-	vars  *subst.Vars    // template values, made on first use
-	times *upstreamTimes // the last attempt's times, when the access log wants them
+	be    *Backend // the backend chosen for this request (see backend)
+	reqID string   // the request id, when the route gives one
+	// idValue is reqID as a header value, shared by the request and the
+	// response (neither is changed after it is set: len == cap).
+	idValue []string
+	rw      *routeWriter   // the route's writer, when it changes answers
+	vars    *subst.Vars    // template values, made on first use
+	times   *upstreamTimes // the last attempt's times, when the access log wants them
 
 	body     *replayBody // the request body when it cannot be replayed
 	buffered []byte      // the request body when it was read for replay

@@ -191,6 +191,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if snap.Access != nil {
 			fw.logAccess(snap.Access, start, d)
 		}
+		if fw.rw != nil {
+			fw.rw.release()
+		}
 	}()
 	g := rt.Routing
 	if g != nil {

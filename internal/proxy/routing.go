@@ -2,7 +2,6 @@ package proxy
 
 import (
 	"context"
-	"encoding/hex"
 	"math/bits"
 	"math/rand/v2"
 	"net/http"
@@ -166,13 +165,17 @@ func requestID(r *http.Request, p *RequestID, trusted []netip.Prefix) string {
 
 // NewRequestID returns a random id of 32 hex digits.
 func NewRequestID() string {
-	var b [16]byte
+	var b [32]byte
 	lo, hi := rand.Uint64(), rand.Uint64()
 	for i := range 8 {
-		b[i], b[8+i] = byte(lo>>(8*i)), byte(hi>>(8*i))
+		x, y := byte(lo>>(8*i)), byte(hi>>(8*i))
+		b[2*i], b[2*i+1] = hexDigits[x>>4], hexDigits[x&0xf]
+		b[16+2*i], b[16+2*i+1] = hexDigits[y>>4], hexDigits[y&0xf]
 	}
-	return hex.EncodeToString(b[:])
+	return string(b[:])
 }
+
+const hexDigits = "0123456789abcdef"
 
 func validID(s string) bool {
 	if s == "" || len(s) > maxRequestID {
@@ -232,9 +235,11 @@ func clientAddrString(r *http.Request, trusted []netip.Prefix) string {
 func (f *forwarder) begin(g *Routing) {
 	if p := g.RequestID; p != nil {
 		f.reqID = requestID(f.r, p, f.snap.Trusted)
+		f.idValue = []string{f.reqID}
 	}
 	if g.responseSide() {
-		f.rw = &routeWriter{ResponseWriter: f.w, g: g, id: f.reqID, pages: g.ErrorPages, head: f.r.Method == http.MethodHead}
+		f.rw = writers.Get().(*routeWriter)
+		*f.rw = routeWriter{ResponseWriter: f.w, g: g, id: f.idValue, pages: g.ErrorPages, head: f.r.Method == http.MethodHead}
 		if g.Response != nil && g.Response.Dynamic() {
 			f.rw.vars = f.templateVars()
 		}
@@ -273,7 +278,10 @@ func (f *forwarder) routeRequest(g *Routing, out *http.Request) {
 		g.Request.Apply(out.Header, v)
 	}
 	if p := g.RequestID; p != nil {
-		out.Header[p.Header] = []string{f.reqID}
+		if f.idValue == nil {
+			f.idValue = []string{f.reqID}
+		}
+		out.Header[p.Header] = f.idValue
 	}
 }
 

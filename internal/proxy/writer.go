@@ -3,6 +3,7 @@ package proxy
 import (
 	"net/http"
 	"strconv"
+	"sync"
 
 	"github.com/sturdyproxy/sturdy/internal/subst"
 )
@@ -23,7 +24,7 @@ type ErrorPage struct {
 type routeWriter struct {
 	http.ResponseWriter
 	g    *Routing
-	id   string      // the request id, "" for none
+	id   []string    // the request id as a header value; nil for none
 	vars *subst.Vars // for response rules with variables
 	head bool        // a HEAD request: no body
 
@@ -63,7 +64,7 @@ func (w *routeWriter) WriteHeader(code int) {
 		g.Response.Apply(h, w.vars)
 	}
 	if p := g.RequestID; p != nil && p.Response {
-		h[p.Header] = []string{w.id}
+		h[p.Header] = w.id
 	}
 	w.ResponseWriter.WriteHeader(w.sent)
 	if w.page != nil && !w.head {
@@ -96,7 +97,19 @@ func (w *routeWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 // requestIDOf returns the request id of the answer being written to w.
 func requestIDOf(w http.ResponseWriter) string {
 	if rw, ok := w.(*routeWriter); ok {
-		return rw.id
+		if len(rw.id) > 0 {
+			return rw.id[0]
+		}
 	}
 	return ""
+}
+
+// writers recycles routeWriters: one per request on routes that change
+// answers, and none of them outlives its request.
+var writers = sync.Pool{New: func() any { return new(routeWriter) }}
+
+// release returns the writer when the request is over.
+func (w *routeWriter) release() {
+	*w = routeWriter{}
+	writers.Put(w)
 }
