@@ -82,13 +82,23 @@ func (w *routeWriter) Write(p []byte) (int, error) {
 	return w.ResponseWriter.Write(p)
 }
 
-// Flush passes flushes on for streamed answers.
-func (w *routeWriter) Flush() {
+// FlushError passes flushes on for streamed answers.
+func (w *routeWriter) FlushError() error {
 	if w.swallow {
-		return
+		return nil // the page is written whole at the end
 	}
-	http.NewResponseController(w.ResponseWriter).Flush()
+	switch f := w.ResponseWriter.(type) {
+	case interface{ FlushError() error }:
+		return f.FlushError()
+	case http.Flusher:
+		f.Flush()
+		return nil
+	}
+	return http.NewResponseController(w.ResponseWriter).Flush()
 }
+
+// Flush is FlushError for callers that want an http.Flusher.
+func (w *routeWriter) Flush() { w.FlushError() }
 
 // Unwrap lets http.ResponseController reach the real writer (Hijack for
 // upgrades, deadlines).
