@@ -1,7 +1,11 @@
 package server
 
 import (
+	"bufio"
 	"encoding/json"
+	"fmt"
+	"io"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -169,5 +173,70 @@ func TestAccessLogCombined(t *testing.T) {
 	})
 	if !ok || !line.MatchString(got) {
 		t.Fatalf("access log %q; want a combined line matching %s", got, line)
+	}
+}
+
+const answeringFeaturesConfig = `
+admin: { listen: "off" }
+listeners: [ { name: web, listen: "127.0.0.1:0" } ]
+request_id: {}
+routes:
+  - name: site
+    default: true
+    pool: web
+    response_headers: { set: { X-Frame-Options: DENY } }
+    error_pages: [ { codes: [502], file: "{{page}}" } ]
+pools:
+  - { name: web, hosts: [ { addr: "{{b}}" } ] }
+`
+
+// A route that changes answers still streams event streams as they come
+// and still splices upgraded connections.
+func TestStreamingAndUpgradesThroughRouteRules(t *testing.T) {
+	t.Parallel()
+	page := filepath.Join(t.TempDir(), "50x.html")
+	os.WriteFile(page, []byte("<p>down</p>"), 0o644)
+	release := make(chan struct{})
+	defer close(release)
+	ws := wsEcho()
+	b := backend(t, "127.0.0.1", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/ws" {
+			ws.ServeHTTP(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, "data: first\n\n")
+		w.(http.Flusher).Flush()
+		<-release
+	}))
+	_, base, _ := startSturdy(t, parseConfig(t, answeringFeaturesConfig, map[string]string{"b": addr(b), "page": page}))
+	resp, err := http.Get(base + "/events")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if line, err := bufio.NewReader(resp.Body).ReadString('\n'); err != nil || line != "data: first\n" {
+		t.Fatalf("first line %q, %v; want it before the backend finishes", line, err)
+	}
+	if resp.Header.Get("X-Frame-Options") != "DENY" || resp.Header.Get("X-Request-Id") == "" {
+		t.Errorf("stream headers %v; want the rules and the id", resp.Header)
+	}
+
+	conn, err := net.Dial("tcp", strings.TrimPrefix(base, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	conn.SetDeadline(time.Now().Add(5 * time.Second))
+	fmt.Fprintf(conn, "GET /ws HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n")
+	br := bufio.NewReader(conn)
+	up, err := http.ReadResponse(br, nil)
+	if err != nil || up.StatusCode != http.StatusSwitchingProtocols {
+		t.Fatalf("upgrade: %v %v", up, err)
+	}
+	io.WriteString(conn, "ping")
+	buf := make([]byte, 4)
+	if _, err := io.ReadFull(br, buf); err != nil || string(buf) != "ping" {
+		t.Fatalf("echo: %q %v", buf, err)
 	}
 }
