@@ -286,9 +286,12 @@ func (f *forwarder) routeRequest(g *Routing, out *http.Request) {
 }
 
 // proxyHost is nginx's $proxy_host for a backend address: host:port,
-// without the port when it is the scheme's default.
+// without the port when it is the scheme's default; "localhost" for a
+// unix socket.
 func proxyHost(addr, scheme string) string {
 	switch {
+	case strings.HasPrefix(addr, "unix:"):
+		return "localhost" // as nginx names a unix-socket upstream
 	case scheme == "http" && strings.HasSuffix(addr, ":80"):
 		return addr[:len(addr)-3]
 	case scheme == "https" && strings.HasSuffix(addr, ":443"):

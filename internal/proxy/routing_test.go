@@ -141,7 +141,7 @@ func TestMirrorShareIsExact(t *testing.T) {
 }
 
 func TestProxyHost(t *testing.T) {
-	for _, c := range [][3]string{{"10.0.0.1:80", "http", "10.0.0.1"}, {"10.0.0.1:8080", "http", "10.0.0.1:8080"}, {"api:443", "https", "api"}, {"api:80", "https", "api:80"}} {
+	for _, c := range [][3]string{{"10.0.0.1:80", "http", "10.0.0.1"}, {"10.0.0.1:8080", "http", "10.0.0.1:8080"}, {"api:443", "https", "api"}, {"api:80", "https", "api:80"}, {"unix:/run/app.sock", "http", "localhost"}} {
 		if got := proxyHost(c[0], c[1]); got != c[2] {
 			t.Errorf("proxyHost(%s, %s) = %s, want %s", c[0], c[1], got, c[2])
 		}
