@@ -183,7 +183,7 @@ func (l *Logger) Run(ctx context.Context) error {
 }
 
 func (l *Logger) write(r *Record) {
-	l.buf = r.AppendJSON(l.buf[:0])
+	l.buf = r.Append(l.buf[:0])
 	l.buf = append(l.buf, '\n')
 	if _, err := l.bw.Write(l.buf); err != nil {
 		l.fail(err)

@@ -13,6 +13,7 @@
 package compile
 
 import (
+	"fmt"
 	"net/http"
 	"net/netip"
 	"net/textproto"
@@ -35,6 +36,7 @@ import (
 	"github.com/sturdyproxy/sturdy/internal/proxy"
 	"github.com/sturdyproxy/sturdy/internal/ratelimit"
 	"github.com/sturdyproxy/sturdy/internal/route"
+	"github.com/sturdyproxy/sturdy/internal/subst"
 	"github.com/sturdyproxy/sturdy/internal/upstream"
 )
 
@@ -84,6 +86,7 @@ type Runtime struct {
 	routeBy       map[string]*proxy.Route
 	upstreams     map[upstreamKey]*upstream.Client
 	authTransport *http.Transport // forward auth to a URL (not a pool)
+	mirrors       []*proxy.Mirror // own their copies in flight
 }
 
 // Listener is one listener's settings with its certificates loaded.
@@ -134,6 +137,7 @@ func Compile(cfg *config.Config, prev *Runtime, env Env) (*Runtime, error) {
 		}
 	}
 	rt.Health = &health.Set{Pools: rt.Pools, Attributing: attr}
+	c.poolHosts()
 	trusted := c.prefixes("trusted_proxies", cfg.TrustedProxies)
 	if _, err := acme.Compile(cfg); err != nil {
 		c.errs = append(c.errs, err.(config.ErrorList)...)
@@ -148,6 +152,11 @@ func Compile(cfg *config.Config, prev *Runtime, env Env) (*Runtime, error) {
 	}
 	c.access()
 	deny := c.denyList()
+	c.built = c.tables()
+	format, err := accesslog.ParseFormat(cfg.Log.Access.Format, cfg.Log.Access.Fields)
+	if err != nil {
+		c.errorf("log.access."+strings.SplitN(err.Error(), ":", 2)[0], "%s", strings.TrimSpace(strings.SplitN(err.Error(), ":", 2)[1]))
+	}
 	if len(c.errs) > 0 {
 		rt.Close()
 		if rt.Access != nil && rt.Access.Shared != nil && (prev == nil || prev.Access == nil || prev.Access.Shared != rt.Access.Shared) {
@@ -160,13 +169,16 @@ func Compile(cfg *config.Config, prev *Runtime, env Env) (*Runtime, error) {
 	if kind, name, _ := config.ParseClientKey(cfg.Attribution.ClientKey); kind == "header" {
 		clientHeader = textproto.CanonicalMIMEHeaderKey(name)
 	}
-	rt.Warnings = append(certs.Warnings(cfg, rt.tlsListeners(), time.Now()), acme.Warnings(cfg)...)
+	// After the warnings of the routes (static files, hidden routes).
+	rt.Warnings = append(rt.Warnings, certs.Warnings(cfg, rt.tlsListeners(), time.Now())...)
+	rt.Warnings = append(rt.Warnings, acme.Warnings(cfg)...)
 	rt.Proxy = &proxy.Snapshot{
 		Listeners:    c.proxyListeners(),
 		Trusted:      trusted,
 		ClientHeader: clientHeader,
 		Edge:         edge.New(cfg.Edge.NonASCII == config.NonASCIIReject, deny, trusted, env.Edge),
 		Access:       env.Access,
+		AccessFormat: format,
 	}
 	return rt, nil
 }
@@ -180,6 +192,9 @@ func (rt *Runtime) Close() {
 	if rt.authTransport != nil {
 		rt.authTransport.CloseIdleConnections()
 	}
+	for _, m := range rt.mirrors {
+		m.Close()
+	}
 }
 
 // Retire closes what rt has and next, which replaces it, does not share.
@@ -192,6 +207,11 @@ func (rt *Runtime) Retire(next *Runtime) {
 	if rt.authTransport != nil && rt.authTransport != next.authTransport {
 		rt.authTransport.CloseIdleConnections()
 	}
+	// Copies of a replaced config's requests are cancelled: they are
+	// fire and forget, and the new config has mirrors of its own.
+	for _, m := range rt.mirrors {
+		m.Close()
+	}
 }
 
 // compiler collects the errors of one compile.
@@ -202,7 +222,10 @@ type compiler struct {
 	rt   *Runtime
 	errs config.ErrorList
 
-	poolTLS map[string]poolTLS // by pool name
+	poolTLS  map[string]poolTLS // by pool name
+	matches  []route.Match      // by route index
+	poolHost []*subst.Template  // by pool index: host_header
+	built    map[string]*route.Table[*proxy.Route]
 }
 
 func (c *compiler) errorf(path, format string, args ...any) {
@@ -319,7 +342,7 @@ func (rt *Runtime) ACMENames() []string { return acme.NamesFor(rt.Config, rt.tls
 // proxyListeners builds what the request path needs per listener: its
 // routing table and what it answers before any route.
 func (c *compiler) proxyListeners() map[string]*proxy.Listener {
-	tables := c.tables()
+	tables := c.built
 	out := make(map[string]*proxy.Listener, len(c.cfg.Listeners))
 	for i, lc := range c.cfg.Listeners {
 		pl := &proxy.Listener{Table: tables[lc.Name]}
@@ -341,8 +364,9 @@ func (c *compiler) proxyListeners() map[string]*proxy.Listener {
 func (c *compiler) tables() map[string]*route.Table[*proxy.Route] {
 	per := map[string][]*route.Entry[*proxy.Route]{}
 	for i, rc := range c.cfg.Routes {
-		e := &route.Entry[*proxy.Route]{Hosts: rc.Hosts, Path: rc.Path, Default: rc.Default, Value: c.rt.Routes[i]}
 		for _, ln := range listenersOf(c.cfg, rc) {
+			// An entry of its own per table: the table keeps its order.
+			e := &route.Entry[*proxy.Route]{Hosts: rc.Hosts, Path: rc.Path, Match: c.matches[i], Default: rc.Default, Value: c.rt.Routes[i]}
 			per[ln] = append(per[ln], e)
 		}
 	}
@@ -350,7 +374,54 @@ func (c *compiler) tables() map[string]*route.Table[*proxy.Route] {
 	for _, l := range c.cfg.Listeners {
 		out[l.Name] = route.New(per[l.Name])
 	}
+	c.unreachable(out)
 	return out
+}
+
+// unreachable reports routes that can never be chosen: an error when a
+// route is hidden for every host it names on every listener it is on (the
+// same match as a route above it, or one that implies it), a warning when
+// only some of them.
+func (c *compiler) unreachable(tables map[string]*route.Table[*proxy.Route]) {
+	index := make(map[*proxy.Route]int, len(c.rt.Routes))
+	for i, r := range c.rt.Routes {
+		index[r] = i
+	}
+	type at struct{ listener, host string }
+	hidden := make([]map[at]int, len(c.rt.Routes)) // route -> where -> by
+	for _, l := range c.cfg.Listeners {
+		for _, s := range tables[l.Name].Shadows() {
+			i := index[s.Entry.Value]
+			if hidden[i] == nil {
+				hidden[i] = map[at]int{}
+			}
+			hidden[i][at{l.Name, s.Host}] = index[s.By.Value]
+		}
+	}
+	for i, h := range hidden {
+		if len(h) == 0 {
+			continue
+		}
+		rc := c.cfg.Routes[i]
+		p := "routes[" + strconv.Itoa(i) + "]"
+		hosts := max(len(rc.Hosts), 1)
+		var by int
+		var where []string
+		for a, j := range h {
+			by = j
+			where = append(where, strings.TrimSpace(a.host+" on "+a.listener))
+		}
+		slices.Sort(where)
+		why := fmt.Sprintf("routes[%d] (%s) ranks above it and matches every request it matches (the same path and conditions, or ones that imply them); remove one, or tell them apart by host, path or conditions", by, c.cfg.Routes[by].Name)
+		switch {
+		case rc.Default:
+			// Still the answer for hosts no route names.
+		case len(h) == hosts*len(listenersOf(c.cfg, rc)):
+			c.errorf(p, "can never be chosen: %s", why)
+		default:
+			c.rt.Warnings = append(c.rt.Warnings, c.cfg.Errorf(p, "never chosen for %s: %s", strings.Join(where, ", "), why))
+		}
+	}
 }
 
 // listenersOf names the listeners a route is served on.

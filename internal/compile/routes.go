@@ -42,30 +42,48 @@ func (c *compiler) route(i int) *proxy.Route {
 		r.Stats, r.Tracker = new(proxy.Stats), health.NewRouteTracker(c.env.Monitor, rc.Name)
 	}
 	c.routeFeatures(i, r)
-	r.Prepare()
-	if rc.Pool == "" {
-		return r // files only: nothing to proxy to
+	m := c.routeMatch(i)
+	c.matches = append(c.matches, m)
+	defer r.Prepare()
+	defer c.routing(i, r, m) // after the pool: Prepare copies what it sets
+	// A split route's first weighted pool stands for it where one pool is
+	// shown (status page, readiness, the cache's stale answers).
+	primary := rc.Pool
+	for _, b := range rc.Backends {
+		if b.Header == nil && b.Cookie == nil && b.Weight > 0 && primary == "" {
+			primary = b.Pool
+		}
 	}
-	pi := c.poolIndex(rc.Pool)
+	if primary == "" {
+		return r // files only, or a redirect: nothing to proxy to
+	}
+	pi := c.poolIndex(primary)
 	pc := c.cfg.Pools[pi]
-	r.Pool, r.Upstream = c.rt.poolBy[rc.Pool], c.upstream(rc, pc)
+	r.Pool, r.Upstream = c.rt.poolBy[primary], c.upstream(rc, pc)
 	if fp := rc.Fallback.Pool; fp != "" {
 		r.Fallback = c.rt.poolBy[fp]
 	}
 	if rc.Cache.Enabled && c.env.Cache != nil {
 		r.Cache, r.CachePolicy = c.env.Cache, cachePolicy(rc, pc)
 	}
-	if pc.Balance == config.BalanceHash {
-		kind, name, err := config.ParseHashKey(pc.HashKey)
-		if err != nil {
-			c.errorf("pools["+strconv.Itoa(pi)+"].hash_key", "%v", err)
-		}
-		if kind == "header" {
-			name = textproto.CanonicalMIMEHeaderKey(name)
-		}
-		r.HashKind, r.HashName = kind, name
-	}
+	r.HashKind, r.HashName = c.hashKey(pi, pc)
 	return r
+}
+
+// hashKey is pools[pi]'s hash balancing key: kind and (canonical) name,
+// or "" for other policies.
+func (c *compiler) hashKey(pi int, pc config.Pool) (string, string) {
+	if pc.Balance != config.BalanceHash {
+		return "", ""
+	}
+	kind, name, err := config.ParseHashKey(pc.HashKey)
+	if err != nil {
+		c.errorf("pools["+strconv.Itoa(pi)+"].hash_key", "%v", err)
+	}
+	if kind == "header" {
+		name = textproto.CanonicalMIMEHeaderKey(name)
+	}
+	return kind, name
 }
 
 func (c *compiler) poolIndex(name string) int {

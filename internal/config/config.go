@@ -52,6 +52,9 @@ type Config struct {
 	RateLimitZones []RateLimitZone `yaml:"rate_limit_zones"` // nginx limit_req_zone (access.go)
 	ConnLimitZones []ConnLimitZone `yaml:"conn_limit_zones"` // nginx limit_conn_zone (access.go)
 	SharedLimits   *SharedLimits   `yaml:"shared_limits"`    // Redis for shared zones (access.go)
+	// RequestID gives every request an id, unless its route says otherwise
+	// (routing.go). Default: off.
+	RequestID *RequestID `yaml:"request_id"`
 
 	// File is the path the config was loaded from ("" when embedded).
 	File string `yaml:"-"`
@@ -95,6 +98,12 @@ type AccessLog struct {
 	Enabled bool `yaml:"enabled"`
 	// Path is the file to append to; "-" or "" means standard output.
 	Path string `yaml:"path"`
+	// Format is "json" (default: one JSON object per line) or "combined"
+	// (nginx's and Apache's combined format).
+	Format string `yaml:"format"`
+	// Fields are the JSON fields, in order (docs/observability.md).
+	// Default: the standard set.
+	Fields []string `yaml:"fields"`
 }
 
 // Log configures the process log.
@@ -141,13 +150,15 @@ type Route struct {
 	// ignored. Empty means any host.
 	Hosts []string `yaml:"hosts"`
 	// Path is a prefix that must start with "/". Default "/". The longest
-	// matching prefix wins among routes whose hosts match.
+	// matching prefix wins among routes whose hosts match; match.path
+	// offers exact, starts_with and regex paths (routing.go).
 	Path string `yaml:"path"`
 	// Default marks the route that answers requests whose Host matches no
 	// route. At most one route may be the default.
 	Default bool `yaml:"default"`
 	// Pool names the pool that serves this route. Required, unless static
-	// files answer every request (a try_files chain without @pool).
+	// files answer every request (a try_files chain without @pool), the
+	// route redirects, or backends names several pools.
 	Pool string `yaml:"pool"`
 	// Timeouts bound each phase of a proxied request.
 	Timeouts Timeouts `yaml:"timeouts"`
@@ -177,6 +188,18 @@ type Route struct {
 	Static *Static `yaml:"static"`
 	// Compress compresses the route's responses; default: off.
 	Compress *Compress `yaml:"compress"`
+	// Routing a real site (routing.go, docs/routing.md); default: none.
+	Match               *RouteMatch  `yaml:"match"`                 // method, header, query and exact/regex path conditions
+	Redirect            *Redirect    `yaml:"redirect"`              // answer with a redirect, before any upstream
+	RequestHeaders      *HeaderRules `yaml:"request_headers"`       // set/add/remove on the way to the backend
+	ResponseHeaders     *HeaderRules `yaml:"response_headers"`      // set/add/remove on every answer
+	HideResponseHeaders []string     `yaml:"hide_response_headers"` // nginx proxy_hide_header
+	HostHeader          string       `yaml:"host_header"`           // the Host the backend gets; default the client's
+	Rewrite             *Rewrite     `yaml:"rewrite"`               // the path the backend gets
+	Backends            []Backend    `yaml:"backends"`              // several pools: weights, header or cookie
+	Mirror              *Mirror      `yaml:"mirror"`                // copies of requests to another pool
+	RequestID           *RequestID   `yaml:"request_id"`            // overrides the top-level request_id
+	ErrorPages          []ErrorPage  `yaml:"error_pages"`           // nginx error_page + proxy_intercept_errors
 }
 
 // Timeouts of a route.
@@ -216,6 +239,10 @@ type Pool struct {
 	// TLS, when set, makes sturdy speak HTTPS to the pool's hosts (HTTP/1.1
 	// over TLS 1.2+). Default: plain HTTP.
 	TLS *UpstreamTLS `yaml:"tls"`
+	// HostHeader is the Host its routes send unless they set their own: a
+	// name, or $proxy_host for each host's address (nginx's default).
+	// Default: the client's Host (routing.go).
+	HostHeader string `yaml:"host_header"`
 }
 
 // UpstreamTLS is how sturdy connects to backends over TLS.

@@ -77,6 +77,8 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string) {
 			d.decode(item, s.Index(i), fmt.Sprintf("%s[%d]", path, i))
 		}
 		v.Set(s)
+	case reflect.Map:
+		d.decodeMap(n, v, path)
 	case reflect.String:
 		if n.Kind != yaml.ScalarNode {
 			d.errorf(n, path, "expected a string, got %s", kindName(n))
@@ -128,6 +130,28 @@ func (d *decoder) decodeStruct(n *yaml.Node, v reflect.Value, path string) {
 		seen[key] = true
 		d.decode(val, v.Field(idx), kp)
 	}
+}
+
+// decodeMap decodes a mapping with string keys that the config does not
+// know in advance (header names). Key paths are "path.KEY".
+func (d *decoder) decodeMap(n *yaml.Node, v reflect.Value, path string) {
+	if n.Kind != yaml.MappingNode {
+		d.errorf(n, path, "expected a mapping of names to values, got %s", describe(n))
+		return
+	}
+	m := reflect.MakeMapWithSize(v.Type(), len(n.Content)/2)
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, val := n.Content[i], n.Content[i+1]
+		kp := path + "." + k.Value
+		if m.MapIndex(reflect.ValueOf(k.Value)).IsValid() {
+			d.errorf(k, kp, "key given twice; keep one")
+			continue
+		}
+		e := reflect.New(v.Type().Elem()).Elem()
+		d.decode(val, e, kp)
+		m.SetMapIndex(reflect.ValueOf(k.Value), e)
+	}
+	v.Set(m)
 }
 
 // yamlFields maps yaml keys to field indexes; fields tagged "-" are skipped.

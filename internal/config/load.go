@@ -84,6 +84,7 @@ func (c *Config) setDefaults() {
 	c.setTLSDefaults()
 	c.setAccessDefaults()
 	c.setStaticDefaults()
+	c.setRoutingDefaults()
 	if c.Admin.Listen == "" {
 		c.Admin.Listen = DefaultAdminListen
 	}
@@ -174,6 +175,14 @@ func (c *Config) validate() ErrorList {
 	default:
 		v.errorf("log.format", "unknown format %q; expected text or json", c.Log.Format)
 	}
+	switch c.Log.Access.Format {
+	case "", "json", "combined":
+	default:
+		v.errorf("log.access.format", "unknown format %q; expected json or combined", c.Log.Access.Format)
+	}
+	if len(c.Log.Access.Fields) > 0 && c.Log.Access.Format == "combined" {
+		v.errorf("log.access.fields", "fields choose what the json format writes; the combined format is fixed")
+	}
 	switch c.Log.Level {
 	case "debug", "info", "warn", "error":
 	default:
@@ -193,6 +202,7 @@ func (c *Config) validate() ErrorList {
 	v.tls()
 	v.access(pools)
 	v.static()
+	v.routing(pools)
 	return v.errs
 }
 
@@ -283,17 +293,15 @@ func (v *validator) routes(pools map[string]bool) {
 	}
 	names := map[string]int{}
 	defaultAt := -1
-	type key struct{ host, path string }
-	matches := map[key]int{}
 	for i, r := range c.Routes {
 		p := fmt.Sprintf("routes[%d]", i)
 		v.uniqueName(p, r.Name, "route", names, i)
-		if r.Pool == "" && r.Static == nil {
+		if r.Pool == "" && r.Static == nil && r.Redirect == nil && len(r.Backends) == 0 {
 			v.errorf(p+".pool", "missing; expected the name of a pool")
 		} else if r.Pool != "" && !pools[r.Pool] {
 			v.errorf(p+".pool", "no pool named %q; define it under pools", r.Pool)
 		}
-		if !strings.HasPrefix(r.Path, "/") {
+		if !strings.HasPrefix(r.Path, "/") && !(r.Match != nil && r.Match.Path != nil) {
 			v.errorf(p+".path", "path %q must start with /", r.Path)
 		}
 		for j, ln := range r.Listeners {
@@ -312,17 +320,8 @@ func (v *validator) routes(pools map[string]bool) {
 			}
 			defaultAt = i
 		}
-		hosts := r.Hosts
-		if len(hosts) == 0 {
-			hosts = []string{""}
-		}
-		for _, h := range hosts {
-			k := key{h, r.Path}
-			if j, dup := matches[k]; dup && (len(r.Listeners) == 0 && len(c.Routes[j].Listeners) == 0) {
-				v.errorf(p, "matches the same host and path as routes[%d] (%s); the second could never be chosen", j, c.Routes[j].Name)
-			}
-			matches[k] = i
-		}
+		// Routes that can never be chosen (the same match as one above
+		// them) are found by the compile step, which builds the tables.
 		if r.Timeouts.Total > 0 && r.Timeouts.Total < r.Timeouts.Connect {
 			v.errorf(p+".timeouts.total", "total %s is shorter than connect %s; no attempt could finish", r.Timeouts.Total, r.Timeouts.Connect)
 		}

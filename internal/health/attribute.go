@@ -28,6 +28,9 @@ type Request struct {
 	// ClientBit is its sketch bit.
 	ClientKey string
 	ClientBit uint64
+	// RequestID, when the route gives requests ids, goes into the events
+	// this request's failures cause.
+	RequestID string
 }
 
 // Settle attributes the failed attempts of one request on this pool,
@@ -167,10 +170,14 @@ func (t *clientTracker) record(p *Pool, r *Request, h *Host, class outcome.Class
 	ev := e.evidence
 	s.mu.Unlock()
 	t.attributedNow.Add(1)
+	evidence := map[string]any{"evidence": ev, "shed": cfg.ShedClients}
+	if r.RequestID != "" {
+		evidence["request_id"] = r.RequestID // the request that tipped it, for the access log
+	}
 	p.m.emit(event.Event{
 		Type: event.ClientAttributed, Severity: event.Warning, Client: r.ClientKey, Pool: p.Name,
 		Message:  "client attributed: its failures are its own and count against no host",
-		Evidence: map[string]any{"evidence": ev, "shed": cfg.ShedClients},
+		Evidence: evidence,
 	})
 	return true
 }

@@ -21,6 +21,7 @@ func Check(c *config.Config) []Warning {
 	l := &linter{c: c}
 	l.admin()
 	l.routes()
+	l.routing()
 	l.pools()
 	return l.out
 }
@@ -94,6 +95,12 @@ func (l *linter) pools() {
 	used := map[string]bool{}
 	for _, r := range l.c.Routes {
 		used[r.Pool] = true
+		for _, b := range r.Backends {
+			used[b.Pool] = true
+		}
+		if r.Mirror != nil {
+			used[r.Mirror.Pool] = true
+		}
 	}
 	for i, p := range l.c.Pools {
 		pp := fmt.Sprintf("pools[%d]", i)

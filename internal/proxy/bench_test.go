@@ -11,6 +11,7 @@ import (
 	"github.com/sturdyproxy/sturdy/internal/access"
 	"github.com/sturdyproxy/sturdy/internal/config"
 	"github.com/sturdyproxy/sturdy/internal/health"
+	"github.com/sturdyproxy/sturdy/internal/subst"
 )
 
 // cannedUpstream answers every request from memory, so the benchmark
@@ -88,4 +89,40 @@ pools: [ { name: web, hosts: [ { addr: 10.0.0.1:80 } ] } ]
 		}
 		benchHandler(b, newFixture(b, 2, up, func(_ *health.PoolConfig, r *Route) { r.Access = acc.Route(0) }).h)
 	})
+}
+
+// BenchmarkRoutingFeatures is the same request on routes that use one
+// routing feature each: what the feature costs per request.
+func BenchmarkRoutingFeatures(b *testing.B) {
+	up := cannedUpstream{body: bytes.Repeat([]byte("x"), 1024)}
+	static := func(name, value string) HeaderValue {
+		t, err := subst.Parse(value, subst.Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		return NewHeaderValue(name, t)
+	}
+	dynamic := func(name, value string) HeaderValue {
+		t, err := subst.Parse(value, subst.Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		return NewHeaderValue(name, t)
+	}
+	prefix, _ := subst.Parse("/v2", subst.Options{Context: subst.URL})
+	cases := []struct {
+		name string
+		g    *Routing
+	}{
+		{"static_request_headers", &Routing{Request: &HeaderRules{Set: []HeaderValue{static("X-Env", "prod")}, Remove: []string{"Accept"}}}},
+		{"static_response_headers", &Routing{Response: &HeaderRules{Set: []HeaderValue{static("X-Frame-Options", "DENY")}, Remove: []string{"Server"}}}},
+		{"dynamic_request_header", &Routing{Request: &HeaderRules{Set: []HeaderValue{dynamic("X-Original-URI", "$request_uri")}}}},
+		{"request_id", &Routing{RequestID: &RequestID{Header: "X-Request-Id", Response: true}}},
+		{"rewrite_prefix", &Routing{Rewrite: &Rewrite{Prefix: prefix, Match: Prefix{Value: "/some", Segments: true}}}},
+	}
+	for _, c := range cases {
+		b.Run(c.name, func(b *testing.B) {
+			benchHandler(b, newFixture(b, 2, up, func(_ *health.PoolConfig, rt *Route) { rt.Routing = c.g }).h)
+		})
+	}
 }

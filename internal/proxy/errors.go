@@ -11,6 +11,9 @@ import (
 // failure class and never an internal address.
 
 func writeText(w http.ResponseWriter, status int, body string) int {
+	if id := requestIDOf(w); id != "" {
+		body += "request id: " + id + "\n"
+	}
 	h := w.Header()
 	h["Content-Type"] = []string{"text/plain; charset=utf-8"}
 	h["X-Content-Type-Options"] = []string{"nosniff"}

@@ -16,6 +16,7 @@ import (
 	"github.com/sturdyproxy/sturdy/internal/edge"
 	"github.com/sturdyproxy/sturdy/internal/health"
 	"github.com/sturdyproxy/sturdy/internal/outcome"
+	"github.com/sturdyproxy/sturdy/internal/subst"
 )
 
 // maxTries bounds Route.Tries; it sizes the per-request failure list.
@@ -48,6 +49,18 @@ type forwarder struct {
 
 	admission access.Admission // the access controls' verdict, when admitted is set
 	admitted  bool
+
+	// What the route's features need; nil and zero on routes without
+	// them. Shared state lives in heap objects of its own, so that the
+	// forwarder stays on the stack.
+	be    *Backend // the backend chosen for this request (see backend)
+	reqID string   // the request id, when the route gives one
+	// idValue is reqID as a header value, shared by the request and the
+	// response (neither is changed after it is set: len == cap).
+	idValue []string
+	rw      *routeWriter   // the route's writer, when it changes answers
+	vars    *subst.Vars    // template values, made on first use
+	times   *upstreamTimes // the last attempt's times, when the access log wants them
 
 	body     *replayBody // the request body when it cannot be replayed
 	buffered []byte      // the request body when it was read for replay
@@ -88,7 +101,11 @@ func (f *forwarder) serve() {
 		f.status = writeShedClient(f.w, rt.Name)
 		return
 	}
+	f.arm(true)
 	if rt.Cache != nil && upgradeType(r.Header) == "" {
+		if f.reqID != "" {
+			f.r = withRequestID(f.r, f.reqID) // to the fetches the cache makes
+		}
 		f.serveCached()
 		return
 	}
@@ -103,16 +120,16 @@ func (f *forwarder) serve() {
 // fetch walks the route's pool and, when it has no host at all, the
 // fallback pool.
 func (f *forwarder) fetch() (*http.Response, *health.Host, failure) {
-	rt := f.rt
+	be := f.backend()
 	if fl := f.prepare(); fl != failNone {
 		return nil, nil, fl
 	}
-	resp, host, fl := f.exchange(rt.Pool)
-	if fl == failNoHost && rt.Fallback != nil {
+	resp, host, fl := f.exchange(be.Pool)
+	if fl == failNoHost && be.Fallback != nil {
 		f.answered(AnswerFallback)
-		rt.Pool.EpisodeAnswer(health.ByFallback)
+		be.Pool.EpisodeAnswer(health.ByFallback)
 		f.tried = balance.Tried{}
-		resp, host, fl = f.exchange(rt.Fallback)
+		resp, host, fl = f.exchange(be.Fallback)
 	}
 	return resp, host, fl
 }
@@ -228,6 +245,11 @@ func (f *forwarder) answer(fl failure) int {
 		// net/http does not send an empty 200 in our place.
 		f.status = 499
 		panic(http.ErrAbortHandler)
+	}
+	if fl != failUpstream {
+		f.arm(false) // the proxy's own decisions keep their own bodies
+	}
+	switch fl {
 	case failTooLarge:
 		return writeEdgeError(f.w, http.StatusRequestEntityTooLarge, rt.Name, "the request body is larger than this route allows")
 	case failBadBody:
@@ -251,7 +273,7 @@ func (f *forwarder) answer(fl failure) int {
 func (f *forwarder) sorry() int {
 	rt := f.rt
 	f.answered(AnswerSorry)
-	rt.Pool.EpisodeAnswer(health.BySorry)
+	f.backend().Pool.EpisodeAnswer(health.BySorry)
 	h := f.w.Header()
 	h["Content-Type"] = []string{rt.Sorry.ContentType}
 	h["Retry-After"] = []string{rt.Sorry.RetryAfter}
@@ -264,7 +286,7 @@ func (f *forwarder) sorry() int {
 
 // healthRequest is what attribution needs to know about this request.
 func (f *forwarder) healthRequest() health.Request {
-	return health.Request{Route: f.rt.Tracker, RouteBit: f.rt.RouteBit, ClientKey: f.clientKey, ClientBit: f.clientBit}
+	return health.Request{Route: f.rt.Tracker, RouteBit: f.rt.RouteBit, ClientKey: f.clientKey, ClientBit: f.clientBit, RequestID: f.reqID}
 }
 
 // settle hands the request's failed attempts on p to attribution.
@@ -314,7 +336,17 @@ func clientKey(r *http.Request, header string, trusted []netip.Prefix) string {
 // host. The outbound header map is new; the inbound one is never modified.
 func (f *forwarder) prepare() failure {
 	r := f.r
+	g := f.rt.Routing
+	if g != nil && g.RequestID != nil && f.reqID == "" {
+		// A fetch the cache makes for a client's request carries its id.
+		if f.reqID = requestIDFrom(f.ctx); f.reqID == "" {
+			f.reqID = NewRequestID()
+		}
+	}
 	f.url = &url.URL{Scheme: "http", Path: r.URL.Path, RawPath: r.URL.RawPath, RawQuery: r.URL.RawQuery}
+	if g != nil && g.Rewrite != nil {
+		f.rewrite(g.Rewrite)
+	}
 	out := http.Request{
 		Method:        r.Method,
 		URL:           f.url,
@@ -329,11 +361,26 @@ func (f *forwarder) prepare() failure {
 	if f.admitted {
 		f.admission.Apply(out.Header) // the auth service's headers; Authorization dropped unless forwarded
 	}
+	if h := f.be.Host; h != nil && !h.UsesProxyHost() {
+		out.Host = h.Expand(f.templateVars()) // $proxy_host is per attempt
+	}
+	var mirror *Mirror
+	if g != nil {
+		f.routeRequest(g, &out)
+		if g.Mirror != nil && g.Mirror.take() {
+			mirror = g.Mirror
+		}
+	}
 	hasBody := r.Body != nil && r.Body != http.NoBody && r.ContentLength != 0
+	mirrorBody := mirror != nil && hasBody && r.ContentLength > 0 && r.ContentLength <= mirror.MaxBody
+	if mirror != nil && hasBody && !mirrorBody {
+		mirror.Stats.Skipped.Add(1)
+		mirror = nil
+	}
 	switch {
 	case !hasBody:
 		out.ContentLength = 0
-	case isIdempotent(r.Method) && r.ContentLength > 0 && r.ContentLength <= f.rt.BufferBody:
+	case mirrorBody || isIdempotent(r.Method) && r.ContentLength > 0 && r.ContentLength <= f.rt.BufferBody:
 		// Small enough to keep: the request can be replayed on another host.
 		buf := make([]byte, r.ContentLength)
 		if _, err := io.ReadFull(r.Body, buf); err != nil {
@@ -348,19 +395,26 @@ func (f *forwarder) prepare() failure {
 		out.Body = f.body
 	}
 	f.out = out.WithContext(f.ctx)
+	if f.times != nil {
+		f.out = f.times.traced(f.out)
+	}
+	if mirror != nil {
+		mirror.send(f.out, f.buffered)
+	}
 	return failNone
 }
 
 func (f *forwarder) hashKey() uint64 {
-	switch f.rt.HashKind {
+	be := f.backend()
+	switch be.HashKind {
 	case "":
 		return 0
 	case "header":
-		if v := f.r.Header.Get(f.rt.HashName); v != "" {
+		if v := f.r.Header.Get(be.HashName); v != "" {
 			return balance.HashString(v)
 		}
 	case "cookie":
-		if c, err := f.r.Cookie(f.rt.HashName); err == nil && c.Value != "" {
+		if c, err := f.r.Cookie(be.HashName); err == nil && c.Value != "" {
 			return balance.HashString(c.Value)
 		}
 	}
@@ -374,8 +428,20 @@ func (f *forwarder) attempt(host *health.Host) (*http.Response, outcome.Class, e
 	if f.buffered != nil {
 		f.out.Body = io.NopCloser(bytes.NewReader(f.buffered))
 	}
+	be := f.be
+	if be.Host != nil && be.Host.UsesProxyHost() {
+		v := f.templateVars()
+		v.ProxyHost = proxyHost(host.Addr, f.url.Scheme)
+		f.out.Host = be.Host.Expand(v)
+	}
 	host.Acquire()
-	resp, err := f.rt.Upstream.RoundTrip(f.out)
+	if f.times != nil {
+		f.times.start()
+	}
+	resp, err := be.Upstream.RoundTrip(f.out)
+	if f.times != nil {
+		f.times.header()
+	}
 	if err != nil {
 		host.Release()
 		return nil, outcome.Classify(err, f.r.Context().Err() != nil), err

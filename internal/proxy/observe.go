@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"crypto/tls"
 	"time"
 
 	"github.com/sturdyproxy/sturdy/internal/accesslog"
@@ -22,11 +23,14 @@ var answerNotes = [numAnswers]string{
 }
 
 // Prepare computes what the route needs per request that can be computed
-// once (the aggregated log keys). Call it after filling the route.
+// once (the aggregated log keys, its pool as a backend). Call it after
+// filling the route.
 func (rt *Route) Prepare() {
 	for i, n := range answerNotes {
 		rt.notes[i] = "requests on route " + rt.Name + " " + n
 	}
+	rt.single = Backend{Pool: rt.Pool, Upstream: rt.Upstream, Fallback: rt.Fallback,
+		HashKind: rt.HashKind, HashName: rt.HashName, Host: rt.HostHeader, Weight: 1}
 }
 
 // answered counts a request answered some other way than by a backend in
@@ -51,13 +55,28 @@ func (f *forwarder) logAccess(l *accesslog.Logger, start time.Time, d time.Durat
 		RequestHost: r.Host,
 		Path:        r.URL.Path,
 		Route:       f.rt.Name,
-		Pool:        f.rt.Pool.Name,
 		Attempts:    f.tried.Len(),
 		Status:      f.status,
 		Bytes:       f.bytes,
 		Duration:    d,
 		Cache:       f.cacheStatus,
 		Answer:      "normal",
+		RequestID:   f.reqID,
+		Format:      f.snap.AccessFormat,
+	}
+	switch {
+	case f.pool != nil:
+		rec.Pool = f.pool.Name
+	case f.rt.Pool != nil:
+		rec.Pool = f.rt.Pool.Name
+	}
+	if rec.Client == "" {
+		rec.Client = clientKey(r, f.snap.ClientHeader, f.snap.Trusted)
+	}
+	if f.rw != nil && f.rw.wrote && f.rw.sent != f.status {
+		// An error page answered: the client got its status, the
+		// backend's is kept beside it.
+		rec.Status, rec.UpstreamStatus = f.rw.sent, f.status
 	}
 	if f.host != nil {
 		rec.Host = f.host.Addr
@@ -71,5 +90,33 @@ func (f *forwarder) logAccess(l *accesslog.Logger, start time.Time, d time.Durat
 	if f.how > 0 {
 		rec.Answer = answerNames[f.how-1]
 	}
+	if fm := rec.Format; fm != nil {
+		f.extendRecord(&rec, fm)
+	}
 	l.Log(rec)
+}
+
+// extendRecord fills the fields beyond the default ones that fm writes.
+func (f *forwarder) extendRecord(rec *accesslog.Record, fm *accesslog.Format) {
+	r := f.r
+	rec.RequestURI, rec.Query, rec.Proto = r.RequestURI, r.URL.RawQuery, r.Proto
+	rec.UserAgent, rec.Referer = r.Header.Get("User-Agent"), r.Header.Get("Referer")
+	if r.TLS != nil && fm.Wants(accesslog.FieldTLSVersion) {
+		rec.TLSVersion = tls.VersionName(r.TLS.Version)
+	}
+	rec.RemoteUser = f.admission.User
+	if rec.UpstreamStatus == 0 && rec.Attempts > 0 && fm.Wants(accesslog.FieldUpstreamStatus) {
+		rec.UpstreamStatus = f.status
+	}
+	switch {
+	case f.buffered != nil:
+		rec.BytesIn = int64(len(f.buffered))
+	case f.body != nil:
+		rec.BytesIn = f.body.read
+	}
+	if t := f.times; t != nil && rec.Attempts > 0 {
+		rec.UpstreamConnect = time.Duration(t.connect.Load())
+		rec.UpstreamHeader = t.hdr
+		rec.UpstreamTotal = time.Since(t.begin)
+	}
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/sturdyproxy/sturdy/internal/health"
 	"github.com/sturdyproxy/sturdy/internal/route"
 	"github.com/sturdyproxy/sturdy/internal/static"
+	"github.com/sturdyproxy/sturdy/internal/subst"
 )
 
 // Upstream sends one request to one backend. *http.Transport is one; the
@@ -89,8 +90,17 @@ type Route struct {
 	// Compress, when set, compresses answers the client accepts encoded.
 	Compress *compress.Policy
 	// Agg, when set, receives the degraded answers as aggregated log lines.
-	Agg   Aggregator
-	notes [numAnswers]string // set by Prepare
+	Agg Aggregator
+	// HostHeader is the Host the backend gets (host_header); nil means the
+	// client's. Backends of a split route carry their own.
+	HostHeader *subst.Template
+	// Routing, when set, holds the route's matching-related features:
+	// redirect, rewrite, header rules, split, mirror, request id, error
+	// pages (routing.go).
+	Routing *Routing
+
+	notes  [numAnswers]string // set by Prepare
+	single Backend            // Pool and its companions as a backend, set by Prepare
 }
 
 // Sorry is a route's sorry page.
@@ -114,8 +124,10 @@ type Snapshot struct {
 	ClientHeader string
 	// Edge decides what never reaches a backend. Required.
 	Edge *edge.Edge
-	// Access is the access log; nil means off.
-	Access *accesslog.Logger
+	// Access is the access log; nil means off. AccessFormat is what its
+	// records hold; nil means the default JSON fields.
+	Access       *accesslog.Logger
+	AccessFormat *accesslog.Format
 }
 
 // Listener is what one listener answers before and through its routes.
@@ -162,32 +174,46 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if ln.HSTS != nil {
 		w.Header()["Strict-Transport-Security"] = ln.HSTS
 	}
-	e, ok := ln.Table.Match(r.Host, r.URL.Path)
+	e, ok := ln.Table.MatchRequest(r)
 	if !ok {
 		writeNoRoute(w)
 		return
 	}
 	rt := e.Value
-	if err := rt.ClientCert.Check(r); err != nil {
-		rt.Stats.observe(writeEdgeError(w, http.StatusForbidden, rt.Name, err.Error()), 0)
-		return
-	}
-	if rt.MaxBodyBytes > 0 && r.Body != nil && r.Body != http.NoBody {
-		if r.ContentLength > rt.MaxBodyBytes {
-			rt.Stats.observe(writeEdgeError(w, http.StatusRequestEntityTooLarge, rt.Name, "the request body is larger than this route allows"), 0)
-			return
-		}
-		r.Body = http.MaxBytesReader(w, r.Body, rt.MaxBodyBytes)
-	}
 	start := time.Now()
 	fw := forwarder{h: h, snap: snap, rt: rt, w: w, r: r, now: start}
+	if snap.Access != nil && snap.AccessFormat.WantsUpstreamTimes() {
+		fw.times = new(upstreamTimes)
+	}
 	defer func() {
 		d := time.Since(start)
 		rt.Stats.observe(fw.status, d)
 		if snap.Access != nil {
 			fw.logAccess(snap.Access, start, d)
 		}
+		if fw.rw != nil {
+			fw.rw.release()
+		}
 	}()
+	g := rt.Routing
+	if g != nil {
+		fw.begin(g)
+	}
+	if err := rt.ClientCert.Check(r); err != nil {
+		fw.status = writeEdgeError(fw.w, http.StatusForbidden, rt.Name, err.Error())
+		return
+	}
+	if g != nil && g.Redirect != nil {
+		fw.status = fw.redirect(g.Redirect)
+		return
+	}
+	if rt.MaxBodyBytes > 0 && r.Body != nil && r.Body != http.NoBody {
+		if r.ContentLength > rt.MaxBodyBytes {
+			fw.status = writeEdgeError(fw.w, http.StatusRequestEntityTooLarge, rt.Name, "the request body is larger than this route allows")
+			return
+		}
+		r.Body = http.MaxBytesReader(w, r.Body, rt.MaxBodyBytes)
+	}
 	if rt.Access != nil {
 		// Before the bulkhead: a request delayed by its rate limit holds
 		// none of the route's capacity.
@@ -202,13 +228,13 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// The route's bulkhead is full: answer at once rather than queue,
 		// so a slow route cannot take workers from the others.
 		fw.answered(AnswerShed)
-		fw.status = writeBusy(w, rt.Name, "this route is at its limit of requests in flight")
+		fw.status = writeBusy(fw.w, rt.Name, "this route is at its limit of requests in flight")
 		return
 	}
 	if rt.Compress != nil {
 		if cw := compress.Wrap(w, r, rt.Compress); cw != nil {
 			defer cw.Close() // before the counters: the compressed tail is part of the answer
-			fw.w = cw
+			fw.wrapInner(cw)
 		}
 	}
 	if rt.Static != nil && fw.serveFile() {

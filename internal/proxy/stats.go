@@ -27,6 +27,8 @@ var DurationBounds = []float64{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.2
 // reloads, so that counters only go up.
 type Stats struct {
 	InFlight atomic.Int64
+	// Mirror counts the route's mirrored copies.
+	Mirror MirrorStats
 	// codes counts answers by class: 1xx..5xx at 1..5, 499 (client gone) at 0.
 	codes   [6]atomic.Uint64
 	answers [numAnswers]atomic.Uint64

@@ -1,94 +1,181 @@
-// Package route chooses the route for a request from its Host and path.
+// Package route chooses the route for a request: by host, then by path,
+// then by the route's other conditions (method, headers, query), then by
+// config order. docs/routing.md states the same rules for operators.
 //
-// Matching is by host first, then by the longest path prefix among the
-// routes of the most specific host group that has one: exact names, then
-// wildcards ("*.example.com", the longest suffix first), then routes with no
-// hosts. When nothing matches, the default route answers, if there is one.
-// A path prefix ending in "/" matches anything below it; one without a
-// trailing slash matches itself and anything below it as a segment, so
-// "/api" matches "/api" and "/api/v1" but not "/apix".
+// Host: routes whose hosts name the request's host exactly come first, then
+// wildcards ("*.example.com", the longest suffix first), then routes with
+// no hosts. A group whose routes all fail to match falls through to the
+// next; when nothing matches, the default route answers, if there is one.
+//
+// Path, within one host group, the most specific match wins:
+//
+//  1. an exact path;
+//  2. the longest matching prefix, when it is marked BeforeRegex (nginx's
+//     "location ^~");
+//  3. the first matching regular expression;
+//  4. the longest matching prefix.
+//
+// A Prefix matches whole segments ("/api" matches "/api" and "/api/v1",
+// not "/apix"; a prefix ending in "/" matches anything below it), as
+// Gateway API's PathPrefix does. A StartsWith prefix matches characters, as
+// an nginx prefix location does ("/api" matches "/apix").
+//
+// Among routes equal on path, the other conditions decide, compared as
+// Gateway API compares them: a method condition first, then more header
+// conditions, then more query conditions; then config order. Gateway API's
+// HTTPRoute precedence (exact path, longest prefix, method, headers, query,
+// then the order of rules) is therefore a route list in that order.
 package route
 
 import (
-	"sort"
+	"cmp"
+	"net/http"
+	"slices"
 	"strings"
 )
 
 // Entry is one route as the table sees it.
 type Entry[T any] struct {
-	Hosts   []string // lower-case; exact or "*.suffix"; empty means any host
+	Hosts []string // lower-case; exact or "*.suffix"; empty means any host
+	// Path is a prefix, kept for routes written before Match: it is used
+	// when Match.Path.Value is empty.
 	Path    string
+	Match   Match
 	Default bool
 	Value   T
+
+	order int // config order, set by New
 }
 
-type prefixes[T any] []*Entry[T] // longest path first
+// group is the routes of one host pattern, in the order they are tried.
+type group[T any] struct {
+	exact    map[string][]*Entry[T] // by path; conditions, then config order
+	prefixes []*Entry[T]            // longest first; conditions, then config order
+	regexes  []*Entry[T]            // conditions, then config order
+}
 
 type wildcard[T any] struct {
 	suffix string // ".example.com"
-	routes prefixes[T]
+	g      *group[T]
 }
 
 // Table is an immutable routing table; build a new one on reload.
 type Table[T any] struct {
-	exact map[string]prefixes[T]
+	exact map[string]*group[T]
 	wild  []wildcard[T] // longest suffix first
-	any   prefixes[T]
+	any   *group[T]
 	def   *Entry[T]
+	all   []*Entry[T]
 }
 
-// New builds a table. Entries are not copied and must not change.
+// New builds a table. Entries are not copied and must not change; their
+// order in the slice is their config order.
 func New[T any](entries []*Entry[T]) *Table[T] {
-	t := &Table[T]{exact: map[string]prefixes[T]{}}
-	wild := map[string]prefixes[T]{}
-	for _, e := range entries {
-		if e.Default {
+	t := &Table[T]{exact: map[string]*group[T]{}, any: &group[T]{}, all: entries}
+	wild := map[string]*group[T]{}
+	for i, e := range entries {
+		e.order = i
+		if e.Match.Path.Value == "" {
+			e.Match.Path.Kind, e.Match.Path.Value = Prefix, e.Path
+			if e.Match.Path.Value == "" {
+				e.Match.Path.Value = "/"
+			}
+		}
+		if e.Default && t.def == nil {
 			t.def = e
 		}
 		if len(e.Hosts) == 0 {
-			t.any = append(t.any, e)
+			t.any.add(e)
 		}
 		for _, h := range e.Hosts {
 			h = strings.ToLower(h)
 			if s, ok := strings.CutPrefix(h, "*"); ok {
-				wild[s] = append(wild[s], e)
+				if wild[s] == nil {
+					wild[s] = &group[T]{}
+				}
+				wild[s].add(e)
 			} else {
-				t.exact[h] = append(t.exact[h], e)
+				if t.exact[h] == nil {
+					t.exact[h] = &group[T]{}
+				}
+				t.exact[h].add(e)
 			}
 		}
 	}
-	for s, rs := range wild {
-		t.wild = append(t.wild, wildcard[T]{s, sortPrefixes(rs)})
+	for s, g := range wild {
+		t.wild = append(t.wild, wildcard[T]{s, g})
 	}
-	sort.Slice(t.wild, func(i, j int) bool { return len(t.wild[i].suffix) > len(t.wild[j].suffix) })
-	for h, rs := range t.exact {
-		t.exact[h] = sortPrefixes(rs)
+	slices.SortFunc(t.wild, func(a, b wildcard[T]) int {
+		return cmp.Or(cmp.Compare(len(b.suffix), len(a.suffix)), strings.Compare(a.suffix, b.suffix))
+	})
+	for _, g := range t.exact {
+		g.sort()
 	}
-	t.any = sortPrefixes(t.any)
+	for _, w := range t.wild {
+		w.g.sort()
+	}
+	t.any.sort()
 	return t
 }
 
-func sortPrefixes[T any](rs prefixes[T]) prefixes[T] {
-	sort.SliceStable(rs, func(i, j int) bool { return len(rs[i].Path) > len(rs[j].Path) })
-	return rs
+func (g *group[T]) add(e *Entry[T]) {
+	switch e.Match.Path.Kind {
+	case Exact:
+		if g.exact == nil {
+			g.exact = map[string][]*Entry[T]{}
+		}
+		g.exact[e.Match.Path.Value] = append(g.exact[e.Match.Path.Value], e)
+	case Regex:
+		g.regexes = append(g.regexes, e)
+	default:
+		g.prefixes = append(g.prefixes, e)
+	}
 }
 
-// Match returns the route for host (a Host header, port allowed) and path.
+func (g *group[T]) sort() {
+	for _, es := range g.exact {
+		slices.SortStableFunc(es, byConditions)
+	}
+	slices.SortStableFunc(g.prefixes, func(a, b *Entry[T]) int {
+		return cmp.Or(cmp.Compare(len(b.Match.Path.Value), len(a.Match.Path.Value)), byConditions(a, b))
+	})
+	slices.SortStableFunc(g.regexes, byConditions)
+}
+
+// byConditions orders entries equal on path: more specific conditions
+// first, then config order.
+func byConditions[T any](a, b *Entry[T]) int {
+	return cmp.Or(-a.Match.rank().compare(b.Match.rank()), cmp.Compare(a.order, b.order))
+}
+
+// Match returns the route for host (a Host header, port allowed) and path,
+// for a GET without headers or query: for tests and tools. Requests go
+// through MatchRequest.
 func (t *Table[T]) Match(host, path string) (*Entry[T], bool) {
-	host = normalizeHost(host)
-	if rs, ok := t.exact[host]; ok {
-		if e := rs.match(path); e != nil {
+	return t.match(&request{host: host, path: path, method: http.MethodGet})
+}
+
+// MatchRequest returns the route for r: its Host, its path (decoded, as
+// r.URL.Path holds it), method, headers and query.
+func (t *Table[T]) MatchRequest(r *http.Request) (*Entry[T], bool) {
+	return t.match(&request{host: r.Host, path: r.URL.Path, method: r.Method, header: r.Header, rawQuery: r.URL.RawQuery})
+}
+
+func (t *Table[T]) match(q *request) (*Entry[T], bool) {
+	host := normalizeHost(q.host)
+	if g, ok := t.exact[host]; ok {
+		if e := g.match(q); e != nil {
 			return e, true
 		}
 	}
 	for _, w := range t.wild {
 		if len(host) > len(w.suffix) && strings.HasSuffix(host, w.suffix) {
-			if e := w.routes.match(path); e != nil {
+			if e := w.g.match(q); e != nil {
 				return e, true
 			}
 		}
 	}
-	if e := t.any.match(path); e != nil {
+	if e := t.any.match(q); e != nil {
 		return e, true
 	}
 	if t.def != nil {
@@ -97,20 +184,30 @@ func (t *Table[T]) Match(host, path string) (*Entry[T], bool) {
 	return nil, false
 }
 
-func (rs prefixes[T]) match(path string) *Entry[T] {
-	for _, e := range rs {
-		if pathMatches(e.Path, path) {
+func (g *group[T]) match(q *request) *Entry[T] {
+	if g.exact != nil {
+		for _, e := range g.exact[q.path] {
+			if e.Match.conditions(q) {
+				return e
+			}
+		}
+	}
+	var longest *Entry[T]
+	for _, e := range g.prefixes {
+		if e.Match.Path.matches(q.path) && e.Match.conditions(q) {
+			longest = e
+			break
+		}
+	}
+	if longest != nil && longest.Match.Path.BeforeRegex {
+		return longest
+	}
+	for _, e := range g.regexes {
+		if e.Match.Path.Re.MatchString(q.path) && e.Match.conditions(q) {
 			return e
 		}
 	}
-	return nil
-}
-
-func pathMatches(prefix, path string) bool {
-	if !strings.HasPrefix(path, prefix) {
-		return false
-	}
-	return len(path) == len(prefix) || prefix[len(prefix)-1] == '/' || path[len(prefix)] == '/'
+	return longest
 }
 
 // normalizeHost lower-cases host and strips a port and a trailing dot
@@ -127,3 +224,7 @@ func normalizeHost(h string) string {
 	}
 	return h
 }
+
+// NormalizeHost is the host as routes match it: lower case, without port,
+// brackets or a trailing dot (nginx's $host).
+func NormalizeHost(h string) string { return normalizeHost(h) }

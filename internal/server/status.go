@@ -47,7 +47,13 @@ func (s *Server) Status() view.Status {
 	for i, rc := range cfg.Routes {
 		pr := rt.Routes[i]
 		r := view.Route{Name: rc.Name, Pool: rc.Pool, Default: rc.Default, Serving: "normal"}
+		if r.Pool == "" && pr.Pool != nil {
+			r.Pool = pr.Pool.Name // a split route: its first weighted pool
+		}
 		pr.Stats.View(&r)
+		if pr.Routing != nil && pr.Routing.Mirror != nil {
+			r.Mirror = pr.Stats.Mirror.View()
+		}
 		if tr := pr.Tracker; tr.Degraded() {
 			r.Degraded = true
 			r.DegradedSince, r.DegradedReason = tr.Describe()

@@ -100,6 +100,11 @@ func (c *Collector) route(e emitter, r *view.Route, started time.Time) {
 	for _, kind := range withKeys(answerKinds, r.Answers) {
 		e.counter(d.answers, float64(r.Answers[kind]), r.Name, kind)
 	}
+	if r.Mirror != nil {
+		for _, res := range sortedKeys(r.Mirror) {
+			e.counter(d.mirrored, float64(r.Mirror[res]), r.Name, res)
+		}
+	}
 	// A route without a cache has no cache results; zeros would suggest
 	// it has one that is never hit.
 	if r.Cache != nil {

@@ -333,3 +333,20 @@ func TestTimestampsPresentFromStart(t *testing.T) {
 		t.Errorf("last reload = %v, want %v", got, start+40)
 	}
 }
+
+func TestMirrorMetric(t *testing.T) {
+	st := scenario()
+	st.Routes = append(st.Routes, view.Route{Name: "shadowed", Pool: "web", Mirror: map[string]uint64{"sent": 3, "dropped": 1, "failed": 0, "skipped": 0}})
+	c := NewCollector(func() view.Status { return st })
+	want := `
+# HELP sturdy_mirrored_requests_total Copies of the route's requests sent to its mirror pool, by result: sent, failed, dropped (max_in_flight), skipped (body above max_body).
+# TYPE sturdy_mirrored_requests_total counter
+sturdy_mirrored_requests_total{result="dropped",route="shadowed"} 1
+sturdy_mirrored_requests_total{result="failed",route="shadowed"} 0
+sturdy_mirrored_requests_total{result="sent",route="shadowed"} 3
+sturdy_mirrored_requests_total{result="skipped",route="shadowed"} 0
+`
+	if err := testutil.CollectAndCompare(c, strings.NewReader(want), "sturdy_mirrored_requests_total"); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -23,6 +23,7 @@ type descs struct {
 	requests, duration, routeInFlight, routeDegraded                 *prometheus.Desc
 	routeServing, routeServingSince, answers                         *prometheus.Desc
 	cacheResults, originRequests, originErrors, originHidden         *prometheus.Desc
+	mirrored                                                         *prometheus.Desc
 	attempts, hostState, hostStateSince, hostInFlight, hostEjections *prometheus.Desc
 	hostCheckOK                                                      *prometheus.Desc
 	poolHosts, poolAvailable, poolEmpty, poolEmptySecs, poolPanic    *prometheus.Desc
@@ -56,6 +57,7 @@ func newDescs() *descs {
 		routeServing:      d("route_serving", "1 for the way the route answers now: normal, panic, fallback, stale or sorry.", "route", "mode"),
 		routeServingSince: d("route_serving_since_timestamp_seconds", "Unix time the route started answering the way route_serving shows.", "route"),
 		answers:           d("degraded_answers_total", "Requests answered by a degraded path: panic routing, fallback pool, stale copy, sorry page, or shed by a limit.", "route", "kind"),
+		mirrored:          d("mirrored_requests_total", "Copies of the route's requests sent to its mirror pool, by result: sent, failed, dropped (max_in_flight), skipped (body above max_body).", "route", "result"),
 		cacheResults:      d("cache_results_total", "Cache lookups by result (hit, miss, stale, bypass, revalidated).", "route", "result"),
 		originRequests:    d("origin_requests_total", "Origin fetches made for the cache, including background revalidations.", "route"),
 		originErrors:      d("origin_errors_total", "Origin fetches that failed, whether or not a stale answer hid the failure from the client.", "route"),
@@ -105,7 +107,7 @@ func (d *descs) all() []*prometheus.Desc {
 	return []*prometheus.Desc{
 		d.up, d.ready, d.draining, d.buildInfo, d.configInfo, d.reloads, d.lastReloadOK, d.lastReloadTime,
 		d.requests, d.duration, d.routeInFlight, d.routeDegraded, d.routeServing, d.routeServingSince, d.answers,
-		d.cacheResults, d.originRequests, d.originErrors, d.originHidden,
+		d.cacheResults, d.originRequests, d.originErrors, d.originHidden, d.mirrored,
 		d.attempts, d.hostState, d.hostStateSince, d.hostInFlight, d.hostEjections, d.hostCheckOK,
 		d.poolHosts, d.poolAvailable, d.poolEmpty, d.poolEmptySecs, d.poolPanic,
 		d.retries, d.retriesRefused, d.attributed, d.attributedClients, d.shedClients,

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"net"
+	"net/http/httptrace"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -152,7 +153,16 @@ func (hp *hostPool) removeWaiter(w *waiter) bool {
 
 func (hp *hostPool) dial(ctx context.Context) (*conn, error) {
 	c := hp.c
+	// The proxy times new connections for its access log this way, as
+	// http.Transport lets it; looked up only when dialing.
+	trace := httptrace.ContextClientTrace(ctx)
+	if trace != nil && trace.ConnectStart != nil {
+		trace.ConnectStart("tcp", hp.addr)
+	}
 	nc, err := c.dial(ctx, "tcp", hp.addr)
+	if trace != nil && trace.ConnectDone != nil {
+		trace.ConnectDone("tcp", hp.addr, err)
+	}
 	if err != nil {
 		return nil, err
 	}

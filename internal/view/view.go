@@ -122,6 +122,10 @@ type Route struct {
 	OriginRequests uint64 `json:"origin_requests"`
 	OriginErrors   uint64 `json:"origin_errors"`
 	HiddenErrors   uint64 `json:"origin_errors_hidden_by_stale"`
+	// Mirror counts the route's mirrored copies by result: "sent",
+	// "failed", "dropped" (max_in_flight), "skipped" (body too large);
+	// only on routes that mirror.
+	Mirror map[string]uint64 `json:"mirror,omitempty"`
 }
 
 // Histogram is cumulative like Prometheus: Counts[i] is the number of
