@@ -10,6 +10,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"net/http/pprof"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -90,6 +91,13 @@ func New(b Backend, o Options) http.Handler {
 	})
 	mux.Handle("POST /api/hosts/{pool}/{addr}/{mode}", a.guard(a.setHostMode))
 	mux.Handle("POST /api/reload", a.guard(a.reload))
+	// Profiles cost CPU while they run and reveal internals, so they
+	// take the token like the runtime API.
+	mux.Handle("GET /debug/pprof/", a.guard(pprof.Index))
+	mux.Handle("GET /debug/pprof/cmdline", a.guard(pprof.Cmdline))
+	mux.Handle("GET /debug/pprof/profile", a.guard(pprof.Profile))
+	mux.Handle("GET /debug/pprof/symbol", a.guard(pprof.Symbol))
+	mux.Handle("GET /debug/pprof/trace", a.guard(pprof.Trace))
 
 	var h http.Handler = mux
 	if o.Loopback {

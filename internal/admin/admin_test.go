@@ -278,3 +278,25 @@ func TestReadEndpoints(t *testing.T) {
 		t.Errorf("/status/: %d %v", a.code, a.header)
 	}
 }
+
+// Profiles reveal internals and cost CPU: they take the token.
+func TestProfilesNeedToken(t *testing.T) {
+	srv := serve(t, &fakeBackend{}, Options{Token: token})
+	auth := map[string]string{"Authorization": "Bearer " + token}
+	if a := do(t, "GET", srv.URL+"/debug/pprof/", nil); a.code != 401 {
+		t.Errorf("without the token: %d, want 401", a.code)
+	}
+	if a := do(t, "GET", srv.URL+"/debug/pprof/goroutine?debug=1", nil); a.code != 401 {
+		t.Errorf("a named profile without the token: %d, want 401", a.code)
+	}
+	if a := do(t, "GET", srv.URL+"/debug/pprof/", auth); a.code != 200 || !strings.Contains(a.body, "goroutine") {
+		t.Errorf("index with the token: %d %q", a.code, a.body)
+	}
+	if a := do(t, "GET", srv.URL+"/debug/pprof/goroutine?debug=1", auth); a.code != 200 || !strings.Contains(a.body, "goroutine profile:") {
+		t.Errorf("goroutine profile with the token: %d %.80q", a.code, a.body)
+	}
+	off := serve(t, &fakeBackend{}, Options{})
+	if a := do(t, "GET", off.URL+"/debug/pprof/", auth); a.code != 403 {
+		t.Errorf("no token configured: %d, want 403", a.code)
+	}
+}

@@ -117,6 +117,12 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 // sockets and the hosts' state, and this one drains and exits.
 func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, load func() (*config.Config, error)) int {
 	server.Version = version
+	endProfile, err := startProfile(log)
+	if err != nil {
+		log.Error("cannot start", "err", err)
+		return exitFail
+	}
+	defer endProfile()
 	opts := []server.Option{server.WithNotifier(sdnotify.FromEnv())}
 	upg, err := tableflip.New(tableflip.Options{PIDFile: cfg.PIDFile})
 	if err != nil {
