@@ -86,12 +86,31 @@ func isEventStream(h http.Header) bool {
 	return len(ct) > 0 && strings.HasPrefix(ct[0], "text/event-stream")
 }
 
+// splicer is a backend's body that can move itself to the client without
+// copying through sturdy (internal/upstream's bodies, on Linux, from TCP
+// to TCP). It reports a failure of each side apart.
+type splicer interface {
+	SpliceTo(w io.Writer, min int64) (n int64, readErr, writeErr error, ok bool)
+}
+
+// spliceMin is the body still in the backend's socket below which a copy
+// through the buffer costs less than splice's pipe and system calls.
+const spliceMin = 16 << 10
+
 var errUpstreamBody = fmt.Errorf("upstream body read failed")
 
 // copyBody copies the upstream body to the client and returns the bytes
 // written. It reports errUpstreamBody when reading from upstream failed and
 // the client's write error when writing failed.
 func copyBody(w http.ResponseWriter, src io.Reader, flush bool) (int64, error) {
+	if s, ok := src.(splicer); ok && !flush {
+		if n, rerr, werr, ok := s.SpliceTo(w, spliceMin); ok {
+			if rerr != nil {
+				return n, errUpstreamBody
+			}
+			return n, werr
+		}
+	}
 	bp := bufPool.Get().(*[]byte)
 	defer bufPool.Put(bp)
 	buf := *bp

@@ -9,3 +9,9 @@ func (pc *conn) peek(fd uintptr) bool {
 	pc.peekRes = peekEmpty
 	return true
 }
+
+// canSplice: only Linux splices, and only there does SpliceTo need to
+// tell the sides apart.
+const canSplice = false
+
+func (pc *conn) broken() bool { return true }
