@@ -14,7 +14,10 @@
 #   WARMUP=1        seconds of unmeasured wrk load before each measured run
 #   ONLY=sturdy,nginx   subset of: sturdy,sturdy-health,nginx,haproxy,caddy
 #                   ("direct" is always measured: it is the baseline)
-#   CONNS="64 1"    wrk connection counts;   BODIES="1k 64k"  body sizes
+#   CONNS="64 1"    wrk connection counts;   BODIES="1k 64k"  cells, of:
+#                   1k 64k (proxied), static1k static1m (files the proxy
+#                   serves itself; not HAProxy), gzip64k (64 KiB of JSON
+#                   proxied and gzipped at level 6 by the proxy; not HAProxy)
 #   NO_INSTALL=1    never call apt-get; skip what is missing
 #   NICE=-10        run everything at this niceness (root only) so that other
 #                   work on a shared machine disturbs the figures less
@@ -52,6 +55,11 @@ REPO=$(cd "$BENCH_DIR/.." && pwd)
 RESULTS=${RESULTS:-/tmp/sturdy-bench-results-$(date +%Y%m%d-%H%M%S)}
 TMP=$(mktemp -d /tmp/sturdy-bench.XXXXXX)
 mkdir -p "$RESULTS"
+# The files of the static cells.
+mkdir -p "$TMP/www/static"
+head -c 1024 /dev/urandom >"$TMP/www/static/1k"
+head -c $((1 << 20)) /dev/urandom >"$TMP/www/static/1m"
+chmod -R a+rX "$TMP" # nginx's workers read the files as its unprivileged user
 
 BIND=127.0.0.1
 ORIGIN_ADDR=$BIND:18080
@@ -162,12 +170,21 @@ fi
 
 # ---- start / check ----
 
-check_bodies() { # check_bodies PORT: both bodies arrive whole with 200
+check_bodies() { # check_bodies PORT [PROXY]: the bodies arrive whole with 200; a proxy (PROXY=1) also serves the file and gzip cells asked for
 	local out
 	out=$(curl -s -o /dev/null --max-time 2 -w '%{http_code} %{size_download}' "http://$BIND:$1/1k") || return 1
 	[[ $out == "200 1024" ]] || { log "  /1k gave '$out'"; return 1; }
 	out=$(curl -s -o /dev/null --max-time 2 -w '%{http_code} %{size_download}' "http://$BIND:$1/64k") || return 1
 	[[ $out == "200 65536" ]] || { log "  /64k gave '$out'"; return 1; }
+	((${2:-0})) || return 0 # the origin: no files, no compression
+	if [[ " $BODIES " == *" static"* ]]; then
+		out=$(curl -s -o /dev/null --max-time 2 -w '%{http_code} %{size_download}' "http://$BIND:$1/static/1m") || return 1
+		[[ $out == "200 1048576" ]] || { log "  /static/1m gave '$out'"; return 1; }
+	fi
+	if [[ " $BODIES " == *" gzip"* ]]; then
+		out=$(curl -s -o /dev/null --max-time 2 -H 'Accept-Encoding: gzip' -w '%{http_code} %header{content-encoding}' "http://$BIND:$1/gz/text64k") || return 1
+		[[ $out == "200 gzip" ]] || { log "  /gz/text64k gave '$out' (want 200 gzip)"; return 1; }
+	fi
 }
 
 start_proxy() { # start_proxy NAME: starts it pinned to the proxy core, records its PID
@@ -195,7 +212,7 @@ start_proxy() { # start_proxy NAME: starts it pinned to the proxy core, records 
 	esac
 	pid=$!
 	PID[$name]=$pid
-	if ! wait_ready "$port" "$pid" || ! check_bodies "$port"; then
+	if ! wait_ready "$port" "$pid" || ! check_bodies "$port" "$([[ $name == haproxy ]] && echo 0 || echo 1)"; then
 		log "SKIP $name: did not serve both bodies on $BIND:$port (log: $RESULTS/$name.log)"
 		tail -5 "$RESULTS/$name.log" | sed 's/^/    /' >&2 || true
 		stop_pid "$pid"
@@ -243,16 +260,33 @@ now_ns() { date +%s%N; }
 
 # ---- one measured cell ----
 
+cell_path() { # cell_path BODY: the URL path of a cell
+	case $1 in
+	static*) echo "/static/${1#static}" ;;
+	gzip64k) echo /gz/text64k ;;
+	*) echo "/$1" ;;
+	esac
+}
+
 run_cell() { # run_cell ROUND NAME BODY CONNS: appends one line to $RESULTS/raw.txt
-	local round=$1 name=$2 body=$3 conns=$4 port=${PORT[$2]} threads=2 url pids=() out
+	local round=$1 name=$2 body=$3 conns=$4 port=${PORT[$2]} threads=2 url pids=() out hdr=()
 	if ((conns < 2)); then threads=1; fi
-	url="http://$BIND:$port/$body"
+	case $body in
+	static* | gzip*)
+		# HAProxy serves no files and is not set up to compress; the
+		# origin ("direct") serves no files.
+		[[ $name == haproxy ]] && return 0
+		[[ $name == direct && $body == static* ]] && return 0
+		;;
+	esac
+	[[ $body == gzip* ]] && hdr=(-H "Accept-Encoding: gzip")
+	url="http://$BIND:$port$(cell_path "$body")"
 	if [[ $name != direct ]]; then
 		kill -0 "${PID[$name]}" 2>/dev/null || { log "  $name is gone; skipping cell"; return 0; }
 		mapfile -t pids < <(proc_pids "${PID[$name]}")
 	fi
 	if ((WARMUP > 0)); then
-		timeout $((WARMUP + 20)) "${PIN_LOAD[@]}" wrk -t"$threads" -c"$conns" -d"${WARMUP}s" "$url" >/dev/null 2>&1 || true
+		timeout $((WARMUP + 20)) "${PIN_LOAD[@]}" wrk -t"$threads" -c"$conns" -d"${WARMUP}s" "${hdr[@]}" "$url" >/dev/null 2>&1 || true
 	fi
 	local cpu0=0 cpu1=0 rss=- hwm=- cpu_us=-
 	if ((${#pids[@]})); then
@@ -266,7 +300,7 @@ run_cell() { # run_cell ROUND NAME BODY CONNS: appends one line to $RESULTS/raw.
 	local busy0 busy1 t0 t1
 	busy0=$(cpu1_busy)
 	t0=$(now_ns)
-	timeout $((DURATION + 30)) "${PIN_LOAD[@]}" wrk -t"$threads" -c"$conns" -d"${DURATION}s" --latency "$url" >"$out" 2>&1 || true
+	timeout $((DURATION + 30)) "${PIN_LOAD[@]}" wrk -t"$threads" -c"$conns" -d"${DURATION}s" --latency "${hdr[@]}" "$url" >"$out" 2>&1 || true
 	t1=$(now_ns)
 	busy1=$(cpu1_busy)
 	if ((${#pids[@]})); then

@@ -31,6 +31,15 @@ func main() {
 			w.Write(body)
 		})
 	}
+	// /gz/text64k is 64 KiB of JSON-like text for the compression cells:
+	// compressible as real API answers are, not a run of one byte.
+	text := jsonText(64 << 10)
+	mux.HandleFunc("/gz/text64k", func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		h["Content-Type"] = []string{"application/json"}
+		h["Content-Length"] = []string{strconv.Itoa(len(text))}
+		w.Write(text)
+	})
 	// /healthz answers active checks; /checks tells how many arrived, so that
 	// bench/run.sh can show that sturdy's active checks really ran.
 	var checks atomic.Int64
@@ -44,9 +53,18 @@ func main() {
 		fmt.Fprintln(w, checks.Load())
 	})
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		http.Error(w, "only /1k and /64k", http.StatusNotFound)
+		http.Error(w, "only /1k, /64k and /gz/text64k", http.StatusNotFound)
 	})
 
 	srv := &http.Server{Addr: *addr, Handler: mux}
 	log.Fatal(srv.ListenAndServe())
+}
+
+// jsonText is n bytes of records that vary from line to line.
+func jsonText(n int) []byte {
+	var b bytes.Buffer
+	for i := 0; b.Len() < n; i++ {
+		fmt.Fprintf(&b, `{"id":%d,"user":"user%d","score":%d,"tags":["a%d","b%d"],"ok":%t}`+"\n", i, i*7%1000, i*31%977, i%13, i%29, i%3 == 0)
+	}
+	return b.Bytes()[:n]
 }

@@ -436,9 +436,18 @@ func printTargets(sums map[cellKey]map[string]summary) {
 	}
 }
 
+// bodyBytes orders the cells: proxied bodies (1k, 64k) first, then files
+// (static1k, static1m) and compression (gzip64k), each by size in KiB.
 func bodyBytes(b string) int {
-	n, _ := strconv.Atoi(strings.TrimRight(b, "kK"))
-	return n
+	kind := strings.TrimRight(b, "0123456789kKmM")
+	size := strings.TrimPrefix(b, kind)
+	scale := 1
+	if strings.HasSuffix(size, "m") || strings.HasSuffix(size, "M") {
+		scale = 1024
+	}
+	n, _ := strconv.Atoi(strings.TrimRight(size, "kKmM"))
+	rank := map[string]int{"": 0, "static": 1, "gzip": 2}[kind]
+	return rank<<30 + n*scale
 }
 
 func fmtF(f float64, prec int) string {

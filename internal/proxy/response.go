@@ -170,6 +170,27 @@ func (w *statusWriter) Write(p []byte) (int, error) {
 // Unwrap lets http.ResponseController reach the real writer (Flush, ...).
 func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
+// ReadFrom keeps the client connection's ReadFrom reachable, so that a
+// file is sent with sendfile(2) rather than copied through sturdy.
+func (w *statusWriter) ReadFrom(r io.Reader) (int64, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	var n int64
+	var err error
+	if rf, ok := w.ResponseWriter.(io.ReaderFrom); ok {
+		n, err = rf.ReadFrom(r)
+	} else {
+		n, err = io.Copy(writerOnly{w.ResponseWriter}, r)
+	}
+	w.bytes += n
+	return n, err
+}
+
+// writerOnly hides every method but Write, so io.Copy does not call
+// ReadFrom again.
+type writerOnly struct{ io.Writer }
+
 // Flush passes flushes on for streamed answers.
 func (w *statusWriter) Flush() {
 	if fl, ok := w.ResponseWriter.(http.Flusher); ok {
