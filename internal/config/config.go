@@ -137,6 +137,10 @@ type Listener struct {
 	IdleTimeout Duration `yaml:"idle_timeout"`
 	// MaxHeaderBytes bounds the request line plus headers. Default 64KiB.
 	MaxHeaderBytes Size `yaml:"max_header_bytes"`
+	// Protocols beyond HTTP/1.1 and HTTPS with HTTP/2 (protocols.go).
+	H2C           bool   `yaml:"h2c"`            // HTTP/2 with prior knowledge on a plain listener; default false
+	ProxyProtocol string `yaml:"proxy_protocol"` // off (default), optional or required: PROXY v1/v2 from trusted_proxies
+	HTTP3         *HTTP3 `yaml:"http3"`          // HTTP/3 over QUIC beside a TLS listener; default none
 }
 
 // Route sends matching requests to a pool.
@@ -237,12 +241,18 @@ type Pool struct {
 	// Health is the pool's health model (see docs/health.md).
 	Health Health `yaml:"health"`
 	// TLS, when set, makes sturdy speak HTTPS to the pool's hosts (HTTP/1.1
-	// over TLS 1.2+). Default: plain HTTP.
+	// over TLS 1.2+, or HTTP/2 with protocol h2). Default: plain HTTP.
 	TLS *UpstreamTLS `yaml:"tls"`
 	// HostHeader is the Host its routes send unless they set their own: a
 	// name, or $proxy_host for each host's address (nginx's default).
 	// Default: the client's Host (routing.go).
 	HostHeader string `yaml:"host_header"`
+	// Protocol is http1 (default), h2 (HTTP/2 over TLS) or h2c (HTTP/2
+	// without TLS); MaxStreamsPerConn caps the requests in flight on one
+	// HTTP/2 connection (default 100, lower when the host says so).
+	// See protocols.go.
+	Protocol          string `yaml:"protocol"`
+	MaxStreamsPerConn int    `yaml:"max_streams_per_conn"`
 }
 
 // UpstreamTLS is how sturdy connects to backends over TLS.

@@ -23,6 +23,11 @@ type Health struct {
 // ActiveCheck is an HTTP readiness probe. "The port is open" is not
 // readiness, so there is no TCP-only check.
 type ActiveCheck struct {
+	// Type is http (default) or grpc: the gRPC health checking protocol
+	// (grpc.health.v1 Check) asking for GRPCService ("" asks about the
+	// server as a whole). See protocols.go.
+	Type        string `yaml:"type"`
+	GRPCService string `yaml:"grpc_service"`
 	// Path is the request path, e.g. /healthz. Required.
 	Path string `yaml:"path"`
 	// Method is GET (default) or HEAD.

@@ -85,6 +85,7 @@ func (c *Config) setDefaults() {
 	c.setAccessDefaults()
 	c.setStaticDefaults()
 	c.setRoutingDefaults()
+	c.setProtocolDefaults()
 	if c.Admin.Listen == "" {
 		c.Admin.Listen = DefaultAdminListen
 	}
@@ -203,6 +204,7 @@ func (c *Config) validate() ErrorList {
 	v.access(pools)
 	v.static()
 	v.routing(pools)
+	v.protocols()
 	return v.errs
 }
 
