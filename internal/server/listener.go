@@ -81,7 +81,7 @@ func (sv *serving) hand(c net.Conn) bool {
 func sameServing(a, b config.Listener) bool {
 	return (a.TLS == nil) == (b.TLS == nil) &&
 		a.ReadHeaderTimeout == b.ReadHeaderTimeout && a.IdleTimeout == b.IdleTimeout &&
-		a.MaxHeaderBytes == b.MaxHeaderBytes
+		a.MaxHeaderBytes == b.MaxHeaderBytes && sameProtocols(a, b)
 }
 
 // bind opens a listener's socket and prepares its first server; serve
@@ -115,6 +115,9 @@ func (s *Server) newServing(lc config.Listener, addr net.Addr) *serving {
 		// Per-connection errors (TLS handshakes from scanners and the like)
 		// are noise at info level.
 		ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
+	}
+	if lc.H2C {
+		sv.srv.Protocols = h2cProtocols()
 	}
 	if lc.TLS != nil {
 		name := lc.Name
@@ -180,6 +183,9 @@ func (s *Server) acceptLoop(l *listener) {
 			continue
 		}
 		pause = 0
+		if c = s.proxyProtocol(l, c); c == nil {
+			continue // refused: not from a trusted proxy
+		}
 		for {
 			sv := l.cur.Load()
 			if sv.hand(c) {
