@@ -37,7 +37,6 @@ import (
 	"github.com/sturdyproxy/sturdy/internal/ratelimit"
 	"github.com/sturdyproxy/sturdy/internal/route"
 	"github.com/sturdyproxy/sturdy/internal/subst"
-	"github.com/sturdyproxy/sturdy/internal/upstream"
 )
 
 // Env is what a runtime is built on: the long-lived parts of a running
@@ -84,7 +83,7 @@ type Runtime struct {
 
 	poolBy        map[string]*health.Pool
 	routeBy       map[string]*proxy.Route
-	upstreams     map[upstreamKey]*upstream.Client
+	upstreams     map[upstreamKey]upstreamClient
 	authTransport *http.Transport // forward auth to a URL (not a pool)
 	mirrors       []*proxy.Mirror // own their copies in flight
 }
@@ -126,7 +125,7 @@ func Compile(cfg *config.Config, prev *Runtime, env Env) (*Runtime, error) {
 		Config:    cfg,
 		poolBy:    map[string]*health.Pool{},
 		routeBy:   map[string]*proxy.Route{},
-		upstreams: map[upstreamKey]*upstream.Client{},
+		upstreams: map[upstreamKey]upstreamClient{},
 	}
 	c.rt = rt
 	attr := c.attributing()

@@ -33,6 +33,9 @@ func (c *compiler) pool(i int, attr *health.Attributing) *health.Pool {
 	for _, h := range pc.Hosts {
 		hc.Hosts = append(hc.Hosts, health.HostSpec{Addr: h.Addr, Target: resolve.Target(h.Addr), Weight: h.Weight})
 	}
+	if pc.UsesHTTP2() {
+		hc.MaxInFlight, hc.Protocol = h2InFlight(pc), pc.Protocol
+	}
 	if pc.TLS != nil {
 		tc, id := c.upstreamTLS(p+".tls", pc.TLS)
 		hc.Scheme, hc.TLS = "https", tc
@@ -48,6 +51,7 @@ func (c *compiler) pool(i int, attr *health.Attributing) *health.Pool {
 			ExpectLo: lo, ExpectHi: hi, Expect: a.ExpectStatus, ExpectBody: a.ExpectBody,
 			Interval: a.Interval.D(), FastInterval: a.FastInterval.D(), Jitter: a.Jitter.D(),
 			Timeout: a.Timeout.D(), Rise: a.Rise, Fall: a.Fall,
+			GRPC: a.Type == config.CheckGRPC, GRPCService: a.GRPCService,
 		}
 	}
 	var prev *health.Pool
@@ -100,26 +104,36 @@ type upstreamKey struct {
 	responseHeader time.Duration
 	maxIdle        int
 	idleTimeout    time.Duration
+	protocol       string // http1, h2, h2c (protocols.go)
+	maxConns       int    // HTTP/2 connections per host
+	maxStreams     int    // HTTP/2 streams per connection
 }
 
 // upstream returns the client for a route of pool pc: the previous
 // runtime's when the settings are the same.
-func (c *compiler) upstream(rc config.Route, pc config.Pool) *upstream.Client {
+func (c *compiler) upstream(rc config.Route, pc config.Pool) upstreamClient {
 	k := upstreamKey{
 		pool:           pc.Name,
 		connect:        rc.Timeouts.Connect.D(),
 		responseHeader: rc.Timeouts.ResponseHeader.D(),
 		maxIdle:        pc.MaxIdleConnsPerHost,
 		idleTimeout:    pc.IdleConnTimeout.D(),
+		protocol:       pc.Protocol,
+	}
+	if pc.UsesHTTP2() {
+		k.maxConns, k.maxStreams = pc.MaxConnsPerHost, pc.MaxStreamsPerConn
 	}
 	pt := c.poolTLS[pc.Name]
 	k.tls = pt.id
 	if u := c.rt.upstreams[k]; u != nil {
 		return u
 	}
-	u := (*upstream.Client)(nil)
+	var u upstreamClient
 	if c.prev != nil {
 		u = c.prev.upstreams[k]
+	}
+	if u == nil && (k.protocol == config.ProtocolH2 || k.protocol == config.ProtocolH2C) {
+		u = c.newH2Upstream(k, pt.config)
 	}
 	if u == nil {
 		u = c.newUpstream(k, pt.config)

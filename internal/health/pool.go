@@ -24,6 +24,9 @@ type PoolConfig struct {
 	Scheme string
 	// TLS is the client config for an https pool (probes use it too).
 	TLS *tls.Config
+	// Protocol is how probes speak to the hosts: "" or "http1", "h2"
+	// (HTTP/2 over TLS), "h2c" (HTTP/2 with prior knowledge).
+	Protocol string
 	// MaxInFlight caps requests in flight per host (a connection limit
 	// for HTTP/1.1 upstreams); a host at its cap is skipped. 0: no cap.
 	MaxInFlight int64
@@ -56,6 +59,10 @@ type Probe struct {
 	Interval, FastInterval, Jitter time.Duration
 	Timeout                        time.Duration
 	Rise, Fall                     int
+	// GRPC makes the probe a grpc.health.v1 Check of GRPCService
+	// (grpccheck.go) instead of an HTTP request.
+	GRPC        bool
+	GRPCService string
 }
 
 // Pool is one compiled pool: its hosts, its balancing over those in
@@ -312,6 +319,9 @@ func (p *Pool) ActiveCheck() string {
 	a := p.cfg.Probe
 	if a == nil {
 		return ""
+	}
+	if a.GRPC {
+		return fmt.Sprintf("grpc.health.v1 Check %q every %s (expect SERVING)", a.GRPCService, a.Interval)
 	}
 	return fmt.Sprintf("%s %s every %s (expect %s)", a.Method, a.Path, a.Interval, a.Expect)
 }

@@ -35,6 +35,11 @@ const (
 	BodyError
 	// ConnectError is any other failure to connect (no route to host, ...).
 	ConnectError
+	// StreamRefused is a request the backend refused before processing it:
+	// an HTTP/2 stream above a GOAWAY's last stream ID, or one reset with
+	// REFUSED_STREAM (RFC 9113 section 8.7). Nothing was sent, as far as
+	// the backend's application is concerned: safe to retry.
+	StreamRefused
 	NumClasses
 )
 
@@ -61,6 +66,7 @@ var names = [NumClasses]string{
 	ClientCancel:      "client_cancel",
 	BodyError:         "body_error",
 	ConnectError:      "connect_error",
+	StreamRefused:     "stream_refused",
 }
 
 func (c Class) String() string {
@@ -76,7 +82,7 @@ func (c Class) String() string {
 // always safe to retry elsewhere.
 func (c Class) Sent() bool {
 	switch c {
-	case ConnectRefused, ConnectTimeout, DNSError, TLSError, ConnectError:
+	case ConnectRefused, ConnectTimeout, DNSError, TLSError, ConnectError, StreamRefused:
 		return false
 	}
 	return true
@@ -85,11 +91,19 @@ func (c Class) Sent() bool {
 // Failure reports whether the class counts as a failed attempt.
 func (c Class) Failure() bool { return c != OK && c != ClientCancel }
 
+// ErrNotProcessed is wrapped by a client's error when the backend is
+// known not to have processed the request (an HTTP/2 GOAWAY or
+// REFUSED_STREAM): Classify makes it StreamRefused.
+var ErrNotProcessed = errors.New("the backend did not process the request")
+
 // Classify maps a transport error to a class. clientGone reports whether the
 // client's own context ended (the client cancelled or went away).
 func Classify(err error, clientGone bool) Class {
 	if clientGone {
 		return ClientCancel
+	}
+	if errors.Is(err, ErrNotProcessed) {
+		return StreamRefused
 	}
 	var dnsErr *net.DNSError
 	if errors.As(err, &dnsErr) {

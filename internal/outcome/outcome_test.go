@@ -35,6 +35,8 @@ var classCases = []struct {
 	{"deadline", context.DeadlineExceeded, false, ResponseTimeout},
 	{"garbage", errors.New(`malformed HTTP response "\x00\x01"`), false, BadResponse},
 	{"client left", context.Canceled, true, ClientCancel},
+	{"not processed", fmt.Errorf("http2 GOAWAY: %w", ErrNotProcessed), false, StreamRefused},
+	{"not processed, client left", fmt.Errorf("%w", ErrNotProcessed), true, ClientCancel},
 }
 
 func TestClassify(t *testing.T) {
@@ -47,7 +49,7 @@ func TestClassify(t *testing.T) {
 
 func TestSentAndFailure(t *testing.T) {
 	for _, c := range All() {
-		notSent := c == ConnectRefused || c == ConnectTimeout || c == DNSError || c == TLSError || c == ConnectError
+		notSent := c == ConnectRefused || c == ConnectTimeout || c == DNSError || c == TLSError || c == ConnectError || c == StreamRefused
 		if c.Sent() == notSent {
 			t.Errorf("%s: Sent() = %v", c, c.Sent())
 		}

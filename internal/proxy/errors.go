@@ -55,6 +55,7 @@ var explain = map[outcome.Class]string{
 	outcome.EOFBeforeResponse: "the backend closed the connection without answering",
 	outcome.ResponseTimeout:   "the backend did not answer in time",
 	outcome.BadResponse:       "the backend's answer could not be parsed",
+	outcome.StreamRefused:     "the backend refused the request before processing it (HTTP/2 GOAWAY or REFUSED_STREAM)",
 }
 
 func writeUpstreamError(w http.ResponseWriter, route string, c outcome.Class) int {
