@@ -44,6 +44,7 @@ func newChecker(m *Monitor, p *Pool) *checker {
 				MaxIdleConnsPerHost: 1,
 				DisableCompression:  true,
 				TLSClientConfig:     p.TLS,
+				Protocols:           probeProtocols(p.cfg.Protocol), // grpccheck.go
 			},
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 		},
@@ -130,6 +131,9 @@ func (c *checker) jitter() time.Duration {
 func (c *checker) probe(parent context.Context, h *Host) (bool, string) {
 	ctx, cancel := context.WithTimeout(parent, c.cfg.Timeout)
 	defer cancel()
+	if c.cfg.GRPC {
+		return c.probeGRPC(ctx, h)
+	}
 	req, err := http.NewRequestWithContext(ctx, c.cfg.Method, c.p.Scheme+"://"+h.Target+c.cfg.Path, nil)
 	if err != nil {
 		return false, err.Error()

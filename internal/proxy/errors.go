@@ -14,6 +14,9 @@ func writeText(w http.ResponseWriter, status int, body string) int {
 	if id := requestIDOf(w); id != "" {
 		body += "request id: " + id + "\n"
 	}
+	if asGRPC(w) != nil {
+		return writeGRPCStatus(w, status, grpcCodeFor(status), body)
+	}
 	h := w.Header()
 	h["Content-Type"] = []string{"text/plain; charset=utf-8"}
 	h["X-Content-Type-Options"] = []string{"nosniff"}

@@ -82,6 +82,7 @@ type forwarder struct {
 	host        *health.Host // the last host tried
 	how         int          // 1 + the Answer* kind, when not answered normally
 	cacheStatus string
+	grpc        *grpcCall // set for gRPC calls (grpc.go)
 }
 
 func (f *forwarder) serve() {
@@ -91,6 +92,9 @@ func (f *forwarder) serve() {
 		var cancel context.CancelFunc
 		f.ctx, cancel = context.WithTimeout(f.ctx, rt.Total)
 		defer cancel()
+	}
+	if isGRPC(r) {
+		defer f.grpcStart()()
 	}
 	if f.clientKey == "" {
 		f.clientKey = clientKey(r, f.snap.ClientHeader, f.snap.Trusted)
@@ -178,10 +182,15 @@ func (f *forwarder) exchange(p *health.Pool) (*http.Response, *health.Host, fail
 		if class == outcome.OK && p.FailStatus(resp.StatusCode) {
 			class = outcome.Status5xx
 		}
+		if class == outcome.OK && f.grpc != nil {
+			class, _ = f.grpcClass(p, resp)
+		}
 		f.class = class
 		switch {
 		case class == outcome.OK:
-			p.Record(host, class, &hr, f.now)
+			if f.grpc == nil || !f.grpc.late { // else recorded from the trailers
+				p.Record(host, class, &hr, f.now)
+			}
 			f.settle(p, &hr)
 			return resp, host, failNone
 		case class == outcome.ClientCancel:
@@ -239,6 +248,9 @@ func (f *forwarder) exchange(p *health.Pool) (*http.Response, *health.Host, fail
 // answer writes the client's answer for a failure and returns its status.
 func (f *forwarder) answer(fl failure) int {
 	rt := f.rt
+	if s := f.grpcAnswer(fl); s != 0 {
+		return s
+	}
 	switch fl {
 	case failCancel:
 		// The client is gone (or half gone): answer nothing, and make sure
@@ -274,6 +286,9 @@ func (f *forwarder) sorry() int {
 	rt := f.rt
 	f.answered(AnswerSorry)
 	f.backend().Pool.EpisodeAnswer(health.BySorry)
+	if g := asGRPC(f.w); g != nil {
+		return f.grpcSorry(g)
+	}
 	h := f.w.Header()
 	h["Content-Type"] = []string{rt.Sorry.ContentType}
 	h["Retry-After"] = []string{rt.Sorry.RetryAfter}
@@ -357,6 +372,9 @@ func (f *forwarder) prepare() failure {
 		ContentLength: r.ContentLength,
 		Host:          r.Host,
 		Trailer:       r.Trailer,
+	}
+	if f.grpc != nil {
+		f.grpcOutbound(out.Header)
 	}
 	if f.admitted {
 		f.admission.Apply(out.Header) // the auth service's headers; Authorization dropped unless forwarded
@@ -444,7 +462,7 @@ func (f *forwarder) attempt(host *health.Host) (*http.Response, outcome.Class, e
 	}
 	if err != nil {
 		host.Release()
-		return nil, outcome.Classify(err, f.r.Context().Err() != nil), err
+		return nil, outcome.Classify(err, f.r.Context().Err() != nil || f.callerGone()), err
 	}
 	return resp, outcome.OK, nil
 }

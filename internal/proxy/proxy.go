@@ -159,6 +159,7 @@ type Handler struct {
 }
 
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	w = grpcWrap(w, r) // sturdy's own answers to gRPC calls are gRPC (grpc.go)
 	snap := h.Current()
 	ln := snap.Listeners[h.Listener]
 	if status, why := snap.Edge.Check(r); status != 0 {

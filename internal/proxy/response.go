@@ -51,6 +51,9 @@ func (f *forwarder) stream(resp *http.Response, pool *health.Pool, host *health.
 		h["Trailer"] = []string{strings.Join(names, ", ")}
 	}
 	w.WriteHeader(resp.StatusCode)
+	if f.grpc != nil && f.grpc.late {
+		http.NewResponseController(w).Flush() // a streaming call's headers, before its first message
+	}
 	if f.r.Method == http.MethodHead {
 		return resp.StatusCode
 	}
@@ -77,6 +80,9 @@ func (f *forwarder) stream(resp *http.Response, pool *health.Pool, host *health.
 			}
 			h[k] = vv
 		}
+	}
+	if f.grpc != nil && f.grpc.late && host != nil {
+		f.grpcSettle(pool, host, resp.Trailer)
 	}
 	return resp.StatusCode
 }
