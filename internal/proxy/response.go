@@ -49,6 +49,9 @@ func (f *forwarder) stream(resp *http.Response, pool *health.Pool, host *health.
 			names = append(names, k)
 		}
 		h["Trailer"] = []string{strings.Join(names, ", ")}
+		// HTTP/1.1 carries trailers only in a chunked body, and an HTTP/2
+		// backend (Go's, grpc-go) sends a length with its trailers.
+		delete(h, "Content-Length")
 	}
 	w.WriteHeader(resp.StatusCode)
 	if f.grpc != nil && f.grpc.late {
