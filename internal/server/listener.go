@@ -28,6 +28,7 @@ type listener struct {
 	cfg  config.Listener // guarded by Server.mu
 	sock net.Listener
 	cur  atomic.Pointer[serving] // the server new connections go to
+	h3   *h3Serving              // HTTP/3 beside a TLS listener (http3.go); nil without
 
 	acceptErrors atomic.Uint64
 }
@@ -91,8 +92,13 @@ func (s *Server) bind(lc config.Listener) (*listener, error) {
 	if err != nil {
 		return nil, fmt.Errorf("listener %s: cannot listen on %s: %w", lc.Name, lc.Listen, err)
 	}
-	l := &listener{cfg: lc, sock: sock}
-	l.cur.Store(s.newServing(lc, sock.Addr()))
+	h3, err := s.bindHTTP3(lc, sock.Addr())
+	if err != nil {
+		sock.Close()
+		return nil, err
+	}
+	l := &listener{cfg: lc, sock: sock, h3: h3}
+	l.cur.Store(s.newServing(lc, sock.Addr(), h3.port()))
 	return l, nil
 }
 
@@ -104,7 +110,9 @@ func (s *Server) listen(addr string) (net.Listener, error) {
 	return net.Listen("tcp", addr)
 }
 
-func (s *Server) newServing(lc config.Listener, addr net.Addr) *serving {
+// newServing prepares the server of lc's settings; h3port, when not 0,
+// is advertised in Alt-Svc.
+func (s *Server) newServing(lc config.Listener, addr net.Addr, h3port int) *serving {
 	lc.Listen = addr.String() // the bound address, for port 0
 	sv := &serving{cfg: lc, conns: make(chan net.Conn), done: make(chan struct{})}
 	sv.srv = &http.Server{
@@ -118,6 +126,9 @@ func (s *Server) newServing(lc config.Listener, addr net.Addr) *serving {
 	}
 	if lc.H2C {
 		sv.srv.Protocols = h2cProtocols()
+	}
+	if v := altSvc(lc, h3port); v != nil {
+		sv.srv.Handler = withAltSvc{sv.srv.Handler, v}
 	}
 	if lc.TLS != nil {
 		name := lc.Name
@@ -146,6 +157,7 @@ func (s *Server) serve(l *listener) {
 		return nil
 	})
 	s.runServing(name, l.cur.Load())
+	s.runHTTP3(l)
 	s.log.Info("listening", "listener", name, "addr", l.sock.Addr().String(), "tls", l.cfg.TLS != nil)
 }
 
@@ -205,10 +217,13 @@ func (s *Server) acceptLoop(l *listener) {
 func (s *Server) reconfigure(l *listener, lc config.Listener, grace time.Duration) {
 	old := l.cur.Load()
 	l.cfg = lc
+	if !sameHTTP3(old.cfg.HTTP3, lc.HTTP3) {
+		s.log.Warn("the http3 section of a kept listener changed; its UDP socket and 0-RTT setting change when sturdy restarts (Alt-Svc follows now)", "listener", lc.Name)
+	}
 	if sameServing(old.cfg, lc) {
 		return
 	}
-	sv := s.newServing(lc, l.sock.Addr())
+	sv := s.newServing(lc, l.sock.Addr(), l.h3.port())
 	s.runServing(lc.Name, sv)
 	l.cur.Store(sv)
 	s.drainServing(lc.Name, old, grace)
@@ -233,6 +248,14 @@ func (s *Server) drainServing(name string, sv *serving, grace time.Duration) {
 func (s *Server) retire(l *listener, grace time.Duration) {
 	l.sock.Close()
 	s.drainServing(l.cfg.Name, l.cur.Load(), grace)
+	if h := l.h3; h != nil {
+		s.group.Go("retire listener "+l.cfg.Name+" http3", func(context.Context) error {
+			ctx, cancel := context.WithTimeout(context.Background(), grace)
+			defer cancel()
+			h.shutdown(ctx)
+			return nil
+		})
+	}
 }
 
 // errnoName is a short, bounded name for an accept error, for the

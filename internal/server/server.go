@@ -260,6 +260,9 @@ func (s *Server) Start() error {
 func (s *Server) abortLocked() {
 	for _, l := range s.listeners {
 		l.sock.Close()
+		if l.h3 != nil {
+			l.h3.pc.Close()
+		}
 	}
 	if s.admin != nil {
 		s.admin.Close()
@@ -274,6 +277,17 @@ func (s *Server) Addr(name string) string {
 	defer s.mu.Unlock()
 	if l := s.listeners[name]; l != nil {
 		return l.sock.Addr().String()
+	}
+	return ""
+}
+
+// HTTP3Addr returns the bound UDP address of a listener's HTTP/3, or ""
+// when it has none.
+func (s *Server) HTTP3Addr(name string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if l := s.listeners[name]; l != nil && l.h3 != nil {
+		return l.h3.pc.LocalAddr().String()
 	}
 	return ""
 }
@@ -434,6 +448,13 @@ func (s *Server) Shutdown(ctx context.Context) error {
 				srv.Close()
 			}
 		}()
+		if l.h3 != nil {
+			wg.Go(func() {
+				if err := l.h3.shutdown(ctx); err != nil {
+					firstErr.CompareAndSwap(nil, err)
+				}
+			})
+		}
 	}
 	wg.Add(1)
 	go func() {

@@ -1,0 +1,102 @@
+package server
+
+import (
+	"crypto/tls"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/quic-go/quic-go/http3"
+	"github.com/sturdyproxy/sturdy/internal/outcome"
+	"github.com/sturdyproxy/sturdy/internal/testpki"
+)
+
+const http3Config = `
+admin: { listen: "off" }
+listeners:
+  - { name: tls, listen: "127.0.0.1:0", tls: { cert: "{{cert}}", key: "{{key}}" }, http3: {} }
+  - { name: plain, listen: "127.0.0.1:0" }
+routes:
+  - { name: denied, path: /admin, pool: web, access: [ { deny: all } ] }
+  - { name: all, default: true, pool: web }
+pools: [ { name: web, hosts: [ { addr: "{{b}}" } ] } ]
+`
+
+// HTTP/3 beside a TLS listener: the TCP listener advertises it with
+// Alt-Svc, an HTTP/3 client is served by the same routes, access controls
+// and pool (each request recorded against the host as over TCP), and a
+// plain listener advertises nothing.
+func TestHTTP3Listener(t *testing.T) {
+	t.Parallel()
+	b := backend(t, "127.1.2.1", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, "b1 %s %s proto=%s", r.Method, r.URL.Path, r.Header.Get("X-Forwarded-Proto"))
+	}))
+	dir := t.TempDir()
+	ca := testpki.NewCA(t, "h3 CA")
+	cert, key := ca.Write(t, dir, "x", testpki.Leaf{DNS: []string{"x"}, IPs: []net.IP{net.ParseIP("127.0.0.1")}})
+	s, _, _ := startSturdy(t, parseConfig(t, http3Config, map[string]string{"b": addr(b), "cert": cert, "key": key}))
+	udp := s.HTTP3Addr("tls")
+	_, port, _ := net.SplitHostPort(udp)
+	if _, tcpPort, _ := net.SplitHostPort(s.Addr("tls")); port != tcpPort {
+		t.Errorf("HTTP/3 on udp %s; want the TCP listener's port %s", udp, tcpPort)
+	}
+
+	tcp := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: ca.Pool(), ServerName: "x"}}}
+	resp, body := get(t, tcp, "https://"+s.Addr("tls")+"/a")
+	if want := `h3=":` + port + `"; ma=86400`; resp.Header.Get("Alt-Svc") != want || body != "b1 GET /a proto=https" {
+		t.Errorf("over TCP: Alt-Svc %q, body %q; want %q and the backend's answer", resp.Header.Get("Alt-Svc"), body, want)
+	}
+	if resp, _ := get(t, http.DefaultClient, "http://"+s.Addr("plain")+"/a"); resp.Header.Get("Alt-Svc") != "" {
+		t.Errorf("a plain listener advertised %q", resp.Header.Get("Alt-Svc"))
+	}
+
+	h3 := &http3.Transport{TLSClientConfig: &tls.Config{RootCAs: ca.Pool(), ServerName: "x"}}
+	t.Cleanup(func() { h3.Close() })
+	c := &http.Client{Timeout: 5 * time.Second, Transport: h3}
+	host := s.Runtime().Pool("web").Hosts[0]
+	before := host.Attempts(outcome.OK)
+	resp, body = get(t, c, "https://"+udp+"/b")
+	if resp.ProtoMajor != 3 || resp.StatusCode != 200 || body != "b1 GET /b proto=https" {
+		t.Errorf("over HTTP/3: %s %d %q; want HTTP/3.0 200 and the backend's answer", resp.Proto, resp.StatusCode, body)
+	}
+	req, _ := http.NewRequest("POST", "https://"+udp+"/c", strings.NewReader("hello"))
+	if resp, err := c.Do(req); err != nil {
+		t.Error(err)
+	} else {
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if string(b) != "b1 POST /c proto=https" {
+			t.Errorf("POST over HTTP/3: %q", b)
+		}
+	}
+	if n := host.Attempts(outcome.OK) - before; n != 2 {
+		t.Errorf("%d attempts recorded for the HTTP/3 requests, want 2: the same health model", n)
+	}
+	if resp, _ := get(t, c, "https://"+udp+"/admin"); resp.StatusCode != 403 {
+		t.Errorf("a denied route over HTTP/3: %d, want 403 (the same access controls)", resp.StatusCode)
+	}
+}
+
+// Requests in 0-RTT early data (zero_rtt: true) are served only when
+// safe to replay; others get 425 Too Early.
+func TestTooEarly(t *testing.T) {
+	h := tooEarly{named("b")}
+	for _, tc := range []struct {
+		method string
+		early  bool
+		want   int
+	}{{"GET", true, 200}, {"HEAD", true, 200}, {"POST", true, 425}, {"DELETE", true, 425}, {"POST", false, 200}} {
+		r := httptest.NewRequest(tc.method, "https://x/", nil)
+		r.TLS = &tls.ConnectionState{HandshakeComplete: !tc.early}
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		if w.Code != tc.want {
+			t.Errorf("%s early=%v: %d, want %d", tc.method, tc.early, w.Code, tc.want)
+		}
+	}
+}
