@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"io"
 	"net"
@@ -13,9 +14,11 @@ import (
 
 	"github.com/sturdyproxy/sturdy/internal/health"
 	"github.com/sturdyproxy/sturdy/internal/outcome"
+	"github.com/sturdyproxy/sturdy/internal/testpki"
 	"github.com/sturdyproxy/sturdy/internal/testutil"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	grpchealth "google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
@@ -414,5 +417,58 @@ func TestGRPCHealthCheck(t *testing.T) {
 	h1.Shutdown()
 	if !testutil.Eventually(5*time.Second, func() bool { return hosts[0].Mode() == health.Down }) {
 		t.Errorf("not so: %s", "a health server that went NOT_SERVING on shutdown")
+	}
+}
+
+const grpcTLSConfig = `
+admin: { listen: "off" }
+listeners: [ { name: grpcs, listen: "127.0.0.1:0", tls: { cert: "{{cert}}", key: "{{key}}" } } ]
+routes: [ { name: svc, default: true, pool: svc } ]
+pools:
+  - name: svc
+    protocol: h2
+    tls: { ca: "{{ca}}", server_name: backend }
+    hosts: [ { addr: "{{g1}}" } ]
+    health: { active: { type: grpc, interval: 100ms, fast_interval: 50ms, timeout: 50ms, rise: 1, fall: 1, jitter: 1ms } }
+`
+
+// gRPC over TLS end to end: a grpc-go client over TLS to sturdy's TLS
+// listener (ALPN h2), sturdy over TLS to a grpc-go server (pool protocol
+// h2), with the health check over the same TLS.
+func TestGRPCOverTLS(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	ca := testpki.NewCA(t, "grpc CA")
+	ln, err := net.Listen("tcp", "127.1.0.6:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := grpc.NewServer(grpc.Creds(credentials.NewTLS(&tls.Config{Certificates: []tls.Certificate{ca.TLS(t, testpki.Leaf{DNS: []string{"backend"}})}})))
+	testpb.RegisterTestServiceServer(srv, &testService{name: "g-tls"})
+	healthpb.RegisterHealthServer(srv, grpchealth.NewServer())
+	go srv.Serve(ln)
+	t.Cleanup(srv.Stop)
+	cert, key := ca.Write(t, dir, "x", testpki.Leaf{DNS: []string{"x"}})
+	s, _, _ := startSturdy(t, parseConfig(t, grpcTLSConfig, map[string]string{
+		"cert": cert, "key": key, "ca": ca.WriteCA(t, dir, "ca"), "g1": ln.Addr().String(),
+	}))
+	cc, err := grpc.NewClient("passthrough:///"+s.Addr("grpcs"), grpc.WithTransportCredentials(credentials.NewTLS(&tls.Config{RootCAs: ca.Pool(), ServerName: "x"})))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cc.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	var hdr, tr metadata.MD
+	resp, err := testpb.NewTestServiceClient(cc).UnaryCall(ctx, &testpb.SimpleRequest{Payload: &testpb.Payload{Body: []byte("over tls")}}, grpc.Header(&hdr), grpc.Trailer(&tr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(resp.GetPayload().GetBody()) != "over tls" || first(hdr, "x-backend") != "g-tls" || first(tr, "x-trailer") != "after the body" {
+		t.Errorf("unary over TLS: %q, header %v, trailer %v", resp.GetPayload().GetBody(), hdr, tr)
+	}
+	h := s.Runtime().Pool("svc").Hosts[0]
+	if !testutil.Eventually(3*time.Second, func() bool { return h.LastCheck().OK }) {
+		t.Errorf("the grpc.health.v1 check over TLS: %+v", h.LastCheck())
 	}
 }
