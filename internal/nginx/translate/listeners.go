@@ -48,10 +48,10 @@ func (t *translator) listeners() {
 				t.skip(l.Dir, "unix-domain socket listeners: sturdy listens on TCP addresses only")
 				continue
 			case l.QUIC:
-				t.skip(l.Dir, "HTTP/3 (quic) listeners are not supported by sturdy")
+				t.skip(l.Dir, "HTTP/3 (quic) is not translated; add http3: {} to the TLS listener on this port (docs/protocols.md)")
 				continue
 			case l.ProxyProto:
-				t.skip(l.Dir, "the PROXY protocol is not supported by sturdy; put it behind a load balancer that sets X-Forwarded-For and list that balancer in trusted_proxies")
+				t.skip(l.Dir, "the PROXY protocol is not translated; set proxy_protocol: required on this listener and list the load balancers (nginx's set_real_ip_from) in trusted_proxies (docs/protocols.md)")
 				continue
 			}
 			addr := sturdyAddr(l)
