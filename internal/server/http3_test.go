@@ -14,6 +14,7 @@ import (
 	"github.com/quic-go/quic-go/http3"
 	"github.com/sturdyproxy/sturdy/internal/outcome"
 	"github.com/sturdyproxy/sturdy/internal/testpki"
+	"github.com/sturdyproxy/sturdy/internal/testutil"
 )
 
 const http3Config = `
@@ -98,5 +99,59 @@ func TestTooEarly(t *testing.T) {
 		if w.Code != tc.want {
 			t.Errorf("%s early=%v: %d, want %d", tc.method, tc.early, w.Code, tc.want)
 		}
+	}
+}
+
+// A reload keeps HTTP/3 serving on the same socket with the new routes,
+// and Alt-Svc follows the new max age; a reload without the listener
+// stops its HTTP/3 too.
+func TestHTTP3Reload(t *testing.T) {
+	t.Parallel()
+	b := backend(t, "127.1.2.2", named("b2"))
+	dir := t.TempDir()
+	ca := testpki.NewCA(t, "h3 reload CA")
+	cert, key := ca.Write(t, dir, "x", testpki.Leaf{DNS: []string{"x"}})
+	vars := map[string]string{"b": addr(b), "cert": cert, "key": key}
+	s, _, _ := startSturdy(t, parseConfig(t, http3Config, vars))
+	udp, tcpAddr := s.HTTP3Addr("tls"), s.Addr("tls")
+	_, port, _ := net.SplitHostPort(udp)
+	h3 := &http3.Transport{TLSClientConfig: &tls.Config{RootCAs: ca.Pool(), ServerName: "x"}}
+	t.Cleanup(func() { h3.Close() })
+	c := &http.Client{Timeout: 5 * time.Second, Transport: h3}
+
+	next := strings.Replace(http3Config, `http3: {}`, `http3: { alt_svc_max_age: 1h }`, 1)
+	next = strings.Replace(next, "{ name: all, default: true, pool: web }", "{ name: all, default: true, pool: web, response_headers: { set: { X-Config: two } } }", 1)
+	if err := s.Reload(parseConfig(t, next, vars)); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.HTTP3Addr("tls"); got != udp {
+		t.Errorf("HTTP/3 moved from %s to %s on reload", udp, got)
+	}
+	resp, body := get(t, c, "https://"+udp+"/r")
+	if resp.ProtoMajor != 3 || body != "b2 GET /r" || resp.Header.Get("X-Config") != "two" {
+		t.Errorf("after reload over HTTP/3: %s %q X-Config %q; want the new route's answer", resp.Proto, body, resp.Header.Get("X-Config"))
+	}
+	tcp := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: ca.Pool(), ServerName: "x"}}}
+	if resp, _ := get(t, tcp, "https://"+tcpAddr+"/"); resp.Header.Get("Alt-Svc") != `h3=":`+port+`"; ma=3600` {
+		t.Errorf("Alt-Svc after reload: %q", resp.Header.Get("Alt-Svc"))
+	}
+
+	gone := `
+admin: { listen: "off" }
+listeners: [ { name: plain, listen: "127.0.0.1:0" } ]
+routes: [ { name: all, default: true, pool: web } ]
+pools: [ { name: web, hosts: [ { addr: "{{b}}" } ] } ]
+`
+	if err := s.Reload(parseConfig(t, gone, vars)); err != nil {
+		t.Fatal(err)
+	}
+	if !testutil.Eventually(5*time.Second, func() bool {
+		pc, err := net.ListenPacket("udp", udp) // free again once the listener's HTTP/3 stopped
+		if err == nil {
+			pc.Close()
+		}
+		return err == nil
+	}) {
+		t.Errorf("udp %s still bound after its listener was removed", udp)
 	}
 }
