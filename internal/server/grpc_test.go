@@ -378,7 +378,7 @@ pools:
   - name: svc
     protocol: h2c
     hosts: [ { addr: "{{g1}}" }, { addr: "{{g2}}" } ]
-    health: { active: { type: grpc, grpc_service: grpc.testing.TestService, interval: 100ms, fast_interval: 50ms, timeout: 40ms, rise: 1, fall: 1, jitter: 1ms } }
+    health: { active: { type: grpc, grpc_service: grpc.testing.TestService, interval: 300ms, fast_interval: 100ms, timeout: 250ms, rise: 1, fall: 2, jitter: 1ms } }
 `
 
 // grpc.health.v1 as the active check: a server that reports NOT_SERVING
@@ -399,8 +399,8 @@ func TestGRPCHealthCheck(t *testing.T) {
 	if hosts[0].Mode() != health.Healthy {
 		t.Errorf("the serving host is %s", hosts[0].Mode())
 	}
-	if cr := hosts[1].LastCheck(); !strings.Contains(cr.Detail, "NOT_SERVING") {
-		t.Errorf("check detail %q", cr.Detail)
+	if !testutil.Eventually(5*time.Second, func() bool { return strings.Contains(hosts[1].LastCheck().Detail, "NOT_SERVING") }) {
+		t.Errorf("check detail %q; want NOT_SERVING", hosts[1].LastCheck().Detail)
 	}
 	c := testpb.NewTestServiceClient(grpcConn(t, s.Addr("grpc")))
 	for range 4 {
@@ -429,7 +429,7 @@ pools:
     protocol: h2
     tls: { ca: "{{ca}}", server_name: backend }
     hosts: [ { addr: "{{g1}}" } ]
-    health: { active: { type: grpc, interval: 100ms, fast_interval: 50ms, timeout: 50ms, rise: 1, fall: 1, jitter: 1ms } }
+    health: { active: { type: grpc, interval: 300ms, fast_interval: 100ms, timeout: 250ms, rise: 1, fall: 2, jitter: 1ms } }
 `
 
 // gRPC over TLS end to end: a grpc-go client over TLS to sturdy's TLS

@@ -92,7 +92,7 @@ pools:
     protocol: h2
     hosts: [ { addr: "{{b}}" } ]
     tls: { ca: "{{ca}}", server_name: example.com }
-    health: { active: { path: /healthz, interval: 100ms, fast_interval: 50ms, timeout: 50ms, jitter: 1ms, rise: 1 } }
+    health: { active: { path: /healthz, interval: 300ms, fast_interval: 100ms, timeout: 250ms, jitter: 1ms, rise: 1 } }
 `
 
 // protocol h2: HTTP/2 over TLS chosen by ALPN, for requests and probes;
