@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"crypto/tls"
 	"fmt"
 	"io"
@@ -11,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/quic-go/quic-go"
 	"github.com/quic-go/quic-go/http3"
 	"github.com/sturdyproxy/sturdy/internal/outcome"
 	"github.com/sturdyproxy/sturdy/internal/testpki"
@@ -153,5 +155,69 @@ pools: [ { name: web, hosts: [ { addr: "{{b}}" } ] } ]
 		return err == nil
 	}) {
 		t.Errorf("udp %s still bound after its listener was removed", udp)
+	}
+}
+
+// signalCache is a TLS session cache that reports each ticket stored.
+type signalCache struct {
+	tls.ClientSessionCache
+	put chan struct{}
+}
+
+func (c signalCache) Put(key string, cs *tls.ClientSessionState) {
+	c.ClientSessionCache.Put(key, cs)
+	if cs != nil {
+		select {
+		case c.put <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// 0-RTT is accepted only with zero_rtt: true. A client resumes with a
+// ticket from a first connection and offers early data: by default the
+// server declines it (a full round trip first); with zero_rtt it is used.
+func TestHTTP3ZeroRTT(t *testing.T) {
+	t.Parallel()
+	b := backend(t, "127.1.2.3", named("b3"))
+	dir := t.TempDir()
+	ca := testpki.NewCA(t, "h3 0-rtt CA")
+	cert, key := ca.Write(t, dir, "x", testpki.Leaf{DNS: []string{"x"}})
+	for _, on := range []bool{false, true} {
+		cfg := http3Config
+		if on {
+			cfg = strings.Replace(cfg, "http3: {}", "http3: { zero_rtt: true }", 1)
+		}
+		s, _, _ := startSturdy(t, parseConfig(t, cfg, map[string]string{"b": addr(b), "cert": cert, "key": key}))
+		udp := s.HTTP3Addr("tls")
+		cache := signalCache{tls.NewLRUClientSessionCache(4), make(chan struct{}, 1)}
+		tc := &tls.Config{RootCAs: ca.Pool(), ServerName: "x", NextProtos: []string{http3.NextProtoH3}, ClientSessionCache: cache}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		first, err := quic.DialAddrEarly(ctx, udp, tc, &quic.Config{})
+		if err != nil {
+			cancel()
+			t.Fatal(err)
+		}
+		select {
+		case <-cache.put:
+		case <-ctx.Done():
+			t.Fatalf("zero_rtt %v: no session ticket from the first connection", on)
+		}
+		first.CloseWithError(0, "")
+		second, err := quic.DialAddrEarly(ctx, udp, tc, &quic.Config{})
+		if err != nil {
+			cancel()
+			t.Fatal(err)
+		}
+		select {
+		case <-second.HandshakeComplete():
+		case <-ctx.Done():
+			t.Fatal("the resumed handshake did not complete")
+		}
+		if got := second.ConnectionState().Used0RTT; got != on {
+			t.Errorf("zero_rtt %v: 0-RTT used = %v", on, got)
+		}
+		second.CloseWithError(0, "")
+		cancel()
 	}
 }
