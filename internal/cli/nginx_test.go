@@ -104,8 +104,8 @@ func TestImportCommand(t *testing.T) {
 }
 
 func TestImportErrors(t *testing.T) {
-	static := filepath.Join(t.TempDir(), "static.conf")
-	if err := os.WriteFile(static, []byte("http { server { listen 80; root /srv; } }\n"), 0o644); err != nil {
+	php := filepath.Join(t.TempDir(), "php.conf")
+	if err := os.WriteFile(php, []byte("http { server { listen 80; location / { fastcgi_pass 127.0.0.1:9000; } } }\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	tests := []struct {
@@ -114,7 +114,7 @@ func TestImportErrors(t *testing.T) {
 		code int
 		want string
 	}{
-		{"nothing proxied", []string{"import", "nginx", "-c", static}, exitFail, "static.conf:1: server at"},
+		{"nothing translatable", []string{"import", "nginx", "-c", php}, exitFail, "php.conf:1: server at"},
 		{"missing config", []string{"import", "nginx", "-c", "testdata/none.conf"}, exitFail, "cannot read nginx config"},
 		{"usage", []string{"import"}, exitUsage, "usage: sturdy import nginx"},
 		{"unwritable output", []string{"import", "nginx", "-c", nginxCases + "/002-slow-route/nginx.conf", "-o", filepath.Join(t.TempDir(), "no", "such", "dir.yaml")}, exitFail, "cannot write"},

@@ -144,9 +144,24 @@ func runConfig(t *testing.T, dir string) *configResult {
 		t.Errorf("%s: %v", name, err)
 		return res
 	}
+	work := t.TempDir()
+	// nginx's workers run as another user when the tests run as root:
+	// they must reach the files below work (a missing file is then 404,
+	// as in production, not 403).
+	for _, d := range []string{work, filepath.Dir(work)} {
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ndir := filepath.Join(work, "nginx")
+	if err := os.Mkdir(ndir, 0o755); err != nil {
+		t.Fatal(err)
+	}
 	site := nginx.NewSite(cfg)
 	absDir, _ := filepath.Abs(dir)
-	tr, terr := translate.Translate(site, translate.Options{ConfigDir: absDir})
+	// nginx runs with -p ndir: the translation resolves relative roots,
+	// and nginx's default root, against the same prefix.
+	tr, terr := translate.Translate(site, translate.Options{ConfigDir: absDir, Prefix: ndir})
 	var blocks []translate.Block
 	if terr == nil {
 		blocks = tr.Blocks
@@ -159,15 +174,6 @@ func runConfig(t *testing.T, dir string) *configResult {
 	}
 	res.passTotal, res.passDone = passCounts(site, blocks)
 
-	work := t.TempDir()
-	// nginx's workers run as another user when the tests run as root:
-	// they must reach the files below work (a missing file is then 404,
-	// as in production, not 403).
-	for _, d := range []string{work, filepath.Dir(work)} {
-		if err := os.Chmod(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
 	cert, key, err := nginxtest.WriteCert(work)
 	if err != nil {
 		t.Fatal(err)
@@ -192,10 +198,6 @@ func runConfig(t *testing.T, dir string) *configResult {
 			t.Fatal(err)
 		}
 		return a
-	}
-	ndir := filepath.Join(work, "nginx")
-	if err := os.Mkdir(ndir, 0o755); err != nil {
-		t.Fatal(err)
 	}
 	text, err := nginxtest.Rewrite(cfg, nginxtest.Plan{Dir: ndir, Cert: cert, Key: key, User: nginxtest.User(),
 		Port: func(k string) int { return port(nports, k) }, Backend: backendAddr})
@@ -227,7 +229,7 @@ func runConfig(t *testing.T, dir string) *configResult {
 	var st *sturdyProc
 	if tr != nil {
 		yfile := filepath.Join(work, "sturdy.yaml")
-		waitS, err := rewriteSturdy(tr.YAML, yfile, cert, key, func(k string) int { return port(sports, k) }, backendAddr)
+		waitS, err := rewriteSturdy(tr.YAML, yfile, ndir, cert, key, func(k string) int { return port(sports, k) }, backendAddr)
 		if err != nil {
 			t.Errorf("%s: cannot rewrite the translation: %v", name, err)
 		} else if st, err = startSturdy(ctx, yfile, waitS); err != nil {

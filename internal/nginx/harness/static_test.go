@@ -17,7 +17,14 @@ const staticBody = "a static file\n"
 // 200 with it. Locations that proxy what is not a file (try_files ... @app)
 // get no file: their requests are mostly not files.
 func placeStatic(prefix string, r request) error {
-	www := filepath.Join(prefix, "www") // where nginxtest.Rewrite moves roots and aliases
+	// where nginxtest.Rewrite moves absolute roots and aliases; relative
+	// ones are in the prefix, as nginx resolves them
+	under := func(p string) string {
+		if filepath.IsAbs(p) {
+			return filepath.Join(prefix, "www", p)
+		}
+		return filepath.Join(prefix, p)
+	}
 	path, _, _ := strings.Cut(r.path, "?")
 	if r.srv == nil || !servesFiles(r.loc) {
 		return nil
@@ -32,7 +39,7 @@ func placeStatic(prefix string, r request) error {
 		if strings.Contains(alias, "$") {
 			return nil
 		}
-		file = filepath.Join(www, alias, strings.TrimPrefix(path, r.loc.Path))
+		file = filepath.Join(under(alias), strings.TrimPrefix(path, r.loc.Path))
 	default:
 		scope := r.srv.Scope
 		if r.loc != nil {
@@ -45,7 +52,7 @@ func placeStatic(prefix string, r request) error {
 		case strings.Contains(d.Arg(0), "$"):
 			return nil
 		default:
-			file = filepath.Join(www, d.Arg(0), path)
+			file = filepath.Join(under(d.Arg(0)), path)
 		}
 	}
 	if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -16,8 +18,10 @@ import (
 
 // rewriteSturdy points the translation at loopback: listeners on the
 // planned ports with the test certificate, pool hosts on the recording
-// backend, the admin listener off. It returns the listener addresses.
-func rewriteSturdy(y []byte, file, cert, key string, port func(string) int, backend func(string) string) ([]string, error) {
+// backend, files where nginxtest.Rewrite put nginx's (absolute roots and
+// aliases below prefix/www, password files at prefix/htpasswd), the admin
+// listener off. It returns the listener addresses.
+func rewriteSturdy(y []byte, file, prefix, cert, key string, port func(string) int, backend func(string) string) ([]string, error) {
 	var doc map[string]any
 	if err := yaml.Unmarshal(y, &doc); err != nil {
 		return nil, err
@@ -31,7 +35,29 @@ func rewriteSturdy(y []byte, file, cert, key string, port func(string) int, back
 		m["listen"] = addr
 		wait = append(wait, addr)
 		if tls, ok := m["tls"].(map[string]any); ok {
-			tls["cert"], tls["key"] = cert, key
+			if _, one := tls["cert"]; one {
+				tls["cert"], tls["key"] = cert, key
+			}
+			for _, c := range asList(tls["certificates"]) {
+				cm := c.(map[string]any)
+				cm["cert"], cm["key"] = cert, key
+			}
+			// nginxtest.Rewrite drops client certificate checks: nginx
+			// cannot be given the CA files.
+			delete(tls, "client_auth")
+		}
+	}
+	for _, r := range asList(doc["routes"]) {
+		m := r.(map[string]any)
+		if st, ok := m["static"].(map[string]any); ok {
+			for _, k := range []string{"root", "alias"} {
+				if d, ok := st[k].(string); ok && !strings.HasPrefix(d, prefix+"/") {
+					st[k] = filepath.Join(prefix, "www", d)
+				}
+			}
+		}
+		if ba, ok := m["basic_auth"].(map[string]any); ok {
+			ba["htpasswd"] = filepath.Join(prefix, "htpasswd")
 		}
 	}
 	for _, p := range asList(doc["pools"]) {

@@ -57,6 +57,8 @@ func SturdyListenKey(addr string) string {
 // cfg is not changed. What it rewrites: user, pid, daemon and worker
 // settings; every log, temp, cache, root, alias and password-file path;
 // certificates (and drops DH parameters and CA files it cannot supply);
+// absolute roots and aliases move below Dir/www, relative ones stay
+// relative to Dir, nginx's prefix;
 // resolvers (to loopback, so nothing leaves the machine); listen
 // directives (to 127.0.0.1 with the planned port, one per port in a
 // server, a listen added where nginx would listen on *:80 implicitly);
@@ -208,9 +210,10 @@ func (r *rewriter) httpHead(http *nginx.Directive) []*nginx.Directive {
 	return head
 }
 
-// under moves an absolute or relative path below Dir/sub.
+// under moves an absolute path below Dir/sub; a relative one stays, as
+// nginx resolves it against its prefix, Dir.
 func (r *rewriter) under(sub, path string) string {
-	if strings.HasPrefix(path, "$") {
+	if strings.HasPrefix(path, "$") || !filepath.IsAbs(path) {
 		return path
 	}
 	return filepath.Join(r.p.Dir, sub, path) + map[bool]string{true: "/", false: ""}[strings.HasSuffix(path, "/")]

@@ -95,10 +95,6 @@ func (t *translator) protections(sc *nginx.Scope, location bool) notes {
 	if !location {
 		return ns
 	}
-	for _, d := range sc.Local("internal") {
-		t.use(d)
-		ns.add(NeedFixedAnswers, "nginx answered 404 to every client request here (internal, %s)", d.Pos())
-	}
 	for _, d := range sc.Local("limit_except") {
 		t.use(d)
 		t.useTree(d)

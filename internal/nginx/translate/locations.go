@@ -23,7 +23,36 @@ type locCtx struct {
 	differs  notes
 	protect  notes
 	pool     *pool
-	r        route // settings shared by the routes made from it
+	// static is set when files answer (some of) its requests.
+	static *staticPlan
+	// hsts is the add_header Strict-Transport-Security in effect (tls.go).
+	hsts *nginx.Directive
+	r    route // settings shared by the routes made from it
+}
+
+// scope is where the directives that shape the answer are read: the
+// location that answers, or the server for its catch-all.
+func (c *locCtx) scope() *nginx.Scope {
+	if c.content != nil {
+		return c.content.Scope
+	}
+	return c.sp.srv.Scope
+}
+
+// planCatchAll plans the route for paths no location of the server
+// matches: nginx served them from the server's root.
+func (t *translator) planCatchAll(sp *serverPlan) *locCtx {
+	c := &locCtx{sp: sp, paths: []string{"/"}}
+	c.blockers.merge(sp.blockers)
+	c.differs.merge(sp.differs)
+	c.protect.merge(sp.protect)
+	c.protect.merge(t.protections(sp.srv.Scope, false))
+	if !t.staticContent(c, nil, sp.srv.Scope, nil, 0) || len(c.blockers) > 0 {
+		return c
+	}
+	c.r.comments = append(c.r.comments, fmt.Sprintf("%s (%s): nginx served the paths no location matches from the server's root", sp.label, sp.srv.Dir.Pos()))
+	t.settings(c, sp.srv.Scope)
+	return c
 }
 
 func locationLabel(l *nginx.Location) string {
@@ -46,19 +75,26 @@ func (t *translator) planLocation(sp *serverPlan, l *nginx.Location) *locCtx {
 	if c.content != nil && c.content != l {
 		c.protect.merge(t.protections(c.content.Scope, true))
 	}
-	if c.pass == nil || len(c.blockers) > 0 || len(c.protect) > 0 {
+	if c.pass == nil && c.static == nil || len(c.blockers) > 0 || len(c.protect) > 0 {
 		return c
 	}
-	t.proxyTarget(c)
-	if len(c.blockers) > 0 {
-		return c
+	if c.pass != nil {
+		t.proxyTarget(c)
+		if len(c.blockers) > 0 {
+			return c
+		}
 	}
 	c.r.comments = append(c.r.comments, fmt.Sprintf("%s, location %s (%s)", sp.label, locationLabel(l), l.Dir.Pos()))
 	if c.content != l {
 		c.r.comments = append(c.r.comments, fmt.Sprintf("handed to location %s (%s)", c.content.Path, c.content.Dir.Pos()))
 	}
+	if c.static != nil && c.static.comment != "" {
+		c.r.comments = append(c.r.comments, c.static.comment)
+	}
 	t.settings(c, c.content.Scope)
-	t.requestHeaders(c, c.content.Scope, sp.allTLS())
+	if c.pass != nil {
+		t.requestHeaders(c, c.content.Scope, sp.allTLS())
+	}
 	return c
 }
 
@@ -119,7 +155,8 @@ func (t *translator) matchPaths(c *locCtx) {
 }
 
 // content finds what answers the location's requests in nginx's content
-// phase, following hand-overs to named locations.
+// phase, following hand-overs to named locations: a proxy_pass (c.pass),
+// files (c.static), or both (try_files ... @app).
 func (t *translator) content(c *locCtx, l *nginx.Location, depth int) {
 	if depth > 4 {
 		c.blockers.add("", "named locations hand requests to each other more than 4 times")
@@ -140,7 +177,18 @@ func (t *translator) content(c *locCtx, l *nginx.Location, depth int) {
 			t.content(c, named, depth+1)
 			return
 		}
+		if code, ok := fixedStatus(d); ok && depth == 0 {
+			c.content = l
+			t.fixedAnswer(c, l, code, fmt.Sprintf("return %d (%s)", code, d.Pos()))
+			return
+		}
 		c.blockers.add(returnNeed(d), "nginx answered itself (%s, %s)", strings.TrimSuffix(d.String(), ";"), d.Pos())
+		return
+	}
+	if d := last(l.Local("internal")); d != nil && depth == 0 {
+		t.use(d)
+		c.content = l
+		t.fixedAnswer(c, l, 404, fmt.Sprintf("internal (%s): only nginx's own redirects reached it", d.Pos()))
 		return
 	}
 	if l.ProxyPass != nil {
@@ -163,26 +211,17 @@ func (t *translator) content(c *locCtx, l *nginx.Location, depth int) {
 			t.use(d)
 			t.useTree(d)
 			c.content, c.pass, c.target = l, p, t.site.DecodeTarget(p.Arg(0))
-			c.differs.add(NeedStatic, "nginx proxied only when if %s (%s); otherwise it served files", strings.Join(d.Args, " "), d.Pos())
+			c.differs.add(NeedConditions, "nginx proxied only when if %s (%s); otherwise it served files", strings.Join(d.Args, " "), d.Pos())
 			return
 		}
 	}
 	if d := last(l.Local("try_files")); d != nil {
-		t.use(d)
-		fallback := d.Arg(len(d.Args) - 1)
-		if strings.HasPrefix(fallback, "@") {
-			if named := t.namedLocation(c.sp.srv, fallback); named != nil {
-				for _, f := range d.Args[:len(d.Args)-1] {
-					if f != "/dev/null" {
-						c.differs.add(NeedStatic, "nginx served files that exist (try_files %s, %s) before handing over to %s", strings.Join(d.Args[:len(d.Args)-1], " "), d.Pos(), fallback)
-						break
-					}
-				}
-				t.content(c, named, depth+1)
-				return
-			}
+		if depth > 0 {
+			c.blockers.add(NeedStatic, "named location %s serves files (try_files, %s)", l.Path, d.Pos())
+			return
 		}
-		c.blockers.add(NeedStatic, "nginx served files (try_files %s, %s)", strings.Join(d.Args, " "), d.Pos())
+		c.content = l
+		t.staticContent(c, l, l.Scope, d, depth)
 		return
 	}
 	for name, need := range map[string]Need{"fastcgi_pass": NeedFastCGI, "uwsgi_pass": NeedFastCGI, "scgi_pass": NeedFastCGI, "grpc_pass": NeedGRPC, "memcached_pass": NeedFastCGI} {
@@ -208,13 +247,8 @@ func (t *translator) content(c *locCtx, l *nginx.Location, depth int) {
 		c.blockers.add(NeedStatic, "named location %s serves files", l.Path)
 		return
 	}
-	root := "the server's root"
-	if d := l.Get1("alias"); d != nil {
-		root = "alias " + d.Arg(0)
-	} else if d := l.Get1("root"); d != nil {
-		root = "root " + d.Arg(0)
-	}
-	c.blockers.add(NeedStatic, "nginx served files (%s)", root)
+	c.content = l
+	t.staticContent(c, l, l.Scope, nil, depth)
 }
 
 // errorPageTarget returns the named location an error_page sends code to

@@ -1,6 +1,7 @@
 package translate
 
 import (
+	"regexp"
 	"regexp/syntax"
 	"slices"
 	"strings"
@@ -151,4 +152,14 @@ func isEndOrSlash(re *syntax.Regexp) bool {
 		}
 	}
 	return end && slash
+}
+
+// compileRegex compiles an nginx location regex with Go's engine; ok is
+// false for PCRE that RE2 does not take (lookarounds, backreferences).
+func compileRegex(re string, fold bool) (*regexp.Regexp, bool) {
+	if fold {
+		re = "(?i)" + re
+	}
+	m, err := regexp.Compile(re)
+	return m, err == nil
 }

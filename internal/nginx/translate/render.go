@@ -211,19 +211,10 @@ func (t *translator) renderRoute(r *route) *yaml.Node {
 	if r.def {
 		set(m, "default", yes(), "", "")
 	}
-	set(m, "pool", str(r.pool.name), "", "")
-	tm := mapping()
-	if r.connect > 0 {
-		set(tm, "connect", dur(r.connect), "", "nginx proxy_connect_timeout")
-	} else {
-		set(tm, "connect", dur(config.DefaultConnectTimeout), "", "")
+	if r.pool != nil {
+		set(m, "pool", str(r.pool.name), "", "")
+		t.renderTimeouts(m, r)
 	}
-	if r.response > 0 {
-		set(tm, "response_header", dur(r.response), "", "nginx proxy_read_timeout")
-	} else {
-		set(tm, "response_header", dur(config.DefaultResponseHeader), "", "")
-	}
-	set(m, "timeouts", tm, "", "")
 	if r.maxBody != "" {
 		note := "nginx client_max_body_size"
 		if r.maxBodyDefault {
@@ -231,12 +222,12 @@ func (t *translator) renderRoute(r *route) *yaml.Node {
 		}
 		set(m, "max_body_bytes", str(r.maxBody), "", note)
 	}
-	if r.tries > 0 {
+	if r.tries > 0 && r.pool != nil {
 		rt := mapping()
 		set(rt, "tries", num(r.tries), "", "")
 		set(m, "retry", rt, "", "")
 	}
-	if r.pool.fallback != nil {
+	if r.pool != nil && r.pool.fallback != nil {
 		fb := mapping()
 		set(fb, "pool", str(r.pool.fallback.name), "", "")
 		set(m, "fallback", fb, "nginx's backup servers of this upstream.", "")
@@ -251,6 +242,12 @@ func (t *translator) renderRoute(r *route) *yaml.Node {
 		set(sm, "body", str(r.sorryBody), "", "")
 		set(m, "sorry", sm, "The refusal page: this route never reaches a backend.", "")
 	}
+	if r.static != nil {
+		set(m, "static", renderStatic(r.static), "", "")
+	}
+	if r.compress != nil {
+		set(m, "compress", renderCompress(r.compress), wrapComment([]string{r.compress.comment}), "")
+	}
 	if c := r.cache; c != nil {
 		cm := mapping()
 		set(cm, "enabled", yes(), "", "")
@@ -260,6 +257,21 @@ func (t *translator) renderRoute(r *route) *yaml.Node {
 		set(m, "cache", cm, wrapComment([]string{c.comment}), "")
 	}
 	return m
+}
+
+func (t *translator) renderTimeouts(m *yaml.Node, r *route) {
+	tm := mapping()
+	if r.connect > 0 {
+		set(tm, "connect", dur(r.connect), "", "nginx proxy_connect_timeout")
+	} else {
+		set(tm, "connect", dur(config.DefaultConnectTimeout), "", "")
+	}
+	if r.response > 0 {
+		set(tm, "response_header", dur(r.response), "", "nginx proxy_read_timeout")
+	} else {
+		set(tm, "response_header", dur(config.DefaultResponseHeader), "", "")
+	}
+	set(m, "timeouts", tm, "", "")
 }
 
 func (t *translator) renderPool(p *pool) *yaml.Node {

@@ -30,6 +30,13 @@ type route struct {
 	sorryBody string
 	// cache is set when the location used proxy_cache.
 	cache *routeCache
+	// static and compress are the route's files and compression, nil when none.
+	static   *staticPlan
+	compress *compressPlan
+	// hsts is the add_header Strict-Transport-Security in effect, nil when none.
+	hsts *nginx.Directive
+	// block is the nginx block the route was made from (nil for a server's catch-all).
+	block *Block
 }
 
 // routeCache is what proxy_cache and proxy_cache_use_stale become.
@@ -48,6 +55,14 @@ func (t *translator) routes() {
 		for _, l := range srv.Locations {
 			if !l.Named {
 				plans = append(plans, t.planLocation(sp, l))
+			}
+		}
+		if sp.catchAll {
+			c := t.planCatchAll(sp)
+			if c.static != nil && len(c.blockers) == 0 {
+				plans = append(plans, c)
+			} else {
+				sp.own.merge(c.blockers)
 			}
 		}
 		// A protected location sturdy cannot route (a regex, a path it
@@ -108,7 +123,7 @@ func (t *translator) emit(c *locCtx) int {
 			t.useTree(c.loc.Dir)
 		}
 		routes = t.refusalRoutes(c)
-	case len(c.blockers) > 0 || c.pool == nil:
+	case len(c.blockers) > 0 || c.pool == nil && c.static == nil:
 		if len(c.blockers) == 0 {
 			c.blockers.add("", "nothing proxies its requests")
 		}
@@ -121,6 +136,7 @@ func (t *translator) emit(c *locCtx) int {
 	}
 	var names []string
 	for _, r := range routes {
+		r.block = b
 		if n := t.addRoute(r); n != "" {
 			names = append(names, n)
 		}
@@ -159,9 +175,10 @@ func (t *translator) proxyRoutes(c *locCtx) []*route {
 		for _, p := range c.paths {
 			r := c.r
 			r.listeners, r.hosts, r.path, r.pool = v.listeners, v.hosts, p, c.pool
+			r.static, r.hsts = c.static, c.hsts
 			r.comments = slices.Clone(c.r.comments)
 			r.name = t.routeName(c.sp, v, p)
-			if c.pool.fallback != nil {
+			if c.pool != nil && c.pool.fallback != nil {
 				r.comments = append(r.comments, "while "+c.pool.name+" has no host to try, requests go to its backup servers ("+c.pool.fallback.name+")")
 			}
 			if len(c.differs) > 0 {
@@ -225,7 +242,7 @@ func (t *translator) addRoute(r *route) string {
 	}
 	r.name = name(t.routeNames, r.name)
 	t.routeKeys[key] = r.name
-	if len(r.hosts) == 0 && r.path == "/" && !t.hasDefault() && r.pool != nil && !r.pool.refusal {
+	if len(r.hosts) == 0 && r.path == "/" && !t.hasDefault() && (r.pool == nil || !r.pool.refusal) {
 		r.def = true
 		r.comments = append(r.comments, "the default route: nginx sent requests whose Host matches no server_name to this server, and sturdy does the same; an empty pool answers 503 with Retry-After instead of hours of 502 (incident 001)")
 	}
@@ -244,11 +261,7 @@ func (t *translator) finishServer(sp *serverPlan, made int) {
 	var ns notes
 	ns = append(ns, sp.blockers...)
 	ns = append(ns, sp.protect...)
-	if len(sp.srv.Locations) == 0 && len(sp.blockers) == 0 {
-		ns.add(NeedStatic, "it has no location: nginx served files from its root for every request")
-	} else {
-		ns.merge(sp.own)
-	}
+	ns.merge(sp.own)
 	switch {
 	case made > 0:
 		b.Status = Translated
@@ -260,7 +273,7 @@ func (t *translator) finishServer(sp *serverPlan, made int) {
 		b.Status = NotTranslated
 		ns.merge(sp.differs)
 		if len(ns) == 0 {
-			ns.add("", "none of its locations proxies requests sturdy can translate (each is listed with its reason)")
+			ns.add("", "none of its locations can be translated (each is listed with its reason)")
 		}
 	}
 	b.Reasons, b.Needs = ns.reasons(), ns.needs()

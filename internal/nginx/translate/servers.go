@@ -27,7 +27,10 @@ type serverPlan struct {
 	// own are reasons about the server block alone (what happens to
 	// requests no location matches).
 	own notes
-	tls bool
+	// catchAll reports that nginx served paths no location matches from
+	// the server's root: no location / and no server-level return.
+	catchAll bool
+	tls      bool
 }
 
 type variant struct {
@@ -73,16 +76,10 @@ func (t *translator) planServer(srv *nginx.Server) *serverPlan {
 	case len(sp.variants) == 0:
 		sp.blockers.add(hostNeed(hostNotes), "no server_name sturdy can match, and it is not the default server of %s, so no request reaches it", strings.Join(named, ", "))
 	}
-	if !slices.ContainsFunc(srv.Locations, func(l *nginx.Location) bool { return l.Path == "/" && (l.Modifier == "" || l.Modifier == "^~") }) && len(srv.Local("return")) == 0 {
-		root := "its root"
-		if d := srv.Get1("root"); d != nil {
-			root = "root " + d.Arg(0)
-		}
-		sp.own.add(NeedStatic, "nginx served files from %s for paths no location matches; sturdy answers those 404 or with a route of another server", root)
-	}
 	if d := t.sni[srv]; d != nil {
 		sp.differs.add(NeedSNI, "sturdy serves the listener's one certificate, not this server's own (%s)", d.Pos())
 	}
+	sp.catchAll = !slices.ContainsFunc(srv.Locations, func(l *nginx.Location) bool { return l.Path == "/" && (l.Modifier == "" || l.Modifier == "^~") }) && len(srv.Local("return")) == 0
 	t.serverRewrite(sp, srv.Scope)
 	t.serverSettings(sp)
 	for _, d := range srv.Local("if") {

@@ -158,7 +158,7 @@ func (t *translator) cache(c *locCtx, ds []*nginx.Directive) {
 	if d == nil || d.Arg(0) == "off" {
 		return
 	}
-	sc := c.content.Scope
+	sc := c.scope()
 	rc := &routeCache{comment: fmt.Sprintf("nginx cached this location (proxy_cache %s, %s)", d.Arg(0), d.Pos())}
 	if u := sc.Get1("proxy_cache_use_stale"); u != nil {
 		t.use(u)

@@ -28,6 +28,10 @@ type Options struct {
 	// against its configuration prefix. Default: the directory of the main
 	// config file.
 	ConfigDir string
+	// Prefix resolves relative root and alias paths, and is where nginx's
+	// default root (html) is: nginx's -p or --prefix. Default
+	// DefaultPrefix, Debian's.
+	Prefix string
 	// Exists reports whether a file exists on this machine (for certificate
 	// warnings). Nil means os.Stat.
 	Exists func(path string) bool
@@ -54,7 +58,7 @@ type Result struct {
 }
 
 // ErrNothingToTranslate is what a NothingError matches with errors.Is.
-var ErrNothingToTranslate = errors.New("no server block proxies requests")
+var ErrNothingToTranslate = errors.New("no server block can be translated")
 
 // NothingError is returned when no route could be made: it names every
 // server block and location and why it was not translated.
@@ -64,7 +68,7 @@ type NothingError struct {
 
 func (e *NothingError) Error() string {
 	var b strings.Builder
-	b.WriteString("no server block proxies requests that sturdy can translate (sturdy is a proxy):")
+	b.WriteString("no server block or location can be translated; each is listed with why:")
 	for i := range e.Blocks {
 		b.WriteString("\n  ")
 		b.WriteString(e.Blocks[i].String())
@@ -80,6 +84,9 @@ func Translate(site *nginx.Site, opt Options) (*Result, error) {
 	if opt.ConfigDir == "" {
 		opt.ConfigDir = filepath.Dir(site.Config.Main)
 	}
+	if opt.Prefix == "" {
+		opt.Prefix = DefaultPrefix
+	}
 	if opt.Exists == nil {
 		opt.Exists = func(p string) bool { _, err := os.Stat(p); return err == nil }
 	}
@@ -91,13 +98,18 @@ func Translate(site *nginx.Site, opt Options) (*Result, error) {
 	for i, b := range t.blocks {
 		blocks[i] = *b
 	}
-	if !slices.ContainsFunc(t.routesOut, func(r *route) bool { return !r.pool.refusal }) {
+	if !slices.ContainsFunc(t.routesOut, func(r *route) bool { return r.pool == nil || !r.pool.refusal }) {
 		return nil, &NothingError{Blocks: blocks}
 	}
 	t.trustedProxies()
 	t.edge()
 	t.resolveNames()
 	t.leftovers()
+	if len(t.pools) == 0 {
+		// sturdy's config needs a pool even when files answer every route.
+		p := t.refusalPool()
+		p.comments = []string{"placeholder: sturdy's config needs at least one pool, and files answer every route here; no route uses this pool, and its only host (port 0) refuses connections."}
+	}
 	y, err := t.render()
 	if err != nil {
 		return nil, err

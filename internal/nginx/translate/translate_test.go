@@ -227,7 +227,7 @@ func TestWrapCommentLongWord(t *testing.T) {
 }
 
 func TestNothingToTranslate(t *testing.T) {
-	cfg, err := nginx.Parse("static.conf", []byte("http { server { listen 80; root /srv; } }"), nginx.Options{})
+	cfg, err := nginx.Parse("php.conf", []byte("http { server { listen 80; location / { fastcgi_pass 127.0.0.1:9000; } } }"), nginx.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -235,8 +235,8 @@ func TestNothingToTranslate(t *testing.T) {
 	if !errors.Is(err, ErrNothingToTranslate) {
 		t.Fatalf("error = %v, want ErrNothingToTranslate", err)
 	}
-	// The error names every block and why: here the server and its files.
-	if !strings.Contains(err.Error(), "static.conf:1: server at static.conf:1: not translated: it has no location: nginx served files from its root for every request (needs static files)") {
+	// The error names every block and why: here the server and its FastCGI location.
+	if !strings.Contains(err.Error(), "php.conf:1: server at php.conf:1, location /: not translated: nginx passed requests to fastcgi_pass 127.0.0.1:9000 (php.conf:1) (needs FastCGI/uWSGI/SCGI)") {
 		t.Errorf("the error does not name the server block and why:\n%v", err)
 	}
 }
