@@ -66,7 +66,7 @@ func SturdyListenKey(addr string) string {
 // planned backends).
 //
 // Rewrite creates the directories it points into (tmp, cache, www) below
-// p.Dir, and an empty htpasswd file.
+// p.Dir, and an htpasswd file with one user.
 func Rewrite(cfg *nginx.Config, p Plan) ([]byte, error) {
 	for _, sub := range []string{"tmp", "cache", "www"} {
 		// nginx's workers (another user when the tests run as root) write
@@ -79,7 +79,9 @@ func Rewrite(cfg *nginx.Config, p Plan) ([]byte, error) {
 			return nil, err
 		}
 	}
-	if err := os.WriteFile(filepath.Join(p.Dir, "htpasswd"), nil, 0o644); err != nil {
+	// One user, so that sturdy (which refuses a file without users) and
+	// nginx read the same file; requests without credentials get 401.
+	if err := os.WriteFile(filepath.Join(p.Dir, "htpasswd"), []byte("harness:{PLAIN}not-a-secret\n"), 0o644); err != nil {
 		return nil, err
 	}
 	site := nginx.NewSite(cfg)

@@ -50,7 +50,7 @@ func reason(d *nginx.Directive) string {
 	case n == "add_header" || n == "more_set_headers" || n == "more_clear_headers" || n == "proxy_hide_header" || n == "proxy_pass_header" || n == "expires":
 		return "response headers are not changed by sturdy"
 	case n == "allow" || n == "deny":
-		return "access rules outside the proxied locations"
+		return "access rules outside the translated locations"
 	case n == "proxy_cache_path":
 		return "nginx's disk cache: sturdy's cache is in memory, sized by cache.max_bytes"
 	case strings.HasPrefix(n, "proxy_cache") || n == "proxy_no_cache":
@@ -63,12 +63,18 @@ func reason(d *nginx.Directive) string {
 		return "variables and conditions have no sturdy equivalent"
 	case strings.HasPrefix(n, "ssl_") || n == "ssl":
 		return "TLS settings: sturdy uses Go's TLS defaults (TLS 1.2 and 1.3, modern ciphers)"
-	case strings.HasPrefix(n, "limit_req") || strings.HasPrefix(n, "limit_conn") || n == "limit_rate":
-		return "rate and connection limits are not in sturdy's config yet"
+	case n == "limit_req_zone" || n == "limit_conn_zone":
+		return "no translated route uses this zone"
+	case n == "limit_rate" || n == "limit_rate_after":
+		return "sturdy does not limit the speed of answers"
+	case strings.HasPrefix(n, "limit_req") || strings.HasPrefix(n, "limit_conn"):
+		return "limits outside the translated locations"
 	case strings.HasPrefix(n, "auth_") || n == "satisfy":
-		return "authentication is not done by sturdy"
-	case strings.HasPrefix(n, "gzip") || strings.HasPrefix(n, "brotli"):
-		return "compression is not done by sturdy"
+		return "authentication outside the translated locations"
+	case strings.HasPrefix(n, "gzip"):
+		return "compression settings outside the translated locations"
+	case strings.HasPrefix(n, "brotli"):
+		return "brotli (a third-party module): sturdy's compress.encodings can offer br"
 	case strings.HasPrefix(n, "real_ip") || n == "set_real_ip_from":
 		return "client address from headers: see trusted_proxies"
 	case n == "upstream":

@@ -27,7 +27,37 @@ type locCtx struct {
 	static *staticPlan
 	// hsts is the add_header Strict-Transport-Security in effect (tls.go).
 	hsts *nginx.Directive
-	r    route // settings shared by the routes made from it
+	// guard holds the access rules the routes keep (access.go).
+	guard guard
+	// authHeaders are request headers the forward auth copies from the
+	// auth service's answer (nginx auth_request_set).
+	authHeaders []string
+	// sub marks nginx's own sub-request (auth_request): internal locations
+	// answer it.
+	sub bool
+	r   route // settings shared by the routes made from it
+}
+
+// refused reports that the location keeps a rule sturdy cannot express,
+// or one it can but no route can be made to carry it: it must refuse.
+func (c *locCtx) refused() bool {
+	return len(c.protect) > 0 || c.guard.any() && (len(c.blockers) > 0 || c.pass == nil && c.static == nil)
+}
+
+// refusalNotes say why the location refuses: the rules sturdy cannot
+// keep, or those it could keep and why no route can carry them.
+func (c *locCtx) refusalNotes() notes {
+	if len(c.protect) > 0 {
+		return c.protect
+	}
+	ns := append(notes(nil), c.guard.kept...)
+	for _, b := range c.blockers {
+		ns.add(b.need, "sturdy could keep that, but cannot translate the location: %s", b.reason)
+	}
+	if len(c.blockers) == 0 && len(c.paths) == 0 {
+		ns.add(NeedRegexLocations, "sturdy could keep that, but cannot route the location")
+	}
+	return ns
 }
 
 // scope is where the directives that shape the answer are read: the
@@ -46,7 +76,7 @@ func (t *translator) planCatchAll(sp *serverPlan) *locCtx {
 	c.blockers.merge(sp.blockers)
 	c.differs.merge(sp.differs)
 	c.protect.merge(sp.protect)
-	c.protect.merge(t.protections(sp.srv.Scope, false))
+	t.guards(c, sp.srv.Scope, false)
 	if !t.staticContent(c, nil, sp.srv.Scope, nil, 0) || len(c.blockers) > 0 {
 		return c
 	}
@@ -71,11 +101,11 @@ func (t *translator) planLocation(sp *serverPlan, l *nginx.Location) *locCtx {
 	c.protect.merge(sp.protect)
 	t.matchPaths(c)
 	t.content(c, l, 0)
-	c.protect.merge(t.protections(l.Scope, true))
+	t.guards(c, l.Scope, true)
 	if c.content != nil && c.content != l {
-		c.protect.merge(t.protections(c.content.Scope, true))
+		t.guards(c, c.content.Scope, true)
 	}
-	if c.pass == nil && c.static == nil || len(c.blockers) > 0 || len(c.protect) > 0 {
+	if c.pass == nil && c.static == nil || len(c.blockers) > 0 || c.refused() {
 		return c
 	}
 	if c.pass != nil {
@@ -185,7 +215,7 @@ func (t *translator) content(c *locCtx, l *nginx.Location, depth int) {
 		c.blockers.add(returnNeed(d), "nginx answered itself (%s, %s)", strings.TrimSuffix(d.String(), ";"), d.Pos())
 		return
 	}
-	if d := last(l.Local("internal")); d != nil && depth == 0 {
+	if d := last(l.Local("internal")); d != nil && depth == 0 && !c.sub {
 		t.use(d)
 		c.content = l
 		t.fixedAnswer(c, l, 404, fmt.Sprintf("internal (%s): only nginx's own redirects reached it", d.Pos()))
@@ -216,6 +246,12 @@ func (t *translator) content(c *locCtx, l *nginx.Location, depth int) {
 		}
 	}
 	if d := last(l.Local("try_files")); d != nil {
+		if named := handOver(t, l, d); named != nil {
+			// try_files /dev/null @app: nothing is a file, the named location answers.
+			t.use(d)
+			t.content(c, named, depth+1)
+			return
+		}
 		if depth > 0 {
 			c.blockers.add(NeedStatic, "named location %s serves files (try_files, %s)", l.Path, d.Pos())
 			return
@@ -249,6 +285,21 @@ func (t *translator) content(c *locCtx, l *nginx.Location, depth int) {
 	}
 	c.content = l
 	t.staticContent(c, l, l.Scope, nil, depth)
+}
+
+// handOver returns the named location a try_files always hands requests
+// to (every entry before it is /dev/null), nil when files are tried.
+func handOver(t *translator, l *nginx.Location, d *nginx.Directive) *nginx.Location {
+	last := d.Arg(len(d.Args) - 1)
+	if !strings.HasPrefix(last, "@") {
+		return nil
+	}
+	for _, a := range d.Args[:len(d.Args)-1] {
+		if a != "/dev/null" {
+			return nil
+		}
+	}
+	return t.namedLocation(l.Server, last)
 }
 
 // errorPageTarget returns the named location an error_page sends code to

@@ -130,6 +130,7 @@ func (t *translator) render() ([]byte, error) {
 		set(root, "cache", c, "sturdy's shared cache is in memory and bounded; nginx's proxy_cache_path was on disk. Size it here.", "")
 	}
 
+	t.renderZones(root)
 	routes := &yaml.Node{Kind: yaml.SequenceNode}
 	for _, r := range t.routesOut {
 		routes.Content = append(routes.Content, t.renderRoute(r))
@@ -242,6 +243,7 @@ func (t *translator) renderRoute(r *route) *yaml.Node {
 		set(sm, "body", str(r.sorryBody), "", "")
 		set(m, "sorry", sm, "The refusal page: this route never reaches a backend.", "")
 	}
+	renderGuard(m, r)
 	if r.static != nil {
 		set(m, "static", renderStatic(r.static), "", "")
 	}

@@ -54,3 +54,104 @@ func renderCompress(cp *compressPlan) *yaml.Node {
 	set(m, "level", lv, "", "")
 	return m
 }
+
+// renderGuard adds the route's access rules and limits to m.
+func renderGuard(m *yaml.Node, r *route) {
+	g := r.guard
+	if len(g.access) > 0 {
+		l := &yaml.Node{Kind: yaml.SequenceNode}
+		for _, a := range g.access {
+			e := &yaml.Node{Kind: yaml.MappingNode, Style: yaml.FlowStyle}
+			if a.Allow != "" {
+				set(e, "allow", str(a.Allow), "", "")
+			} else {
+				set(e, "deny", str(a.Deny), "", "")
+			}
+			l.Content = append(l.Content, e)
+		}
+		set(m, "access", l, "nginx allow/deny, first match wins", "")
+	}
+	if len(g.methods) > 0 {
+		set(m, "methods", flowList(g.methods), "", "nginx limit_except")
+	}
+	if len(r.rateLimit) > 0 {
+		l := &yaml.Node{Kind: yaml.SequenceNode}
+		for _, x := range r.rateLimit {
+			e := &yaml.Node{Kind: yaml.MappingNode, Style: yaml.FlowStyle}
+			set(e, "zone", str(x.Zone), "", "")
+			if x.Burst > 0 {
+				set(e, "burst", num(x.Burst), "", "")
+			}
+			if x.NoDelay {
+				set(e, "nodelay", yes(), "", "")
+			}
+			if x.Delay > 0 {
+				set(e, "delay", num(x.Delay), "", "")
+			}
+			set(e, "status", num(x.Status), "", "")
+			l.Content = append(l.Content, e)
+		}
+		set(m, "rate_limit", l, "nginx limit_req (503 is nginx's default limit_req_status)", "")
+	}
+	if len(r.connLimit) > 0 {
+		l := &yaml.Node{Kind: yaml.SequenceNode}
+		for _, x := range r.connLimit {
+			e := &yaml.Node{Kind: yaml.MappingNode, Style: yaml.FlowStyle}
+			set(e, "zone", str(x.Zone), "", "")
+			set(e, "max", num(x.Max), "", "")
+			set(e, "status", num(x.Status), "", "")
+			l.Content = append(l.Content, e)
+		}
+		set(m, "conn_limit", l, "nginx limit_conn (503 is nginx's default limit_conn_status)", "")
+	}
+	if b := g.basic; b != nil {
+		bm := mapping()
+		set(bm, "realm", str(b.Realm), "", "")
+		set(bm, "htpasswd", str(b.Htpasswd), "", "nginx auth_basic_user_file")
+		set(bm, "forward_authorization", yes(), "", "nginx passed Authorization to the backends")
+		set(m, "basic_auth", bm, "nginx auth_basic", "")
+	}
+	if f := g.forward; f != nil {
+		fm := mapping()
+		set(fm, "url", str(f.URL), "", "")
+		set(fm, "pool", str(f.Pool), "", "")
+		if f.Timeout > 0 {
+			set(fm, "timeout", dur(f.Timeout.D()), "", "nginx proxy_read_timeout of the auth location")
+		}
+		if len(f.CopyHeaders) > 0 {
+			set(fm, "copy_headers", flowList(f.CopyHeaders), "", "nginx auth_request_set + proxy_set_header")
+		}
+		set(m, "forward_auth", fm, "nginx auth_request", "")
+	}
+}
+
+// renderZones adds the limit zones the routes use to the top level.
+func (t *translator) renderZones(root *yaml.Node) {
+	if len(t.zones.rate) > 0 {
+		l := &yaml.Node{Kind: yaml.SequenceNode}
+		for _, z := range t.zones.rate {
+			e := &yaml.Node{Kind: yaml.MappingNode, Style: yaml.FlowStyle}
+			set(e, "name", str(z.Name), "", "")
+			set(e, "key", str(z.Key), "", "")
+			set(e, "rate", str(z.Rate.String()), "", "")
+			if z.Size > 0 {
+				set(e, "size", num(z.Size), "", "")
+			}
+			l.Content = append(l.Content, e)
+		}
+		set(root, "rate_limit_zones", l, "From nginx's limit_req_zone; size counts keys (nginx's zone kept about 16000 per megabyte).", "")
+	}
+	if len(t.zones.conn) > 0 {
+		l := &yaml.Node{Kind: yaml.SequenceNode}
+		for _, z := range t.zones.conn {
+			e := &yaml.Node{Kind: yaml.MappingNode, Style: yaml.FlowStyle}
+			set(e, "name", str(z.Name), "", "")
+			set(e, "key", str(z.Key), "", "")
+			if z.Size > 0 {
+				set(e, "size", num(z.Size), "", "")
+			}
+			l.Content = append(l.Content, e)
+		}
+		set(root, "conn_limit_zones", l, "From nginx's limit_conn_zone.", "")
+	}
+}

@@ -2,6 +2,8 @@ package translate
 
 import (
 	"fmt"
+
+	"github.com/sturdyproxy/sturdy/internal/config"
 	"slices"
 	"strings"
 	"time"
@@ -35,6 +37,11 @@ type route struct {
 	compress *compressPlan
 	// hsts is the add_header Strict-Transport-Security in effect, nil when none.
 	hsts *nginx.Directive
+	// guard holds its access rules (access.go), rateLimit and connLimit
+	// its limits (limits.go).
+	guard     guard
+	rateLimit []config.RateLimit
+	connLimit []config.ConnLimit
 	// block is the nginx block the route was made from (nil for a server's catch-all).
 	block *Block
 }
@@ -70,8 +77,9 @@ func (t *translator) routes() {
 		// reach: refuse the whole server instead.
 		var wide notes
 		for _, c := range plans {
-			if len(c.protect) > 0 && len(c.paths) == 0 {
-				wide.add(c.protect[0].need, "location %s (%s) is protected (%s) and sturdy cannot route it, so every route of this server refuses rather than open it", locationLabel(c.loc), c.loc.Dir.Pos(), c.protect[0].reason)
+			if (len(c.protect) > 0 || c.guard.any()) && len(c.paths) == 0 {
+				why := c.refusalNotes()[0]
+				wide.add(why.need, "location %s (%s) is protected (%s) and sturdy cannot route it, so every route of this server refuses rather than open it", locationLabel(c.loc), c.loc.Dir.Pos(), why.reason)
 				if c.loc.Modifier == "~" || c.loc.Modifier == "~*" {
 					wide.add(NeedRegexLocations, "a regex location can only be kept closed once sturdy routes by regex")
 				}
@@ -90,7 +98,7 @@ func (t *translator) routes() {
 		}
 		made := 0
 		for _, c := range plans {
-			if n := t.emit(c); n > 0 && len(c.protect) == 0 {
+			if n := t.emit(c); n > 0 && !c.refused() {
 				made += n
 			}
 		}
@@ -113,9 +121,10 @@ func (t *translator) emit(c *locCtx) int {
 	}
 	var routes []*route
 	switch {
-	case len(c.protect) > 0:
+	case c.refused():
 		if len(c.paths) == 0 {
-			b.Status, b.Reasons, b.Needs = Refused, c.protect.reasons(), c.protect.needs()
+			ns := c.refusalNotes()
+			b.Status, b.Reasons, b.Needs = Refused, ns.reasons(), ns.needs()
 			t.useTree(c.loc.Dir)
 			return 0
 		}
@@ -146,8 +155,9 @@ func (t *translator) emit(c *locCtx) int {
 	}
 	b.Routes = names
 	switch {
-	case len(c.protect) > 0:
-		b.Status, b.Reasons, b.Needs = Refused, c.protect.reasons(), c.protect.needs()
+	case c.refused():
+		ns := c.refusalNotes()
+		b.Status, b.Reasons, b.Needs = Refused, ns.reasons(), ns.needs()
 		b.Reasons = append(b.Reasons, "its requests get the refusal page (503) instead")
 	case len(names) == 0:
 		b.Status, b.Reasons = NotTranslated, []string{"its routes would duplicate routes made from an earlier server block with the same names and paths (nginx ignores a conflicting server_name)"}
@@ -175,7 +185,7 @@ func (t *translator) proxyRoutes(c *locCtx) []*route {
 		for _, p := range c.paths {
 			r := c.r
 			r.listeners, r.hosts, r.path, r.pool = v.listeners, v.hosts, p, c.pool
-			r.static, r.hsts = c.static, c.hsts
+			r.static, r.hsts, r.guard = c.static, c.hsts, c.guard
 			r.comments = slices.Clone(c.r.comments)
 			r.name = t.routeName(c.sp, v, p)
 			if c.pool != nil && c.pool.fallback != nil {
@@ -195,12 +205,13 @@ func (t *translator) refusalRoutes(c *locCtx) []*route {
 	if c.loc != nil {
 		where += ", location " + locationLabel(c.loc) + " (" + c.loc.Dir.Pos() + ")"
 	}
-	body := fmt.Sprintf("Refused: %s was restricted in nginx (%s), and sturdy cannot restrict it the same way yet, so it refuses every request here instead of opening it.\n", where, strings.Join(c.protect.reasons(), "; "))
+	ns := c.refusalNotes()
+	body := fmt.Sprintf("Refused: %s was restricted in nginx (%s), and sturdy cannot serve it with the same restriction yet, so it refuses every request here instead of opening it.\n", where, strings.Join(ns.reasons(), "; "))
 	var out []*route
 	for _, v := range c.sp.variants {
 		for _, p := range c.paths {
 			r := &route{listeners: v.listeners, hosts: v.hosts, path: p, pool: t.refusalPool(), sorryBody: body, tries: 1, maxBody: "1MiB", maxBodyDefault: true}
-			r.comments = []string{where + ": REFUSED, never opened: " + strings.Join(c.protect.reasons(), "; ")}
+			r.comments = []string{where + ": REFUSED, never opened: " + strings.Join(ns.reasons(), "; ")}
 			r.name = t.routeName(c.sp, v, p) + "-refused"
 			out = append(out, r)
 		}

@@ -136,6 +136,7 @@ type translator struct {
 	trustedFrom  []*nginx.Directive
 	deny         []string // edge.deny
 	denyNotes    []string
+	zones        zones         // limit zones the routes use
 	dnsRefresh   time.Duration // 0: no pool names hosts by DNS name
 	dnsNote      string
 
