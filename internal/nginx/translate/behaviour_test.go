@@ -306,11 +306,40 @@ func TestImportBehaviours(t *testing.T) {
 			reason: "which location ~ \\.php$",
 		},
 		{
-			name:   "a server-level return is a redirect the server needs",
-			http:   up + "server {\nlisten 80;\nreturn 301 https://$host$request_uri;\nlocation / { proxy_pass http://app; }\n}\nserver {\nlisten 81;\nlocation / { proxy_pass http://app; }\n}",
+			name:   "a server that sends every request to https becomes the listener's redirect_https",
+			http:   up + "server {\nlisten 80;\nreturn 301 https://$host$request_uri;\nlocation / { proxy_pass http://app; }\n}\nserver {\nlisten 443 ssl;\nssl_certificate c.pem;\nssl_certificate_key k.pem;\nlocation / { proxy_pass http://app; }\n}",
+			line:   3,
+			status: Translated,
+			yaml:   []string{"redirect_https:\n      status: 301"},
+		},
+		{
+			name:   "location / returning the https redirect next to ACME challenges",
+			http:   up + "server {\nlisten 80;\nserver_name a.example;\nlocation /.well-known/acme-challenge/ { root /srv/acme; }\nlocation / { return 308 https://$host$request_uri; }\n}\nserver {\nlisten 443 ssl;\nssl_certificate c.pem;\nssl_certificate_key k.pem;\nlocation / { proxy_pass http://app; }\n}",
+			line:   7,
+			status: Translated,
+			yaml:   []string{"redirect_https:\n      status: 308", "path: /.well-known/acme-challenge/"},
+		},
+		{
+			name:   "a 302 to https is a redirect sturdy's listener cannot give",
+			http:   up + "server {\nlisten 80;\nreturn 302 https://$host$request_uri;\n}\nserver {\nlisten 81;\nlocation / { proxy_pass http://app; }\n}",
 			line:   3,
 			status: NotTranslated, needs: []Need{NeedRedirects},
-			reason: "the server answers every request itself with return 301",
+			reason: "the server answers every request itself with return 302",
+		},
+		{
+			name:    "every server of a TLS listener gets its own certificate, by name",
+			http:    up + "server {\nlisten 443 ssl default_server;\nserver_name _;\nssl_reject_handshake on;\n}\nserver {\nlisten 443 ssl;\nserver_name a.example www.a.example;\nssl_certificate a.pem;\nssl_certificate_key a.key;\nssl_protocols TLSv1.2 TLSv1.3;\nlocation / { proxy_pass http://app; }\n}\nserver {\nlisten 443 ssl;\nserver_name b.example;\nssl_certificate b.pem;\nssl_certificate_key b.key;\nadd_header Strict-Transport-Security \"max-age=31536000; includeSubDomains\" always;\nlocation / { proxy_pass http://app; }\n}",
+			line:    14,
+			status:  TranslatedDiffers,
+			yaml:    []string{"- cert: /nonexistent/a.pem\n          key: /nonexistent/a.key\n          names: [a.example, www.a.example]", "names: [b.example]", "unknown_sni: refuse"},
+			notYAML: []string{"hsts:", "default: true # the default server's"},
+		},
+		{
+			name:   "client certificates and protocols per listener",
+			http:   up + "server {\nlisten 443 ssl;\nssl_certificate a.pem;\nssl_certificate_key a.key;\nssl_protocols TLSv1.3;\nssl_verify_client on;\nssl_client_certificate ca.pem;\nadd_header Strict-Transport-Security \"max-age=63072000\" always;\nlocation / { proxy_pass http://app; }\n}",
+			line:   11,
+			status: TranslatedDiffers,
+			yaml:   []string{"min_version: \"1.3\"", "client_auth:\n        mode: require_and_verify", "ca: /nonexistent/ca.pem", "hsts:\n        max_age: 17520h"},
 		},
 	}
 	for _, tt := range tests {

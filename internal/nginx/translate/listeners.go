@@ -7,19 +7,24 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sturdyproxy/sturdy/internal/config"
 	"github.com/sturdyproxy/sturdy/internal/nginx"
 )
 
 // listener is a sturdy listener made from one or more nginx listen
 // directives on the same address.
 type listener struct {
-	name     string
-	listen   string
-	ssl      bool
-	cert     string
-	key      string
-	from     []*nginx.Directive
-	comments []string
+	name   string
+	listen string
+	ssl    bool
+	certs  []*certEntry // TLS listeners: one per certificate file (tls.go)
+	tls    tlsPlan
+	// redirect is set on a plain listener whose every server sent clients
+	// to https (redirect.go).
+	redirect     *config.RedirectHTTPS
+	redirectNote string
+	from         []*nginx.Directive
+	comments     []string
 	// idle and readHeader carry client-side timeouts (0: sturdy's default).
 	idle, readHeader time.Duration
 }
@@ -37,6 +42,8 @@ func sturdyAddr(l *nginx.Listen) string {
 func (t *translator) listeners() {
 	t.listenerOf = map[string]*listener{}
 	t.sni = map[*nginx.Server]*nginx.Directive{}
+	t.clientCert = map[*nginx.Server]string{}
+	t.sniSettings = map[*nginx.Server]notes{}
 	byAddr := map[string]*listener{}
 	for _, srv := range t.site.Servers {
 		for _, l := range srv.Listens {
@@ -88,7 +95,7 @@ func (t *translator) listeners() {
 	taken := map[string]bool{}
 	kept := t.listenersOut[:0]
 	for _, ln := range t.listenersOut {
-		if ln.ssl && ln.cert == "" {
+		if ln.ssl && len(ln.certs) == 0 {
 			// nginx could not complete a handshake here (or nginx -t
 			// failed): keep the listener and its routes, and say what
 			// sturdy needs, rather than drop them silently.
@@ -96,10 +103,10 @@ func (t *translator) listeners() {
 				t.items = append(t.items, Item{File: d.File, Line: d.Line, Directive: d.String(), Reason: "listens with ssl but no server on it has an ssl_certificate (incident 001's latent bug): the listener needs tls.cert and tls.key before sturdy can serve it"})
 			}
 			base := strings.NewReplacer(":", "-", "[", "", "]", "").Replace(strings.TrimPrefix(ln.listen, ":"))
-			ln.cert = filepath.Join(t.opt.ConfigDir, "sturdy-tls-"+base+".crt")
-			ln.key = filepath.Join(t.opt.ConfigDir, "sturdy-tls-"+base+".key")
+			e := &certEntry{cert: filepath.Join(t.opt.ConfigDir, "sturdy-tls-"+base+".crt"), key: filepath.Join(t.opt.ConfigDir, "sturdy-tls-"+base+".key")}
+			ln.certs = []*certEntry{e}
 			ln.comments = append(ln.comments, "nginx had no ssl_certificate for the servers on this address; put the certificate and key at these paths")
-			t.warnings = appendOnce(t.warnings, fmt.Sprintf("no ssl_certificate in nginx for %s: put a certificate and key at %s and %s (or change tls.cert and tls.key) before `sturdy check`", ln.listen, ln.cert, ln.key))
+			t.warnings = appendOnce(t.warnings, fmt.Sprintf("no ssl_certificate in nginx for %s: put a certificate and key at %s and %s (or change tls.cert and tls.key) before `sturdy check`", ln.listen, e.cert, e.key))
 		}
 		_, port, _ := net.SplitHostPort(ln.listen)
 		scheme := "http"
@@ -119,70 +126,6 @@ func (t *translator) listeners() {
 	}
 	t.listenersOut = kept
 	t.clientTimeouts()
-}
-
-// certificates picks each TLS listener's certificate: the first server on
-// it (default server first) that has one. sturdy serves one certificate per
-// listener, so other servers' certificates are listed as not translated.
-func (t *translator) certificates() {
-	for _, ln := range t.listenersOut {
-		if !ln.ssl {
-			continue
-		}
-		var servers []*nginx.Server
-		for _, srv := range t.site.Servers {
-			for _, l := range srv.Listens {
-				if t.listenerOf[l.Addr] == ln && (l.SSL || serverSSL(srv)) {
-					if len(srv.DefaultFor) > 0 {
-						servers = append([]*nginx.Server{srv}, servers...)
-					} else {
-						servers = append(servers, srv)
-					}
-					break
-				}
-			}
-		}
-		for _, srv := range servers {
-			certs := srv.Get("ssl_certificate")
-			keys := srv.Get("ssl_certificate_key")
-			if len(certs) == 0 || len(keys) == 0 {
-				continue
-			}
-			cert, key := certs[0], keys[0]
-			if strings.Contains(cert.Arg(0), "$") || strings.HasPrefix(cert.Arg(0), "data:") {
-				t.skip(cert, "certificates chosen by variables or inlined as data: are not supported; sturdy loads one certificate file per listener")
-				continue
-			}
-			if ln.cert == "" {
-				ln.cert, ln.key = t.certPath(cert.Arg(0)), t.certPath(key.Arg(0))
-				ln.comments = append(ln.comments, fmt.Sprintf("certificate from %s, of the %s", cert.Pos(), strings.TrimSuffix(strings.SplitN(serverLabel(srv), " (", 2)[0], ",")))
-				t.use(cert, key)
-				for _, extra := range certs[1:] {
-					t.skip(extra, "a second certificate (e.g. ECDSA next to RSA): sturdy serves one certificate per listener")
-				}
-				continue
-			}
-			if t.certPath(cert.Arg(0)) != ln.cert && !t.used[cert] {
-				t.sni[srv] = cert
-				t.skip(cert, fmt.Sprintf("per-server certificates (SNI): sturdy serves one certificate per listener, that of the %s", serverLabel(servers[0])))
-				t.use(key)
-			} else {
-				t.use(cert, key)
-			}
-		}
-	}
-}
-
-// certPath resolves a certificate path as nginx does (relative paths
-// against the configuration prefix) and warns when the file is missing.
-func (t *translator) certPath(p string) string {
-	if !filepath.IsAbs(p) {
-		p = filepath.Join(t.opt.ConfigDir, p)
-	}
-	if !t.opt.Exists(p) {
-		t.warnings = appendOnce(t.warnings, fmt.Sprintf("%s does not exist on this machine; `sturdy check` loads certificates and will fail until it does", p))
-	}
-	return p
 }
 
 // clientTimeouts carries http-level client timeouts to every listener.

@@ -32,6 +32,9 @@ type locCtx struct {
 	// authHeaders are request headers the forward auth copies from the
 	// auth service's answer (nginx auth_request_set).
 	authHeaders []string
+	// viaRedirect: the location redirected to https, as the plain
+	// listener's redirect_https now does; it needs no route.
+	viaRedirect *redirectPlan
 	// sub marks nginx's own sub-request (auth_request): internal locations
 	// answer it.
 	sub bool
@@ -105,7 +108,7 @@ func (t *translator) planLocation(sp *serverPlan, l *nginx.Location) *locCtx {
 	if c.content != nil && c.content != l {
 		t.guards(c, c.content.Scope, true)
 	}
-	if c.pass == nil && c.static == nil || len(c.blockers) > 0 || c.refused() {
+	if c.pass == nil && c.static == nil || len(c.blockers) > 0 || c.refused() || c.viaRedirect != nil {
 		return c
 	}
 	if c.pass != nil {
@@ -206,6 +209,12 @@ func (t *translator) content(c *locCtx, l *nginx.Location, depth int) {
 		if named := t.errorPageTarget(l, d.Arg(0)); named != nil {
 			t.content(c, named, depth+1)
 			return
+		}
+		if rd := t.redirected[c.sp.srv]; rd != nil && depth == 0 && !c.sub {
+			if _, ok := httpsRedirect(d, c.sp.srv); ok {
+				c.viaRedirect = rd
+				return
+			}
 		}
 		if code, ok := fixedStatus(d); ok && depth == 0 {
 			c.content = l

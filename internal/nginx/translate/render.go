@@ -187,10 +187,15 @@ func (t *translator) renderListener(ln *listener) *yaml.Node {
 	set(m, "name", str(ln.name), "", "")
 	set(m, "listen", str(ln.listen), "", "")
 	if ln.ssl {
-		tls := mapping()
-		set(tls, "cert", str(ln.cert), "", "")
-		set(tls, "key", str(ln.key), "", "")
-		set(m, "tls", tls, "HTTPS with HTTP/2; `sturdy check` loads the pair, a listener without one is a config error.", "")
+		set(m, "tls", renderTLS(ln), "HTTPS with HTTP/2; `sturdy check` loads every certificate and key.", "")
+	}
+	if ln.redirect != nil {
+		rm := mapping()
+		set(rm, "status", num(ln.redirect.Status), "", "")
+		if ln.redirect.Port != 0 && ln.redirect.Port != config.DefaultRedirectPort {
+			set(rm, "port", num(ln.redirect.Port), "", "")
+		}
+		set(m, "redirect_https", rm, wrapComment([]string{ln.redirectNote}), "")
 	}
 	if ln.idle > 0 {
 		set(m, "idle_timeout", dur(ln.idle), "", "nginx keepalive_timeout")

@@ -58,6 +58,9 @@ func renderCompress(cp *compressPlan) *yaml.Node {
 // renderGuard adds the route's access rules and limits to m.
 func renderGuard(m *yaml.Node, r *route) {
 	g := r.guard
+	if r.clientCert {
+		set(m, "client_cert", str(config.ClientCertRequired), "", "nginx ssl_verify_client on (other servers of this listener did not)")
+	}
 	if len(g.access) > 0 {
 		l := &yaml.Node{Kind: yaml.SequenceNode}
 		for _, a := range g.access {
@@ -154,4 +157,59 @@ func (t *translator) renderZones(root *yaml.Node) {
 		}
 		set(root, "conn_limit_zones", l, "From nginx's limit_conn_zone.", "")
 	}
+}
+
+func renderTLS(ln *listener) *yaml.Node {
+	m := mapping()
+	if len(ln.certs) == 1 && ln.certs[0].names == nil {
+		set(m, "cert", str(ln.certs[0].cert), "", "")
+		set(m, "key", str(ln.certs[0].key), "", "")
+	} else {
+		l := &yaml.Node{Kind: yaml.SequenceNode}
+		for _, e := range ln.certs {
+			em := mapping()
+			set(em, "cert", str(e.cert), "", "")
+			set(em, "key", str(e.key), "", "")
+			if e.names != nil {
+				set(em, "names", flowList(e.names), "", "nginx server_name")
+			} else {
+				em.Content[len(em.Content)-1].LineComment = "names: those in the certificate"
+			}
+			if e.def {
+				set(em, "default", yes(), "", "the default server's")
+			}
+			l.Content = append(l.Content, em)
+		}
+		set(m, "certificates", l, "one per certificate file, chosen by the name the client asks for (SNI)", "")
+	}
+	p := ln.tls
+	if p.refuseUnknown {
+		set(m, "unknown_sni", str("refuse"), "", "nginx ssl_reject_handshake on")
+	}
+	if p.minVersion != "" {
+		set(m, "min_version", str(p.minVersion), "", "nginx ssl_protocols")
+	}
+	if len(p.ciphers) > 0 {
+		set(m, "cipher_suites", flowList(p.ciphers), "", "nginx ssl_ciphers")
+	}
+	if p.clientAuth.Mode != "" {
+		cm := mapping()
+		set(cm, "mode", str(p.clientAuth.Mode), "", "nginx ssl_verify_client")
+		if p.clientAuth.CA != "" {
+			set(cm, "ca", str(p.clientAuth.CA), "", "nginx ssl_client_certificate")
+		}
+		set(m, "client_auth", cm, "", "")
+	}
+	if h := p.hsts; h != nil {
+		hm := mapping()
+		set(hm, "max_age", dur(h.MaxAge.D()), "", "")
+		if h.IncludeSubdomains {
+			set(hm, "include_subdomains", yes(), "", "")
+		}
+		if h.Preload {
+			set(hm, "preload", yes(), "", "")
+		}
+		set(m, "hsts", hm, "nginx add_header Strict-Transport-Security", "")
+	}
+	return m
 }

@@ -39,9 +39,10 @@ type route struct {
 	hsts *nginx.Directive
 	// guard holds its access rules (access.go), rateLimit and connLimit
 	// its limits (limits.go).
-	guard     guard
-	rateLimit []config.RateLimit
-	connLimit []config.ConnLimit
+	guard      guard
+	clientCert bool // a verified client certificate is required (tls.go)
+	rateLimit  []config.RateLimit
+	connLimit  []config.ConnLimit
 	// block is the nginx block the route was made from (nil for a server's catch-all).
 	block *Block
 }
@@ -58,6 +59,17 @@ func (t *translator) routes() {
 	t.routeKeys = map[string]string{}
 	for _, srv := range t.site.Servers {
 		sp := t.planServer(srv)
+		if rd := t.redirected[srv]; rd.serverWide() {
+			// nginx answered every request before choosing a location.
+			for _, l := range srv.Locations {
+				t.use(l.Dir)
+				t.useTree(l.Dir)
+				t.blocks = append(t.blocks, &Block{File: l.Dir.File, Line: l.Dir.Line, Server: sp.label, Location: locationLabel(l), Status: Translated,
+					Reasons: []string{"never reached in nginx: " + rd.note()}})
+			}
+			t.finishServer(sp, 0)
+			continue
+		}
 		var plans []*locCtx
 		for _, l := range srv.Locations {
 			if !l.Named {
@@ -121,6 +133,12 @@ func (t *translator) emit(c *locCtx) int {
 	}
 	var routes []*route
 	switch {
+	case c.viaRedirect != nil && !c.refused() && len(c.blockers) == 0:
+		b.Status, b.Reasons = Translated, []string{c.viaRedirect.note()}
+		if len(c.differs) > 0 {
+			b.Status, b.Reasons, b.Needs = TranslatedDiffers, append(b.Reasons, c.differs.reasons()...), c.differs.needs()
+		}
+		return 0
 	case c.refused():
 		if len(c.paths) == 0 {
 			ns := c.refusalNotes()
@@ -185,7 +203,7 @@ func (t *translator) proxyRoutes(c *locCtx) []*route {
 		for _, p := range c.paths {
 			r := c.r
 			r.listeners, r.hosts, r.path, r.pool = v.listeners, v.hosts, p, c.pool
-			r.static, r.hsts, r.guard = c.static, c.hsts, c.guard
+			r.static, r.hsts, r.guard, r.clientCert = c.static, c.hsts, c.guard, c.sp.clientCert
 			r.comments = slices.Clone(c.r.comments)
 			r.name = t.routeName(c.sp, v, p)
 			if c.pool != nil && c.pool.fallback != nil {
@@ -273,7 +291,14 @@ func (t *translator) finishServer(sp *serverPlan, made int) {
 	ns = append(ns, sp.blockers...)
 	ns = append(ns, sp.protect...)
 	ns.merge(sp.own)
+	rd := t.redirected[sp.srv]
 	switch {
+	case made == 0 && rd != nil && len(sp.blockers)+len(sp.protect) == 0:
+		b.Status, b.Reasons, b.Needs = Translated, []string{rd.note()}, nil
+		if len(sp.differs) > 0 {
+			b.Status, b.Reasons, b.Needs = TranslatedDiffers, append(b.Reasons, sp.differs.reasons()...), sp.differs.needs()
+		}
+		return
 	case made > 0:
 		b.Status = Translated
 		if len(sp.differs)+len(sp.own) > 0 {

@@ -2,6 +2,8 @@ package translate
 
 import (
 	"fmt"
+
+	"github.com/sturdyproxy/sturdy/internal/config"
 	"slices"
 	"strings"
 
@@ -27,6 +29,8 @@ type serverPlan struct {
 	// own are reasons about the server block alone (what happens to
 	// requests no location matches).
 	own notes
+	// clientCert: the server's routes require a verified client certificate.
+	clientCert bool
 	// catchAll reports that nginx served paths no location matches from
 	// the server's root: no location / and no server-level return.
 	catchAll bool
@@ -102,8 +106,17 @@ func hostNeed(ns notes) Need {
 // serverRewrite looks at the server's own rewrite-phase directives, which
 // nginx runs for every request before it chooses a location.
 func (t *translator) serverRewrite(sp *serverPlan, sc *nginx.Scope) {
+	rd := t.redirected[sp.srv]
+	if rd != nil {
+		t.use(rd.via)
+		t.useTree(rd.via)
+		sp.differs.merge(rd.notes)
+	}
 	for _, d := range sc.Local("return") {
 		t.use(d)
+		if rd != nil && rd.via == d {
+			continue
+		}
 		sp.blockers.add(returnNeed(d), "the server answers every request itself with %s (%s)", strings.TrimSuffix(d.String(), ";"), d.Pos())
 	}
 	for _, d := range sc.Local("rewrite") {
@@ -117,6 +130,9 @@ func (t *translator) serverRewrite(sp *serverPlan, sc *nginx.Scope) {
 	for _, d := range sc.Local("if") {
 		t.use(d)
 		t.useTree(d)
+		if rd != nil && rd.via == d {
+			continue
+		}
 		if code := ifRefuses(d); code != "" {
 			continue // a protection: planServer records it
 		}
@@ -140,16 +156,19 @@ func (t *translator) serverRewrite(sp *serverPlan, sc *nginx.Scope) {
 	}
 }
 
-// serverSettings notes server-wide behaviour sturdy does not reproduce.
+// serverSettings notes server-wide behaviour sturdy does not reproduce,
+// and the client certificates the server's routes require.
 func (t *translator) serverSettings(sp *serverPlan) {
-	sc := sp.srv.Scope
-	if sp.tls {
-		for _, name := range []string{"ssl_protocols", "ssl_ciphers"} {
-			if d := sc.Get1(name); d != nil {
-				t.use(d)
-				sp.differs.add(NeedTLSSettings, "%s (%s): sturdy uses Go's TLS defaults (TLS 1.2 and 1.3, modern ciphers)", d.Name, d.Pos())
-			}
-		}
+	srv := sp.srv
+	for _, n := range t.sniSettings[srv] {
+		sp.differs.add(n.need, "%s", n.reason)
+	}
+	switch v := t.clientCert[srv]; v {
+	case "":
+	case config.ClientCertRequired:
+		sp.clientCert = true
+	default:
+		sp.protect.add(NeedTLSSettings, "%s", v)
 	}
 }
 

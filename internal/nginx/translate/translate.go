@@ -92,7 +92,9 @@ func Translate(site *nginx.Site, opt Options) (*Result, error) {
 	}
 	t := &translator{site: site, opt: opt, used: map[*nginx.Directive]bool{}, listed: map[*nginx.Directive]bool{}, poolIdx: map[string]poolEntry{}}
 	t.listeners()
+	t.redirects()
 	t.routes()
+	t.hstsListeners()
 	sortBlocks(t.blocks)
 	blocks := make([]Block, len(t.blocks))
 	for i, b := range t.blocks {
@@ -125,6 +127,9 @@ type translator struct {
 	listenersOut []*listener
 	listenerOf   map[string]*listener               // nginx listen address -> listener
 	sni          map[*nginx.Server]*nginx.Directive // servers whose certificate sturdy cannot serve
+	clientCert   map[*nginx.Server]string           // "required", or why the server's client certificates cannot be kept
+	redirected   map[*nginx.Server]*redirectPlan    // servers the plain listener's redirect_https stands for
+	sniSettings  map[*nginx.Server]notes            // TLS settings of non-default servers sturdy does not apply
 	routesOut    []*route
 	routeNames   map[string]bool
 	routeKeys    map[string]string // listeners|hosts|path -> route name

@@ -77,10 +77,9 @@ func TestGolden(t *testing.T) {
 func TestNotTranslatedListsEverything(t *testing.T) {
 	res := translateCase(t, "k8s-ingress")
 	want := map[string]string{
-		"conf.d/default-api-ingress.conf:35":  "regular-expression location",
-		"conf.d/default-api-ingress.conf:40":  "needs path rewrites",
-		"conf.d/default-cafe-ingress.conf:24": "per-server certificates",
-		"nginx.conf:51":                       "Lua",
+		"conf.d/default-api-ingress.conf:35": "regular-expression location",
+		"conf.d/default-api-ingress.conf:40": "needs path rewrites",
+		"nginx.conf:51":                      "Lua",
 	}
 	got := map[string]string{}
 	for _, it := range res.NotTranslated {
@@ -99,6 +98,9 @@ func TestNotTranslatedListsEverything(t *testing.T) {
 	}
 	if grafana == nil || grafana.Status != Refused {
 		t.Fatalf("the allow-listed grafana location must be refused, not opened: %+v", grafana)
+	}
+	if !bytes.Contains(res.YAML, []byte("names: [cafe.example.com]")) {
+		t.Error("the cafe server's own certificate is not served for its name")
 	}
 	if !bytes.Contains(res.YAML, []byte("REFUSED: access rules sturdy cannot reproduce")) || !bytes.Contains(res.YAML, []byte("addr: '127.0.0.1:0'")) {
 		t.Error("the output lacks the refused list or the refusal pool")
