@@ -183,7 +183,8 @@ type ProxyTarget struct {
 	// Variable reports that the URL holds nginx variables, so the target is
 	// only known at request time (and is resolved through DNS then).
 	Variable bool
-	// Unix reports a unix-domain socket target.
+	// Unix reports a unix-domain socket target; Host is then
+	// "unix:/path" and URI what follows the path's colon.
 	Unix bool
 }
 

@@ -74,9 +74,11 @@ func (s *Site) DecodeTarget(raw string) *ProxyTarget {
 		return t
 	}
 	t.Scheme = strings.ToLower(scheme)
-	if strings.HasPrefix(rest, "unix:") {
+	if sock, ok := strings.CutPrefix(rest, "unix:"); ok {
+		// http://unix:/run/app.sock:/uri: the socket path ends at a colon.
 		t.Unix = true
-		t.Host = rest
+		path, uri, _ := strings.Cut(sock, ":")
+		t.Host, t.URI = "unix:"+path, uri
 		return t
 	}
 	host, uri := rest, ""

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"net"
 	"net/http"
+	"path"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 )
@@ -38,6 +40,7 @@ func newBackend() *backend {
 // listen returns the loopback address standing for addr, opening a port
 // for it on first use.
 func (b *backend) listen(addr string) (string, error) {
+	addr = socketKey(addr)
 	if a, ok := b.addrs[addr]; ok {
 		return a, nil
 	}
@@ -82,4 +85,14 @@ func (b *backend) close() {
 	for _, s := range b.servers {
 		s.Shutdown(ctx)
 	}
+}
+
+// socketKey writes a unix-socket address one way (nginx reads
+// unix:///run/x.sock as unix:/run/x.sock), so that both sides' names for a
+// socket find the same port.
+func socketKey(addr string) string {
+	if p, ok := strings.CutPrefix(addr, "unix:"); ok {
+		return "unix:" + path.Clean(p)
+	}
+	return addr
 }

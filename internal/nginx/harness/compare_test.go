@@ -140,8 +140,9 @@ func upstreamPools(site *nginx.Site) poolsOf {
 	out := poolsOf{}
 	for _, u := range site.Upstreams {
 		for _, srv := range u.Servers {
-			if !slices.Contains(out[srv.Addr], u.Name) {
-				out[srv.Addr] = append(out[srv.Addr], u.Name)
+			a := socketKey(srv.Addr)
+			if !slices.Contains(out[a], u.Name) {
+				out[a] = append(out[a], u.Name)
 			}
 		}
 	}

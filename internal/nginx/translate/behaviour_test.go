@@ -94,11 +94,12 @@ func TestImportBehaviours(t *testing.T) {
 			reason: `server name "www.example.*"`,
 		},
 		{
-			name:   "a unix: upstream is listed with its socket",
-			http:   "upstream app { server unix:/run/app.sock; }\nserver {\nlisten 80;\nlocation / { proxy_pass http://app; }\nlocation /x/ { proxy_pass http://10.0.0.2:80; }\n}",
-			line:   5,
-			status: NotTranslated, needs: []Need{NeedUnixUpstreams},
-			reason: "has only unix-domain sockets (unix:/run/app.sock)",
+			name:   "unix: upstreams and proxy_pass to a socket become socket hosts",
+			http:   "upstream app { server unix:///run/app.sock; }\nserver {\nlisten 80;\nlocation / { proxy_pass http://app; }\nlocation /x/ { proxy_pass http://unix:/run/x.sock; }\n}",
+			line:   6,
+			status: TranslatedDiffers,
+			reason: "nginx sent Host: localhost",
+			yaml:   []string{"- {addr: 'unix:/run/app.sock'}", "- {addr: 'unix:/run/x.sock'}"},
 		},
 		{
 			name:   "proxy_pass with a URI part is a path rewrite",

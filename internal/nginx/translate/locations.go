@@ -353,9 +353,6 @@ func (t *translator) proxyTarget(c *locCtx) {
 	case tg.Variable:
 		c.blockers.add(NeedRewrites, "proxy_pass %s (%s) builds the upstream path from variables", pass.Arg(0), pass.Pos())
 		return
-	case tg.Unix:
-		c.blockers.add(NeedUnixUpstreams, "proxy_pass %s (%s) connects to a unix-domain socket; sturdy connects to host:port", pass.Arg(0), pass.Pos())
-		return
 	case tg.Scheme != "http" && tg.Scheme != "https":
 		c.blockers.add("", "proxy_pass %s:// (%s) is not HTTP", tg.Scheme, pass.Pos())
 		return
@@ -365,6 +362,9 @@ func (t *translator) proxyTarget(c *locCtx) {
 		return
 	}
 	c.proxyHost = tg.Host
+	if tg.Unix {
+		c.proxyHost = "localhost" // nginx's $proxy_host for a socket
+	}
 	p, ns := t.poolFor(tg, pass)
 	if p == nil {
 		c.blockers = append(c.blockers, ns...)

@@ -3,6 +3,7 @@ package translate
 import (
 	"fmt"
 	"net"
+	"path"
 	"strconv"
 	"strings"
 	"time"
@@ -67,7 +68,10 @@ func (t *translator) poolFor(tg *nginx.ProxyTarget, pass *nginx.Directive) (*poo
 		p, ns = t.upstreamPool(tg.Upstream)
 	} else {
 		addr := tg.HostPort()
-		if !validBackend(addr) {
+		if tg.Unix {
+			addr = backendAddr(tg.Host)
+		}
+		if backendAddr(addr) == "" {
 			ns.add("", "proxy_pass %s (%s): %q is not an address sturdy can connect to", pass.Arg(0), pass.Pos(), addr)
 		} else {
 			p = &pool{name: addr, hosts: []host{{addr: addr, weight: 1}}, comments: []string{fmt.Sprintf("proxy_pass %s (%s) names one address, not an upstream block", pass.Arg(0), pass.Pos())}}
@@ -115,13 +119,9 @@ func (t *translator) upstreamPool(u *nginx.Upstream) (*pool, notes) {
 			return nil, ns
 		}
 	}
-	var unix []string
 	for _, s := range u.Servers {
 		t.use(s.Dir)
 		switch {
-		case s.Unix:
-			unix = append(unix, s.Addr)
-			continue
 		case s.Down:
 			p.comments = append(p.comments, fmt.Sprintf("%s is marked down in nginx (%s) and was left out", s.Addr, s.Dir.Pos()))
 			continue
@@ -129,11 +129,12 @@ func (t *translator) upstreamPool(u *nginx.Upstream) (*pool, notes) {
 			backups = append(backups, s)
 			continue
 		}
-		if !validBackend(s.Addr) {
+		addr := backendAddr(s.Addr)
+		if addr == "" {
 			t.skip(s.Dir, fmt.Sprintf("invalid server address %q", s.Addr))
 			continue
 		}
-		h := host{addr: s.Addr, weight: min(max(s.Weight, 1), config.MaxWeight)}
+		h := host{addr: addr, weight: min(max(s.Weight, 1), config.MaxWeight)}
 		if s.Weight > config.MaxWeight {
 			h.comment = fmt.Sprintf("nginx weight %d capped at %d", s.Weight, config.MaxWeight)
 		}
@@ -158,13 +159,6 @@ func (t *translator) upstreamPool(u *nginx.Upstream) (*pool, notes) {
 		}
 		p.hosts = append(p.hosts, h)
 	}
-	if len(unix) > 0 {
-		if len(p.hosts) == 0 {
-			ns.add(NeedUnixUpstreams, "upstream %s (%s) has only unix-domain sockets (%s); sturdy connects to host:port", u.Name, u.Dir.Pos(), strings.Join(unix, ", "))
-			return nil, ns
-		}
-		ns.add(NeedUnixUpstreams, "upstream %s (%s): its unix-domain sockets (%s) were left out of the pool", u.Name, u.Dir.Pos(), strings.Join(unix, ", "))
-	}
 	if len(p.hosts) == 0 {
 		ns.add("", "upstream %s (%s) has no server sturdy can use (all backup, down or invalid)", u.Name, u.Dir.Pos())
 		return nil, ns
@@ -172,11 +166,12 @@ func (t *translator) upstreamPool(u *nginx.Upstream) (*pool, notes) {
 	if len(backups) > 0 {
 		fb := &pool{name: u.Name + "-backup", comments: []string{fmt.Sprintf("the backup servers of upstream %s (%s): the routes of %s fall back to them while it has no host to try", u.Name, u.Dir.Pos(), u.Name)}}
 		for _, s := range backups {
-			if !validBackend(s.Addr) || hasHost(fb.hosts, s.Addr) {
+			addr := backendAddr(s.Addr)
+			if addr == "" || hasHost(fb.hosts, addr) {
 				t.skip(s.Dir, fmt.Sprintf("invalid or repeated backup server address %q", s.Addr))
 				continue
 			}
-			fb.hosts = append(fb.hosts, host{addr: s.Addr, weight: min(max(s.Weight, 1), config.MaxWeight)})
+			fb.hosts = append(fb.hosts, host{addr: addr, weight: min(max(s.Weight, 1), config.MaxWeight)})
 		}
 		fb.passive.comment = "defaults: a fallback pool has the same attributed passive health as any pool"
 		if len(fb.hosts) > 0 {
@@ -196,6 +191,21 @@ func (t *translator) upstreamPool(u *nginx.Upstream) (*pool, notes) {
 	return p, ns
 }
 
+// backendAddr is the pool host for an nginx server address: host:port, or
+// unix:/path (nginx also reads unix:///path); "" when sturdy cannot use it.
+func backendAddr(a string) string {
+	if p, ok := strings.CutPrefix(a, "unix:"); ok {
+		if !strings.HasPrefix(p, "/") || strings.ContainsAny(p, "\x00 ") || !printable(p) {
+			return ""
+		}
+		return "unix:" + path.Clean(p)
+	}
+	if !validBackend(a) {
+		return ""
+	}
+	return a
+}
+
 func hasHost(hs []host, addr string) bool {
 	for _, h := range hs {
 		if h.addr == addr {
@@ -210,7 +220,7 @@ func (t *translator) passiveHealth(p *pool, u *nginx.Upstream) {
 	var failTimeout time.Duration
 	explicit := false
 	for _, s := range u.Servers {
-		if s.Backup || s.Down || s.Unix {
+		if s.Backup || s.Down {
 			continue
 		}
 		maxFails = append(maxFails, s.MaxFails)

@@ -239,6 +239,9 @@ func (t *translator) resolveNames() {
 	names := false
 	for _, p := range t.pools {
 		for _, h := range p.hosts {
+			if strings.HasPrefix(h.addr, "unix:") {
+				continue
+			}
 			host := h.addr[:max(strings.LastIndexByte(h.addr, ':'), 0)]
 			if net.ParseIP(strings.Trim(host, "[]")) == nil {
 				names = true
