@@ -102,6 +102,14 @@ func TestImportBehaviours(t *testing.T) {
 			yaml:   []string{"- {addr: 'unix:/run/app.sock'}", "- {addr: 'unix:/run/x.sock'}"},
 		},
 		{
+			name:   "listen proxy_protocol keeps the listener and lists the difference",
+			http:   up + "server {\nlisten 8080 proxy_protocol http2;\nlocation / { proxy_set_header Host $host; proxy_pass http://app; }\n}",
+			line:   3,
+			status: TranslatedDiffers, needs: []Need{NeedProxyProtocol},
+			reason: "sturdy speaks HTTP/1.1 there",
+			yaml:   []string{"listen: :8080", "once trusted_proxies lists the load balancers"},
+		},
+		{
 			name:   "proxy_pass with a URI part is a path rewrite",
 			http:   up + "server {\nlisten 80;\nlocation /api/ { proxy_pass http://app/; }\nlocation / { proxy_pass http://app; }\n}",
 			line:   5,

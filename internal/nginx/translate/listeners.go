@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -14,11 +15,13 @@ import (
 // listener is a sturdy listener made from one or more nginx listen
 // directives on the same address.
 type listener struct {
-	name   string
-	listen string
-	ssl    bool
-	certs  []*certEntry // TLS listeners: one per certificate file (tls.go)
-	tls    tlsPlan
+	name string
+	// proxyProtocol: nginx read the PROXY protocol here (from set_real_ip_from peers).
+	proxyProtocol bool
+	listen        string
+	ssl           bool
+	certs         []*certEntry // TLS listeners: one per certificate file (tls.go)
+	tls           tlsPlan
 	// redirect is set on a plain listener whose every server sent clients
 	// to https (redirect.go).
 	redirect     *config.RedirectHTTPS
@@ -39,11 +42,15 @@ func sturdyAddr(l *nginx.Listen) string {
 	return net.JoinHostPort(strings.Trim(l.Host, "[]"), l.Port)
 }
 
+// proxyProtoComment marks a listener nginx read the PROXY protocol on.
+const proxyProtoComment = "nginx expected the PROXY protocol here (listen ... proxy_protocol); set proxy_protocol: required once trusted_proxies lists the load balancers"
+
 func (t *translator) listeners() {
 	t.listenerOf = map[string]*listener{}
 	t.sni = map[*nginx.Server]*nginx.Directive{}
 	t.clientCert = map[*nginx.Server]string{}
 	t.sniSettings = map[*nginx.Server]notes{}
+	t.listenNotes = map[*nginx.Server]notes{}
 	byAddr := map[string]*listener{}
 	for _, srv := range t.site.Servers {
 		for _, l := range srv.Listens {
@@ -56,9 +63,6 @@ func (t *translator) listeners() {
 				continue
 			case l.QUIC:
 				t.skip(l.Dir, "HTTP/3 (quic) is not translated; add http3: {} to the TLS listener on this port (docs/protocols.md)")
-				continue
-			case l.ProxyProto:
-				t.skip(l.Dir, "the PROXY protocol is not translated; set proxy_protocol: required on this listener and list the load balancers (nginx's set_real_ip_from) in trusted_proxies (docs/protocols.md)")
 				continue
 			}
 			addr := sturdyAddr(l)
@@ -74,6 +78,21 @@ func (t *translator) listeners() {
 			}
 			ln.ssl = ln.ssl || l.SSL || serverSSL(srv)
 			ln.from = append(ln.from, l.Dir)
+			if l.ProxyProto {
+				switch {
+				case len(t.trusted) > 0:
+					// sturdy reads PROXY headers from trusted_proxies
+					// (nginx's set_real_ip_from) only (docs/protocols.md).
+					ln.proxyProtocol = true
+				case !slices.Contains(ln.comments, proxyProtoComment):
+					t.listenNotes[srv] = append(t.listenNotes[srv], note{fmt.Sprintf("nginx read the PROXY protocol on %s (%s) from any peer; sturdy believes PROXY headers only from trusted_proxies, and nginx's set_real_ip_from named none: set proxy_protocol: required on this listener and list the load balancers in trusted_proxies", addr, l.Dir.Pos()), NeedProxyProtocol})
+					ln.comments = append(ln.comments, proxyProtoComment)
+					t.items = append(t.items, Item{File: l.Dir.File, Line: l.Dir.Line, Directive: l.Dir.String(), Reason: "the PROXY protocol is not translated without set_real_ip_from: sturdy reads it only from trusted_proxies"})
+				}
+			}
+			if !ln.ssl && (l.HTTP2 || srv.Get1("http2") != nil && srv.Get1("http2").Arg(0) == "on") {
+				t.listenNotes[srv] = append(t.listenNotes[srv], note{fmt.Sprintf("nginx spoke HTTP/2 without TLS (h2c) on %s (%s); sturdy speaks HTTP/1.1 there", addr, l.Dir.Pos()), ""})
+			}
 			t.listenerOf[l.Addr] = ln
 			t.use(l.Dir, srv.Get1("ssl"))
 		}

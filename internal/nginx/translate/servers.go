@@ -160,7 +160,7 @@ func (t *translator) serverRewrite(sp *serverPlan, sc *nginx.Scope) {
 // and the client certificates the server's routes require.
 func (t *translator) serverSettings(sp *serverPlan) {
 	srv := sp.srv
-	for _, n := range t.sniSettings[srv] {
+	for _, n := range append(t.listenNotes[srv], t.sniSettings[srv]...) {
 		sp.differs.add(n.need, "%s", n.reason)
 	}
 	switch v := t.clientCert[srv]; v {

@@ -91,6 +91,7 @@ func Translate(site *nginx.Site, opt Options) (*Result, error) {
 		opt.Exists = func(p string) bool { _, err := os.Stat(p); return err == nil }
 	}
 	t := &translator{site: site, opt: opt, used: map[*nginx.Directive]bool{}, listed: map[*nginx.Directive]bool{}, poolIdx: map[string]poolEntry{}}
+	t.trustedProxies() // before the listeners: PROXY protocol is read from trusted peers only
 	t.listeners()
 	t.redirects()
 	t.routes()
@@ -103,7 +104,6 @@ func Translate(site *nginx.Site, opt Options) (*Result, error) {
 	if !slices.ContainsFunc(t.routesOut, func(r *route) bool { return r.pool == nil || !r.pool.refusal }) {
 		return nil, &NothingError{Blocks: blocks}
 	}
-	t.trustedProxies()
 	t.edge()
 	t.resolveNames()
 	t.leftovers()
@@ -130,6 +130,7 @@ type translator struct {
 	clientCert   map[*nginx.Server]string           // "required", or why the server's client certificates cannot be kept
 	redirected   map[*nginx.Server]*redirectPlan    // servers the plain listener's redirect_https stands for
 	sniSettings  map[*nginx.Server]notes            // TLS settings of non-default servers sturdy does not apply
+	listenNotes  map[*nginx.Server]notes            // listen parameters sturdy does not keep (proxy_protocol, h2c)
 	routesOut    []*route
 	routeNames   map[string]bool
 	routeKeys    map[string]string // listeners|hosts|path -> route name
