@@ -2,57 +2,98 @@ package translate
 
 import (
 	"net/http"
+	"regexp"
+	"slices"
 	"strings"
 
+	"github.com/sturdyproxy/sturdy/internal/config"
 	"github.com/sturdyproxy/sturdy/internal/nginx"
 )
 
 // Request headers. sturdy passes the client's Host and sets X-Forwarded-For
 // (the client address), X-Forwarded-Proto, X-Forwarded-Host, X-Real-IP and
-// Via itself; it has no config key to set other request headers yet. nginx
-// sends Host: $proxy_host (the upstream's name) unless told otherwise,
-// sets no forwarding headers unless told, and replaces the whole list of
-// proxy_set_header in a block that sets any.
+// Via itself. nginx sends Host: $proxy_host (the upstream's name) unless
+// told otherwise, sets no forwarding headers unless told, and replaces the
+// whole list of proxy_set_header in a block that sets any. Each
+// proxy_set_header becomes a request_headers rule (or host_header); the
+// forwarding headers sturdy adds and nginx did not are kept, and listed:
+// nginx passed a client's own X-Forwarded-For or X-Real-IP on unchecked.
 
 // forwardedSame lists, per header, the nginx values that give the backend
 // what sturdy gives it.
 var forwardedSame = map[string][]string{
-	"Host":              {"$host", "$http_host"},
 	"X-Forwarded-For":   {"$proxy_add_x_forwarded_for", "$remote_addr"},
 	"X-Real-Ip":         {"$remote_addr"},
 	"X-Forwarded-Proto": {"$scheme"},
-	"X-Forwarded-Host":  {"$host", "$http_host"},
+	"X-Forwarded-Host":  {"$http_host"},
 }
 
 // hopByHop are headers sturdy manages itself on the upstream connection
 // (WebSocket upgrades included); setting them in nginx changes nothing sturdy must copy.
-var hopByHop = map[string]bool{"Connection": true, "Upgrade": true, "Keep-Alive": true, "Te": true}
+var hopByHop = map[string]bool{"Connection": true, "Upgrade": true, "Keep-Alive": true, "Te": true, "Transfer-Encoding": true, "Trailer": true, "Proxy-Connection": true}
 
-// requestHeaders compares the headers nginx sends from location l with
-// what sturdy sends, adding a difference per header.
+// headerRule is one header and its value (a sturdy template).
+type headerRule struct{ name, value string }
+
+// requestHeaders turns the proxy_set_header in effect at the location into
+// the route's request rules and Host.
 func (t *translator) requestHeaders(c *locCtx, sc *nginx.Scope, tls bool) {
 	set := map[string]*nginx.Directive{}
+	var order []string
 	for _, d := range sc.Get("proxy_set_header") {
 		t.use(d)
-		set[http.CanonicalHeaderKey(d.Arg(0))] = d
+		n := http.CanonicalHeaderKey(d.Arg(0))
+		if set[n] == nil {
+			order = append(order, n)
+		}
+		set[n] = d
 	}
+	x := &varCtx{c: c, re: c.regex()}
 	if d := set["Host"]; d == nil {
-		c.differs.add(NeedHostHeader, "nginx sent Host: %s (its default, $proxy_host); sturdy sends the client's Host", c.proxyHost)
-	} else if !sameValue("Host", d.Arg(1), tls) {
-		c.differs.add(NeedHostHeader, "nginx sent Host: %s (%s); sturdy sends the client's Host", d.Arg(1), d.Pos())
+		// nginx's default, $proxy_host: the name written in proxy_pass.
+		c.r.hostHeader = c.proxyHost
+	} else if v := d.Arg(1); v != "$http_host" {
+		hx := &varCtx{c: c, re: x.re, proxyHost: true}
+		if tpl, why, ok := hx.template(v); ok && tpl != "" {
+			c.r.hostHeader = tpl
+			x.requestID = x.requestID || hx.requestID
+		} else {
+			if tpl == "" && ok {
+				why = "an empty Host"
+			}
+			c.differs.add(NeedHostHeader, "nginx sent Host: %s (%s); %s, so sturdy sends the client's Host", v, d.Pos(), why)
+		}
 	}
-	for name, d := range set {
+	for _, name := range order {
+		d := set[name]
+		v := d.Arg(1)
 		switch {
 		case name == "Host" || hopByHop[name]:
-		case forwardedSame[name] != nil:
-			if !sameValue(name, d.Arg(1), tls) {
-				c.differs.add(NeedRequestHeaders, "nginx set %s: %s (%s); sturdy sets its own value", name, d.Arg(1), d.Pos())
-			}
-		case d.Arg(1) == "":
-			c.differs.add(NeedRequestHeaders, "nginx removed the client's %s header (%s); sturdy passes it on", name, d.Pos())
+		case slices.Contains(forwardedSame[name], v) || name == "X-Forwarded-Proto" && (v == "https" && tls || v == "http" && !c.sp.tls):
+			// sturdy sends the same value itself.
+		case v == "":
+			c.r.reqRemove = append(c.r.reqRemove, name)
+		case v == "$request_id" && strings.EqualFold(name, config.DefaultRequestIDHeader):
+			x.requestID = true
 		default:
-			c.differs.add(NeedRequestHeaders, "nginx set %s: %s (%s); sturdy does not", name, d.Arg(1), d.Pos())
+			tpl, why, ok := x.template(v)
+			if !ok {
+				c.differs.add(NeedRequestHeaders, "nginx set %s: %s (%s); %s, so sturdy does not set it", name, v, d.Pos(), why)
+				continue
+			}
+			c.r.reqSet = append(c.r.reqSet, headerRule{name, tpl})
 		}
+	}
+	if x.requestID {
+		// nginx's $request_id is always a new one, and is not sent back.
+		f := false
+		id := &config.RequestID{Accept: "none", Response: &f}
+		for name, d := range set {
+			if d.Arg(1) == "$request_id" {
+				id.Header = name
+			}
+		}
+		c.r.requestID = id
 	}
 	var added []string
 	for _, name := range []string{"X-Forwarded-For", "X-Forwarded-Proto", "X-Forwarded-Host", "X-Real-Ip"} {
@@ -61,7 +102,7 @@ func (t *translator) requestHeaders(c *locCtx, sc *nginx.Scope, tls bool) {
 		}
 	}
 	if len(added) > 0 {
-		c.differs.add(NeedRequestHeaders, "sturdy adds %s, which nginx did not send here", strings.Join(added, ", "))
+		c.differs.add(NeedRequestHeaders, "sturdy adds %s, which nginx did not send here (nginx passed the client's own on unchecked)", strings.Join(added, ", "))
 	}
 	for _, name := range []string{"proxy_pass_request_headers", "proxy_pass_request_body", "proxy_method"} {
 		if d := sc.Get1(name); d != nil {
@@ -73,13 +114,11 @@ func (t *translator) requestHeaders(c *locCtx, sc *nginx.Scope, tls bool) {
 	}
 }
 
-func sameValue(name, v string, tls bool) bool {
-	for _, s := range forwardedSame[name] {
-		if v == s {
-			return true
-		}
+// regex is the location's compiled regex, nil for other locations.
+func (c *locCtx) regex() *regexp.Regexp {
+	if c.match == nil || c.match.Regex == "" {
+		return nil
 	}
-	// A fixed X-Forwarded-Proto on a server that only speaks TLS (or only
-	// plain HTTP) is what sturdy sends there too.
-	return name == "X-Forwarded-Proto" && (v == "https" && tls || v == "http" && !tls)
+	re, _ := compileRegex(c.match.Regex, c.match.CaseInsensitive)
+	return re
 }

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/sturdyproxy/sturdy/internal/config"
+
 	"github.com/sturdyproxy/sturdy/internal/nginx"
 )
 
@@ -17,8 +19,10 @@ type locCtx struct {
 	pass      *nginx.Directive
 	target    *nginx.ProxyTarget
 	proxyHost string
-	// paths are the route paths (prefixes) the location becomes.
+	// paths are the route paths (prefixes) the location becomes; match,
+	// when set, is the one route match that replaces them (match.go).
 	paths    []string
+	match    *config.PathMatch
 	blockers notes
 	differs  notes
 	protect  notes
@@ -138,53 +142,6 @@ func (sp *serverPlan) allTLS() bool {
 		}
 	}
 	return true
-}
-
-// matchPaths turns the location's match into route path prefixes.
-func (t *translator) matchPaths(c *locCtx) {
-	l := c.loc
-	switch {
-	case l.Named:
-		return
-	case l.Modifier == "" || l.Modifier == "^~":
-		if !strings.HasPrefix(l.Path, "/") || !printable(l.Path) {
-			c.blockers.add("", "location %q does not start with / or holds control characters", l.Path)
-			return
-		}
-		c.paths = []string{l.Path}
-		if !strings.HasSuffix(l.Path, "/") {
-			c.differs.add("", "nginx also matched %sX (any continuation); sturdy matches %s and %s/...", l.Path, l.Path, l.Path)
-		}
-	case l.Modifier == "=":
-		if !strings.HasPrefix(l.Path, "/") || !printable(l.Path) {
-			c.blockers.add("", "location %q does not start with / or holds control characters", l.Path)
-			return
-		}
-		for _, o := range c.sp.srv.Locations {
-			if o != l && !o.Named && (o.Modifier == "" || o.Modifier == "^~") && o.Path == l.Path {
-				c.blockers.add(NeedExactLocations, "location = %s and location %s (%s) share the path; sturdy routes by prefix only", l.Path, o.Path, o.Dir.Pos())
-				return
-			}
-		}
-		c.paths = []string{l.Path}
-		c.differs.add(NeedExactLocations, "nginx matched %s exactly; sturdy also sends %s/... here", l.Path, strings.TrimSuffix(l.Path, "/"))
-	case l.Modifier == "~" || l.Modifier == "~*":
-		paths, exact, ok := regexPaths(l.Path, l.Modifier == "~*")
-		switch {
-		case !ok:
-			c.blockers.add(NeedRegexLocations, "regular-expression location %q: sturdy routes by path prefix", l.Path)
-		case exact:
-			c.blockers.add(NeedRegexLocations, "regular-expression location %q matches whole paths; sturdy routes by path prefix", l.Path)
-		default:
-			c.paths = paths
-			c.differs.add(NeedRegexLocations, "regular-expression location %q became the prefixes %s; nginx chose regex locations before longer prefixes", l.Path, strings.Join(paths, ", "))
-			if l.Modifier == "~*" {
-				c.differs.add(NeedRegexLocations, "nginx matched %q case-insensitively; sturdy matches paths as written", l.Path)
-			}
-		}
-	default:
-		c.blockers.add("", "location modifier %q is not one nginx knows", l.Modifier)
-	}
 }
 
 // content finds what answers the location's requests in nginx's content
@@ -362,6 +319,9 @@ func (t *translator) proxyTarget(c *locCtx) {
 		return
 	}
 	c.proxyHost = tg.Host
+	if h, ok := strings.CutSuffix(tg.Host, map[string]string{"http": ":80", "https": ":443"}[tg.Scheme]); ok && !tg.Unix {
+		c.proxyHost = h // nginx's $proxy_host leaves the default port out
+	}
 	if tg.Unix {
 		c.proxyHost = "localhost" // nginx's $proxy_host for a socket
 	}

@@ -216,7 +216,11 @@ func (t *translator) renderRoute(r *route) *yaml.Node {
 	if len(r.hosts) > 0 {
 		set(m, "hosts", flowList(r.hosts), "", "")
 	}
-	set(m, "path", str(r.path), "", "")
+	if pm := r.match; pm != nil {
+		set(m, "match", renderMatch(pm), "", "")
+	} else {
+		set(m, "path", str(r.path), "", "")
+	}
 	if r.def {
 		set(m, "default", yes(), "", "")
 	}
@@ -251,6 +255,7 @@ func (t *translator) renderRoute(r *route) *yaml.Node {
 		set(sm, "body", str(r.sorryBody), "", "")
 		set(m, "sorry", sm, "The refusal page: this route never reaches a backend.", "")
 	}
+	t.renderRules(m, r)
 	renderGuard(m, r)
 	if r.static != nil {
 		set(m, "static", renderStatic(r.static), "", "")
@@ -383,4 +388,70 @@ func (t *translator) adminListen() string {
 		}
 		n++
 	}
+}
+
+func renderMatch(pm *config.PathMatch) *yaml.Node {
+	p := &yaml.Node{Kind: yaml.MappingNode, Style: yaml.FlowStyle}
+	switch {
+	case pm.Exact != "":
+		set(p, "exact", str(pm.Exact), "", "")
+	case pm.Regex != "":
+		set(p, "regex", str(pm.Regex), "", "")
+		if pm.CaseInsensitive {
+			set(p, "case_insensitive", yes(), "", "")
+		}
+	default:
+		set(p, "starts_with", str(pm.StartsWith), "", "")
+		if pm.BeforeRegex {
+			set(p, "before_regex", yes(), "", "")
+		}
+	}
+	m := mapping()
+	set(m, "path", p, "", "")
+	return m
+}
+
+// renderRules writes the route's header rules, Host and request id.
+func (t *translator) renderRules(m *yaml.Node, r *route) {
+	if r.hostHeader != "" {
+		set(m, "host_header", str(r.hostHeader), "", "nginx's Host")
+	}
+	if len(r.reqSet)+len(r.reqRemove) > 0 {
+		set(m, "request_headers", renderRuleSet(r.reqSet, nil, r.reqRemove), "", "nginx proxy_set_header")
+	}
+	if len(r.respAdd) > 0 {
+		set(m, "response_headers", renderRuleSet(nil, r.respAdd, nil), "", "nginx add_header")
+	}
+	if len(r.hide) > 0 {
+		set(m, "hide_response_headers", flowList(r.hide), "", "nginx proxy_hide_header")
+	}
+	if id := r.requestID; id != nil {
+		im := &yaml.Node{Kind: yaml.MappingNode, Style: yaml.FlowStyle}
+		if id.Header != "" {
+			set(im, "header", str(id.Header), "", "")
+		}
+		set(im, "accept", str(id.Accept), "", "")
+		set(im, "response", no(), "", "")
+		set(m, "request_id", im, "", "nginx's $request_id: always a new id, not sent to the client")
+	}
+}
+
+func renderRuleSet(setRules, addRules []headerRule, remove []string) *yaml.Node {
+	m := mapping()
+	kv := func(key string, rules []headerRule) {
+		if len(rules) == 0 {
+			return
+		}
+		n := mapping()
+		for _, h := range rules {
+			set(n, h.name, str(h.value), "", "")
+		}
+		set(m, key, n, "", "")
+	}
+	kv("set", setRules)
+	kv("add", addRules)
+	if len(remove) > 0 {
+		set(m, "remove", flowList(remove), "", "")
+	}
+	return m
 }

@@ -17,11 +17,13 @@ type route struct {
 	listeners []string
 	hosts     []string
 	path      string
-	def       bool
-	pool      *pool
-	connect   time.Duration // 0: sturdy's default
-	response  time.Duration
-	maxBody   string // "" : sturdy's default
+	// match is the route's match.path, nil for a plain path prefix.
+	match    *config.PathMatch
+	def      bool
+	pool     *pool
+	connect  time.Duration // 0: sturdy's default
+	response time.Duration
+	maxBody  string // "" : sturdy's default
 	// maxBodyDefault reports that maxBody is nginx's default, not written.
 	maxBodyDefault bool
 	tries          int // 0: sturdy's default
@@ -43,6 +45,13 @@ type route struct {
 	clientCert bool // a verified client certificate is required (tls.go)
 	rateLimit  []config.RateLimit
 	connLimit  []config.ConnLimit
+	// Request and response rules (headers.go, response.go).
+	hostHeader string // "" : the client's Host
+	reqSet     []headerRule
+	reqRemove  []string
+	respAdd    []headerRule
+	hide       []string
+	requestID  *config.RequestID
 	// block is the nginx block the route was made from (nil for a server's catch-all).
 	block *Block
 }
@@ -202,7 +211,7 @@ func (t *translator) proxyRoutes(c *locCtx) []*route {
 	for _, v := range c.sp.variants {
 		for _, p := range c.paths {
 			r := c.r
-			r.listeners, r.hosts, r.path, r.pool = v.listeners, v.hosts, p, c.pool
+			r.listeners, r.hosts, r.path, r.match, r.pool = v.listeners, v.hosts, p, c.match, c.pool
 			r.static, r.hsts, r.guard, r.clientCert = c.static, c.hsts, c.guard, c.sp.clientCert
 			r.comments = slices.Clone(c.r.comments)
 			r.name = t.routeName(c.sp, v, p)
@@ -228,7 +237,7 @@ func (t *translator) refusalRoutes(c *locCtx) []*route {
 	var out []*route
 	for _, v := range c.sp.variants {
 		for _, p := range c.paths {
-			r := &route{listeners: v.listeners, hosts: v.hosts, path: p, pool: t.refusalPool(), sorryBody: body, tries: 1, maxBody: "1MiB", maxBodyDefault: true}
+			r := &route{listeners: v.listeners, hosts: v.hosts, path: p, match: c.match, pool: t.refusalPool(), sorryBody: body, tries: 1, maxBody: "1MiB", maxBodyDefault: true}
 			r.comments = []string{where + ": REFUSED, never opened: " + strings.Join(ns.reasons(), "; ")}
 			r.name = t.routeName(c.sp, v, p) + "-refused"
 			out = append(out, r)
@@ -265,13 +274,13 @@ func (t *translator) routeName(sp *serverPlan, v variant, path string) string {
 // addRoute adds r unless a route with the same listeners, hosts and path
 // exists; it returns the route's (unique) name, "" when it was a duplicate.
 func (t *translator) addRoute(r *route) string {
-	key := strings.Join(r.listeners, ",") + "|" + strings.Join(r.hosts, ",") + "|" + r.path
+	key := strings.Join(r.listeners, ",") + "|" + strings.Join(r.hosts, ",") + "|" + r.matchKey()
 	if _, dup := t.routeKeys[key]; dup {
 		return ""
 	}
 	r.name = name(t.routeNames, r.name)
 	t.routeKeys[key] = r.name
-	if len(r.hosts) == 0 && r.path == "/" && !t.hasDefault() && (r.pool == nil || !r.pool.refusal) {
+	if len(r.hosts) == 0 && r.everything() && !t.hasDefault() && (r.pool == nil || !r.pool.refusal) {
 		r.def = true
 		r.comments = append(r.comments, "the default route: nginx sent requests whose Host matches no server_name to this server, and sturdy does the same; an empty pool answers 503 with Retry-After instead of hours of 502 (incident 001)")
 	}

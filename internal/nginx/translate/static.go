@@ -135,6 +135,9 @@ func (t *translator) staticContent(c *locCtx, l *nginx.Location, sc *nginx.Scope
 		case strings.HasSuffix(l.Path, "/") && !strings.HasSuffix(raw, "/"):
 			c.differs.add(NeedStatic, "location %s ends with / but alias %s does not: nginx glued the rest of the path to the alias without a slash; sturdy puts one between", l.Path, raw)
 		}
+		if sp.alias != "" {
+			c.prefixOnly()
+		}
 	}
 	if d := sc.Get("index"); len(d) > 0 {
 		for _, x := range d {

@@ -1,0 +1,101 @@
+package translate
+
+import (
+	"strings"
+
+	"github.com/sturdyproxy/sturdy/internal/config"
+	"github.com/sturdyproxy/sturdy/internal/nginx"
+)
+
+// Locations become routes with the same match (docs/routing.md): sturdy
+// chooses among a host's routes as nginx chooses among a server's
+// locations (an exact path, the longest prefix when it is ^~, regular
+// expressions in order, the longest prefix).
+
+// matchPaths sets the location's route match, or the reason it has none.
+func (t *translator) matchPaths(c *locCtx) {
+	l := c.loc
+	switch {
+	case l.Named:
+		return
+	case l.Modifier == "" || l.Modifier == "^~" || l.Modifier == "=":
+		if !strings.HasPrefix(l.Path, "/") || !printable(l.Path) {
+			c.blockers.add("", "location %q does not start with / or holds control characters", l.Path)
+			return
+		}
+		c.paths = []string{l.Path}
+		switch l.Modifier {
+		case "=":
+			c.match = &config.PathMatch{Exact: l.Path}
+		case "^~":
+			c.match = &config.PathMatch{StartsWith: l.Path, BeforeRegex: true}
+		default:
+			c.match = &config.PathMatch{StartsWith: l.Path}
+		}
+	case l.Modifier == "~" || l.Modifier == "~*":
+		fold := l.Modifier == "~*"
+		if !printable(l.Path) {
+			c.blockers.add("", "location %q holds control characters", l.Path)
+			return
+		}
+		if _, ok := compileRegex(l.Path, fold); !ok {
+			c.blockers.add(NeedRegexLocations, "regular-expression location %q uses PCRE that sturdy's RE2 does not have (look-around, back-references, possessive quantifiers)", l.Path)
+			return
+		}
+		c.paths = []string{l.Path}
+		c.match = &config.PathMatch{Regex: l.Path, CaseInsensitive: fold}
+	default:
+		c.blockers.add("", "location modifier %q is not one nginx knows", l.Modifier)
+	}
+}
+
+// prefixOnly turns the route match back into a path prefix, for what only
+// works on prefixes (an alias replaces the path the route matched): nginx's
+// location /x also matched /xY, sturdy's path /x does not.
+func (c *locCtx) prefixOnly() {
+	if c.match == nil || c.match.StartsWith == "" {
+		return
+	}
+	l := c.loc
+	c.match = nil
+	if !strings.HasSuffix(l.Path, "/") {
+		c.differs.add("", "nginx also matched %sX (any continuation); sturdy matches %s and %s/... (an alias works on whole path segments)", l.Path, l.Path, l.Path)
+	}
+	if l.Modifier == "^~" {
+		c.differs.add(NeedRegexLocations, "location ^~ %s: nginx chose it before regular expressions; with its alias sturdy matches it as a path prefix, after them", l.Path)
+	}
+}
+
+// isRegex reports a regular-expression location.
+func isRegex(l *nginx.Location) bool { return l != nil && (l.Modifier == "~" || l.Modifier == "~*") }
+
+// matchKey is the route's match as the duplicate check sees it.
+func (r *route) matchKey() string {
+	if m := r.match; m != nil {
+		switch {
+		case m.Exact != "":
+			return "=" + m.Exact
+		case m.Regex != "":
+			if m.CaseInsensitive {
+				return "~*" + m.Regex
+			}
+			return "~" + m.Regex
+		case m.BeforeRegex:
+			return "^~" + m.StartsWith
+		default:
+			if m.StartsWith == "/" {
+				return "/"
+			}
+			return "starts_with " + m.StartsWith
+		}
+	}
+	return r.path
+}
+
+// everything reports a route that matches every path, like path "/".
+func (r *route) everything() bool {
+	if m := r.match; m != nil {
+		return m.StartsWith == "/"
+	}
+	return r.path == "/"
+}
