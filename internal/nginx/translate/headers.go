@@ -50,8 +50,12 @@ func (t *translator) requestHeaders(c *locCtx, sc *nginx.Scope, tls bool) {
 	}
 	x := &varCtx{c: c, re: c.regex()}
 	if d := set["Host"]; d == nil {
-		// nginx's default, $proxy_host: the name written in proxy_pass.
+		// nginx's default, $proxy_host: the name written in proxy_pass,
+		// which is sturdy's $proxy_host for an address (or a socket).
 		c.r.hostHeader = c.proxyHost
+		if c.target != nil && c.target.Upstream == nil {
+			c.r.hostHeader = "$proxy_host"
+		}
 	} else if v := d.Arg(1); v != "$http_host" {
 		hx := &varCtx{c: c, re: x.re, proxyHost: true}
 		if tpl, why, ok := hx.template(v); ok && tpl != "" {
@@ -68,7 +72,8 @@ func (t *translator) requestHeaders(c *locCtx, sc *nginx.Scope, tls bool) {
 		d := set[name]
 		v := d.Arg(1)
 		switch {
-		case name == "Host" || hopByHop[name]:
+		case name == "Host" || hopByHop[name] || name == "Content-Length":
+			// Content-Length is the framing sturdy keeps itself (nginx clears it with proxy_pass_request_body off).
 		case slices.Contains(forwardedSame[name], v) || name == "X-Forwarded-Proto" && (v == "https" && tls || v == "http" && !c.sp.tls):
 			// sturdy sends the same value itself.
 		case v == "":
