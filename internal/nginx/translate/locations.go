@@ -152,15 +152,7 @@ func (t *translator) content(c *locCtx, l *nginx.Location, depth int) {
 		c.blockers.add("", "named locations hand requests to each other more than 4 times")
 		return
 	}
-	for _, d := range l.Local("rewrite") {
-		t.use(d)
-		switch flag := d.Arg(2); {
-		case flag == "redirect" || flag == "permanent" || rewriteNeed(d) == NeedRedirects:
-			c.differs.add(NeedRedirects, "nginx redirected requests matching %s (%s)", d.Arg(0), d.Pos())
-		default:
-			c.blockers.add(NeedRewrites, "nginx rewrote the path (%s, %s), so the backend would get other paths", strings.TrimSuffix(d.String(), ";"), d.Pos())
-		}
-	}
+	t.locationRewrites(c, l)
 	if d := last(l.Local("return")); d != nil {
 		t.use(d)
 		if named := t.errorPageTarget(l, d.Arg(0)); named != nil {
@@ -300,6 +292,13 @@ func (t *translator) namedLocation(srv *nginx.Server, name string) *nginx.Locati
 func (t *translator) proxyTarget(c *locCtx) {
 	tg, pass, l := c.target, c.pass, c.content
 	t.use(pass)
+	if tg != nil && tg.Variable {
+		// set $backend http://app:8080; proxy_pass $backend;
+		if v, ok := expandSet(l.Scope, pass.Arg(0)); ok {
+			tg = t.site.DecodeTarget(v)
+			c.target = tg
+		}
+	}
 	switch {
 	case tg == nil || tg.Scheme == "" && !tg.Variable:
 		c.blockers.add("", "proxy_pass %q is not a URL (%s)", pass.Arg(0), pass.Pos())
@@ -307,15 +306,23 @@ func (t *translator) proxyTarget(c *locCtx) {
 	case tg.Variable && strings.Contains(tg.Host, "$") || tg.Variable && tg.Scheme == "":
 		c.blockers.add(NeedVariables, "proxy_pass %s (%s) chooses the backend per request", pass.Arg(0), pass.Pos())
 		return
-	case tg.Variable:
-		c.blockers.add(NeedRewrites, "proxy_pass %s (%s) builds the upstream path from variables", pass.Arg(0), pass.Pos())
-		return
 	case tg.Scheme != "http" && tg.Scheme != "https":
 		c.blockers.add("", "proxy_pass %s:// (%s) is not HTTP", tg.Scheme, pass.Pos())
 		return
 	}
-	if tg.URI != "" && (l != c.loc || tg.URI != c.loc.Path) {
-		c.blockers.add(NeedRewrites, "proxy_pass %s (%s) replaces %s with %s in the path the backend gets", pass.Arg(0), pass.Pos(), c.loc.Path, tg.URI)
+	switch {
+	case tg.URI != "" && c.r.rewrite != nil:
+		c.blockers.add(NeedRewrites, "proxy_pass %s (%s) has a URI part next to a rewrite: nginx used one or the other per request", pass.Arg(0), pass.Pos())
+	case tg.Variable:
+		t.uriTemplate(c, tg.URI, pass)
+		base := t.site.DecodeTarget(tg.Scheme + "://" + tg.Host)
+		base.URI = tg.URI
+		tg = base
+		c.target = tg
+	case tg.URI != "":
+		t.uriPart(c, tg.URI, pass)
+	}
+	if len(c.blockers) > 0 {
 		return
 	}
 	c.proxyHost = tg.Host

@@ -413,6 +413,19 @@ func renderMatch(pm *config.PathMatch) *yaml.Node {
 
 // renderRules writes the route's header rules, Host and request id.
 func (t *translator) renderRules(m *yaml.Node, r *route) {
+	if rw := r.rewrite; rw != nil {
+		rm := &yaml.Node{Kind: yaml.MappingNode, Style: yaml.FlowStyle}
+		switch {
+		case rw.Prefix != nil:
+			set(rm, "prefix", str(*rw.Prefix), "", "")
+		default:
+			if rw.Regex != "" {
+				set(rm, "regex", str(rw.Regex), "", "")
+			}
+			set(rm, "path", str(rw.Path), "", "")
+		}
+		set(m, "rewrite", rm, "", "the path the backend gets, as nginx built it")
+	}
 	if r.hostHeader != "" {
 		set(m, "host_header", str(r.hostHeader), "", "nginx's Host")
 	}

@@ -52,6 +52,7 @@ type route struct {
 	respAdd    []headerRule
 	hide       []string
 	requestID  *config.RequestID
+	rewrite    *config.Rewrite // the path the backend gets (rewrite.go)
 	// block is the nginx block the route was made from (nil for a server's catch-all).
 	block *Block
 }

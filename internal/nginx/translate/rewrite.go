@@ -1,0 +1,136 @@
+package translate
+
+import (
+	"strings"
+
+	"github.com/sturdyproxy/sturdy/internal/config"
+	"github.com/sturdyproxy/sturdy/internal/nginx"
+)
+
+// The path the backend gets: proxy_pass with a URI part, with variables,
+// and rewrite ... break become the route's rewrite (docs/routing.md).
+
+// uriPart translates a proxy_pass URI without variables: nginx replaced
+// the part of the path the location matched with it.
+func (t *translator) uriPart(c *locCtx, uri string, pass *nginx.Directive) {
+	m := c.match
+	switch {
+	case c.content != c.loc:
+		c.blockers.add(NeedRewrites, "proxy_pass %s (%s) in a location that another hands requests to", pass.Arg(0), pass.Pos())
+	case m == nil:
+		if uri != c.loc.Path {
+			c.blockers.add(NeedRewrites, "proxy_pass %s (%s) replaces %s with %s, and the location has an alias, which sturdy matches by whole segments", pass.Arg(0), pass.Pos(), c.loc.Path, uri)
+		}
+	case m.StartsWith != "":
+		if uri != m.StartsWith {
+			c.r.rewrite = &config.Rewrite{Prefix: &uri}
+		}
+	case m.Exact != "":
+		if uri != m.Exact {
+			c.r.rewrite = &config.Rewrite{Path: strings.ReplaceAll(uri, "$", "$$")}
+		}
+	default:
+		c.blockers.add(NeedRewrites, "proxy_pass %s (%s) with a URI part in a regular-expression location", pass.Arg(0), pass.Pos())
+	}
+}
+
+// uriTemplate translates a proxy_pass URI with variables: nginx sent
+// exactly that URI, the client's query only where the URI names it. ok is
+// false, with c.blockers set, when sturdy cannot build it.
+func (t *translator) uriTemplate(c *locCtx, uri string, pass *nginx.Directive) {
+	if uri == "$request_uri" {
+		return // the client's request as it came: sturdy's default
+	}
+	keep := false
+	for _, q := range []string{"$is_args$args", "?$args", "$is_args$query_string", "?$query_string"} {
+		if rest, ok := strings.CutSuffix(uri, q); ok {
+			uri, keep = rest, true
+			break
+		}
+	}
+	if strings.Contains(uri, "?") {
+		c.blockers.add(NeedRewrites, "proxy_pass %s (%s) sets the query the backend gets; sturdy keeps the client's", pass.Arg(0), pass.Pos())
+		return
+	}
+	tpl, ok := t.pathTemplate(c, uri, &varCtx{c: c, re: c.regex(), url: true}, pass)
+	if !ok {
+		return
+	}
+	if tpl != "${uri}" {
+		c.r.rewrite = &config.Rewrite{Path: tpl}
+	}
+	if !keep {
+		c.differs.add(NeedRewrites, "nginx sent the backend %s without the client's query (proxy_pass %s, %s); sturdy keeps the query", uri, pass.Arg(0), pass.Pos())
+	}
+}
+
+// pathTemplate converts a path with nginx variables; the query variables
+// cannot be part of a path.
+func (t *translator) pathTemplate(c *locCtx, p string, x *varCtx, d *nginx.Directive) (string, bool) {
+	for _, v := range []string{"$request_uri", "$args", "$query_string", "$is_args", "$arg_"} {
+		if strings.Contains(p, v) {
+			c.blockers.add(NeedRewrites, "%s (%s) puts %s inside the path; sturdy keeps the query apart", strings.TrimSuffix(d.String(), ";"), d.Pos(), v)
+			return "", false
+		}
+	}
+	tpl, why, ok := x.template(p)
+	if !ok {
+		c.blockers.add(NeedRewrites, "%s (%s): %s", strings.TrimSuffix(d.String(), ";"), d.Pos(), why)
+		return "", false
+	}
+	if !strings.HasPrefix(tpl, "/") && !strings.HasPrefix(tpl, "$") {
+		c.blockers.add(NeedRewrites, "%s (%s) makes a path that does not start with /", strings.TrimSuffix(d.String(), ";"), d.Pos())
+		return "", false
+	}
+	return tpl, true
+}
+
+// locationRewrites handles the rewrite directives of the location that
+// answers: one rewrite ... break before a proxy_pass becomes the route's
+// rewrite; redirects are differences (redirect.go); anything else keeps
+// the location from translating.
+func (t *translator) locationRewrites(c *locCtx, l *nginx.Location) {
+	rws := l.Local("rewrite")
+	for _, d := range rws {
+		t.use(d)
+	}
+	var pathRewrites []*nginx.Directive
+	for _, d := range rws {
+		if flag := d.Arg(2); flag == "redirect" || flag == "permanent" || rewriteNeed(d) == NeedRedirects {
+			c.differs.add(NeedRedirects, "nginx redirected requests matching %s (%s)", d.Arg(0), d.Pos())
+			continue
+		}
+		pathRewrites = append(pathRewrites, d)
+	}
+	if len(pathRewrites) == 0 {
+		return
+	}
+	d := pathRewrites[0]
+	switch {
+	case len(pathRewrites) > 1:
+		c.blockers.add(NeedRewrites, "nginx rewrote the path with %d rewrites in turn (%s); sturdy has one per route", len(pathRewrites), d.Pos())
+		return
+	case l.ProxyPass == nil || d.Arg(2) != "break":
+		c.blockers.add(NeedRewrites, "nginx rewrote the path (%s, %s) and searched the locations again, so the backend would get other paths", strings.TrimSuffix(d.String(), ";"), d.Pos())
+		return
+	}
+	re, ok := compileRegex(d.Arg(0), false)
+	if !ok || !printable(d.Arg(0)) {
+		c.blockers.add(NeedRewrites, "rewrite %s (%s) uses PCRE that sturdy's RE2 does not have", d.Arg(0), d.Pos())
+		return
+	}
+	repl := d.Arg(1)
+	if r, ok := strings.CutSuffix(repl, "?"); ok {
+		repl = r
+		c.differs.add(NeedRewrites, "nginx dropped the client's query (rewrite %s %s?, %s); sturdy keeps it", d.Arg(0), repl, d.Pos())
+	}
+	if strings.Contains(repl, "?") {
+		c.blockers.add(NeedRewrites, "rewrite %s %s (%s) sets the query; sturdy keeps the client's", d.Arg(0), d.Arg(1), d.Pos())
+		return
+	}
+	tpl, ok := t.pathTemplate(c, repl, &varCtx{c: c, re: re, url: true}, d)
+	if !ok {
+		return
+	}
+	c.r.rewrite = &config.Rewrite{Regex: d.Arg(0), Path: tpl}
+}
