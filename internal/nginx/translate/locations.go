@@ -48,7 +48,7 @@ type locCtx struct {
 // refused reports that the location keeps a rule sturdy cannot express,
 // or one it can but no route can be made to carry it: it must refuse.
 func (c *locCtx) refused() bool {
-	return len(c.protect) > 0 || c.guard.any() && (len(c.blockers) > 0 || c.pass == nil && c.static == nil)
+	return len(c.protect) > 0 || c.guard.any() && (len(c.blockers) > 0 || c.pass == nil && c.static == nil && c.r.redirect == nil)
 }
 
 // refusalNotes say why the location refuses: the rules sturdy cannot
@@ -112,7 +112,7 @@ func (t *translator) planLocation(sp *serverPlan, l *nginx.Location) *locCtx {
 	if c.content != nil && c.content != l {
 		t.guards(c, c.content.Scope, true)
 	}
-	if c.pass == nil && c.static == nil || len(c.blockers) > 0 || c.refused() || c.viaRedirect != nil {
+	if c.pass == nil && c.static == nil || len(c.blockers) > 0 || c.refused() || c.viaRedirect != nil || c.r.redirect != nil {
 		return c
 	}
 	if c.pass != nil {
@@ -164,6 +164,9 @@ func (t *translator) content(c *locCtx, l *nginx.Location, depth int) {
 				c.viaRedirect = rd
 				return
 			}
+		}
+		if depth == 0 && t.redirectAnswer(c, l, d) {
+			return
 		}
 		if code, ok := fixedStatus(d); ok && depth == 0 {
 			c.content = l

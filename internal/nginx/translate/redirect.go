@@ -65,7 +65,9 @@ func httpsRedirect(d *nginx.Directive, srv *nginx.Server) (*redirectPlan, bool) 
 			p.notes.add(NeedRedirects, "nginx redirected every Host this server answered (other names, and unknown hosts when it is the default server) to https://%s (its first server_name, %s); sturdy redirects each to the name it asked for", firstOr(names, "the server's name"), d.Pos())
 		}
 	default:
-		if names := realNames(srv); len(names) != 1 || !strings.EqualFold(names[0], host) {
+		// A default server sends unknown hosts to its own name: that is a
+		// route's redirect (answer.go), not redirect_https.
+		if names := realNames(srv); len(names) != 1 || !strings.EqualFold(names[0], host) || len(srv.DefaultFor) > 0 {
 			return nil, false
 		}
 	}

@@ -224,6 +224,12 @@ func (t *translator) renderRoute(r *route) *yaml.Node {
 	if r.def {
 		set(m, "default", yes(), "", "")
 	}
+	if rd := r.redirect; rd != nil {
+		rm := &yaml.Node{Kind: yaml.MappingNode, Style: yaml.FlowStyle}
+		set(rm, "url", str(rd.URL), "", "")
+		set(rm, "status", num(rd.Status), "", "")
+		set(m, "redirect", rm, "", "")
+	}
 	if r.pool != nil {
 		set(m, "pool", str(r.pool.name), "", "")
 		t.renderTimeouts(m, r)

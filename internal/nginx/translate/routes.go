@@ -53,6 +53,7 @@ type route struct {
 	hide       []string
 	requestID  *config.RequestID
 	rewrite    *config.Rewrite // the path the backend gets (rewrite.go)
+	redirect   *config.Redirect // the route answers with a redirect (answer.go)
 	// block is the nginx block the route was made from (nil for a server's catch-all).
 	block *Block
 }
@@ -78,6 +79,16 @@ func (t *translator) routes() {
 					Reasons: []string{"never reached in nginx: " + rd.note()}})
 			}
 			t.finishServer(sp, 0)
+			continue
+		}
+		if c, ok := t.serverReturn(sp); ok {
+			for _, l := range srv.Locations {
+				t.use(l.Dir)
+				t.useTree(l.Dir)
+				t.blocks = append(t.blocks, &Block{File: l.Dir.File, Line: l.Dir.Line, Server: sp.label, Location: locationLabel(l), Status: Translated,
+					Reasons: []string{"never reached in nginx: the server's return answered first"}})
+			}
+			t.finishServer(sp, t.emit(c))
 			continue
 		}
 		var plans []*locCtx
@@ -160,7 +171,7 @@ func (t *translator) emit(c *locCtx) int {
 			t.useTree(c.loc.Dir)
 		}
 		routes = t.refusalRoutes(c)
-	case len(c.blockers) > 0 || c.pool == nil && c.static == nil:
+	case len(c.blockers) > 0 || c.pool == nil && c.static == nil && c.r.redirect == nil:
 		if len(c.blockers) == 0 {
 			c.blockers.add("", "nothing proxies its requests")
 		}

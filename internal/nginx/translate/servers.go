@@ -117,6 +117,9 @@ func (t *translator) serverRewrite(sp *serverPlan, sc *nginx.Scope) {
 		if rd != nil && rd.via == d {
 			continue
 		}
+		if _, ok := t.serverReturn(sp); ok {
+			continue // every request redirects (answer.go)
+		}
 		sp.blockers.add(returnNeed(d), "the server answers every request itself with %s (%s)", strings.TrimSuffix(d.String(), ";"), d.Pos())
 	}
 	for _, d := range sc.Local("rewrite") {

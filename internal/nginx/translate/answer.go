@@ -1,0 +1,104 @@
+package translate
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/sturdyproxy/sturdy/internal/config"
+	"github.com/sturdyproxy/sturdy/internal/nginx"
+)
+
+// return 301/302/303/307/308 URL (and return URL, nginx's 302) becomes a
+// route that redirects (docs/routing.md#redirects): in a location, or for
+// every request of a server when the return is the server's own.
+
+// redirectReturn reads a redirecting return: its status and target.
+func redirectReturn(d *nginx.Directive) (int, string, bool) {
+	switch len(d.Args) {
+	case 1:
+		a := d.Arg(0)
+		if strings.HasPrefix(a, "http://") || strings.HasPrefix(a, "https://") || strings.HasPrefix(a, "$scheme") {
+			return 302, a, true
+		}
+	case 2:
+		n, err := strconv.Atoi(d.Arg(0))
+		if err == nil && (n == 301 || n == 302 || n == 303 || n == 307 || n == 308) {
+			return n, d.Arg(1), true
+		}
+	}
+	return 0, "", false
+}
+
+// redirectTo makes the redirect of a return; why is set when sturdy cannot
+// build its Location.
+func redirectTo(c *locCtx, d *nginx.Directive) (*config.Redirect, string) {
+	code, target, ok := redirectReturn(d)
+	if !ok {
+		return nil, "not a redirect"
+	}
+	if !printable(target) || target == "" {
+		return nil, "its target holds control characters"
+	}
+	x := &varCtx{c: c, re: c.regex(), url: true}
+	tpl, why, ok := x.template(target)
+	if !ok {
+		return nil, why
+	}
+	if x.requestID {
+		return nil, "$request_id in a redirect"
+	}
+	if strings.HasPrefix(tpl, "/") {
+		// nginx makes a relative target absolute with the request's
+		// scheme, host and the port the client reached, unless
+		// absolute_redirect is off.
+		switch sc := c.scope(); {
+		case sc.Get1("absolute_redirect") != nil && sc.Get1("absolute_redirect").Arg(0) == "off":
+		case sc.Get1("server_name_in_redirect") != nil && sc.Get1("server_name_in_redirect").Arg(0) == "on" && validHost(c.sp.srv.Names[0]):
+			tpl = "${scheme}://" + c.sp.srv.Names[0] + tpl
+		default:
+			tpl = "${scheme}://${http_host}" + tpl
+		}
+	} else if !strings.HasPrefix(tpl, "http://") && !strings.HasPrefix(tpl, "https://") && !strings.HasPrefix(tpl, "${scheme}://") {
+		return nil, fmt.Sprintf("target %q is not a URL or an absolute path", target)
+	}
+	return &config.Redirect{URL: tpl, Status: code}, ""
+}
+
+// redirectAnswer makes the location a redirect; false when it cannot.
+func (t *translator) redirectAnswer(c *locCtx, l *nginx.Location, d *nginx.Directive) bool {
+	if _, _, ok := redirectReturn(d); !ok {
+		return false
+	}
+	c.content = l
+	rd, why := redirectTo(c, d)
+	if rd == nil {
+		if why != "not a redirect" {
+			c.blockers.add(NeedRedirects, "nginx redirected (%s, %s), and %s", strings.TrimSuffix(d.String(), ";"), d.Pos(), why)
+		}
+		return why != "not a redirect"
+	}
+	c.r.redirect = rd
+	c.r.comments = append(c.r.comments, fmt.Sprintf("%s, location %s (%s): %s", c.sp.label, locationLabel(c.loc), l.Dir.Pos(), strings.TrimSuffix(d.String(), ";")))
+	if !strings.Contains(d.Arg(len(d.Args)-1), "$request_uri") && !strings.Contains(d.Arg(len(d.Args)-1), "$args") {
+		c.r.comments = append(c.r.comments, "the Location is nginx's exactly: the client's query is not in it")
+	}
+	return true
+}
+
+// serverRedirect plans a server whose own return redirects every request:
+// one redirect route per variant, and its locations are never reached.
+func (t *translator) serverReturn(sp *serverPlan) (*locCtx, bool) {
+	d := last(sp.srv.Local("return"))
+	if d == nil || t.redirected[sp.srv] != nil {
+		return nil, false
+	}
+	c := &locCtx{sp: sp, paths: []string{"/"}, match: &config.PathMatch{StartsWith: "/"}}
+	rd, _ := redirectTo(c, d)
+	if rd == nil {
+		return nil, false
+	}
+	c.r.redirect = rd
+	c.r.comments = []string{fmt.Sprintf("%s (%s): %s, before any location", sp.label, sp.srv.Dir.Pos(), strings.TrimSuffix(d.String(), ";"))}
+	return c, true
+}
