@@ -62,7 +62,9 @@ func httpsRedirect(d *nginx.Directive, srv *nginx.Server) (*redirectPlan, bool) 
 		p.notes.add(NeedRedirects, "nginx's %s kept a port the client put in Host; sturdy's redirect leaves it out", d.Pos())
 	case "$server_name":
 		if names := realNames(srv); len(names) != 1 || len(srv.DefaultFor) > 0 {
-			p.notes.add(NeedRedirects, "nginx redirected every Host this server answered (other names, and unknown hosts when it is the default server) to https://%s (its first server_name, %s); sturdy redirects each to the name it asked for", firstOr(names, "the server's name"), d.Pos())
+			// Every Host it answers goes to its first name: a route's
+			// redirect (answer.go), not redirect_https.
+			return nil, false
 		}
 	default:
 		// A default server sends unknown hosts to its own name: that is a
