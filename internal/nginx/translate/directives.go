@@ -74,7 +74,7 @@ var locationRules = map[string]rule{
 	"add_header":                 {apply: (*translator).addHeaders},
 	"more_set_headers":           {need: NeedResponseHeaders, why: "nginx set response headers"},
 	"more_clear_headers":         {need: NeedResponseHeaders, why: "nginx removed response headers"},
-	"proxy_hide_header":          {need: NeedResponseHeaders, why: "nginx removed the backend's response headers"},
+	"proxy_hide_header":          {apply: (*translator).hideHeaders},
 	"proxy_pass_header":          {need: NeedResponseHeaders, why: "nginx passed headers it hides by default (Server, X-Accel-*)"},
 	"expires":                    {apply: (*translator).expires},
 	"proxy_redirect":             {apply: (*translator).proxyRedirect},

@@ -2,6 +2,7 @@ package translate
 
 import (
 	"fmt"
+	"net/http"
 	"slices"
 	"strconv"
 	"strings"
@@ -90,18 +91,67 @@ func (cp *compressPlan) config() *config.Compress {
 		MinLength: config.Size(cp.minLength), Level: config.CompressLevel{Gzip: cp.level}}
 }
 
-// addHeaders: Cache-Control on files is the static block's; HSTS is the
-// TLS listener's (tls.go); the rest are differences until sturdy has
-// response header rules.
+// addHeaders turns add_header into response rules (an added value, as
+// nginx added one). Cache-Control on files is the static block's; HSTS is
+// the TLS listener's (tls.go). nginx without always added headers only to
+// 2xx and 3xx answers; sturdy adds them to every answer of the route.
 func (t *translator) addHeaders(c *locCtx, ds []*nginx.Directive) {
+	x := &varCtx{c: c, re: c.regex()}
+	var never []string
 	for _, d := range ds {
 		name := strings.ToLower(d.Arg(0))
 		switch {
 		case name == "cache-control" && c.static != nil && slices.Contains(c.static.ccFrom, d):
 		case name == "strict-transport-security" && c.sp.tls:
 			c.hsts = d
+		case !printable(d.Arg(0)) || strings.ContainsAny(d.Arg(0), " :\t") || d.Arg(0) == "":
+			c.differs.add(NeedResponseHeaders, "add_header %s (%s) is not a header name", d.Arg(0), d.Pos())
+		case sturdyOwnsHeader(d.Arg(0)):
+			c.differs.add(NeedResponseHeaders, "nginx added %s: %s (%s); sturdy sets that header itself", d.Arg(0), d.Arg(1), d.Pos())
+		case slices.ContainsFunc(c.r.respAdd, func(h headerRule) bool { return strings.EqualFold(h.name, d.Arg(0)) }):
+			c.differs.add(NeedResponseHeaders, "nginx added %s twice (%s); sturdy adds the first value only", d.Arg(0), d.Pos())
 		default:
-			c.differs.add(NeedResponseHeaders, "nginx added %s: %s to its answers (%s)", d.Arg(0), d.Arg(1), d.Pos())
+			tpl, why, ok := x.template(d.Arg(1))
+			if !ok {
+				c.differs.add(NeedResponseHeaders, "nginx added %s: %s (%s); %s", d.Arg(0), d.Arg(1), d.Pos(), why)
+				continue
+			}
+			if x.requestID {
+				c.differs.add(NeedResponseHeaders, "nginx added $request_id to the answer (%s); sturdy's request id goes back only in its own header", d.Pos())
+				x.requestID = false
+				continue
+			}
+			if tpl == "" {
+				continue // nginx sends no header with an empty value
+			}
+			c.r.respAdd = append(c.r.respAdd, headerRule{d.Arg(0), tpl})
+			if d.Arg(2) != "always" {
+				never = append(never, d.Arg(0))
+			}
+		}
+	}
+	if len(never) > 0 {
+		c.differs.add(NeedResponseHeaders, "nginx added %s to 2xx and 3xx answers only (add_header without always); sturdy adds them to errors too", strings.Join(never, ", "))
+	}
+}
+
+// sturdyOwnsHeader reports the headers response rules cannot touch.
+func sturdyOwnsHeader(name string) bool {
+	switch http.CanonicalHeaderKey(name) {
+	case "Connection", "Keep-Alive", "Te", "Trailer", "Transfer-Encoding", "Upgrade", "Content-Length", "Host", "Proxy-Connection", "Proxy-Authenticate":
+		return true
+	}
+	return false
+}
+
+// hideHeaders turns proxy_hide_header into hide_response_headers.
+func (t *translator) hideHeaders(c *locCtx, ds []*nginx.Directive) {
+	for _, d := range ds {
+		switch {
+		case d.Arg(0) == "" || !printable(d.Arg(0)) || strings.ContainsAny(d.Arg(0), " :\t") || sturdyOwnsHeader(d.Arg(0)):
+			c.differs.add(NeedResponseHeaders, "proxy_hide_header %s (%s) is not a header sturdy can hide", d.Arg(0), d.Pos())
+		case !slices.ContainsFunc(c.r.hide, func(h string) bool { return strings.EqualFold(h, d.Arg(0)) }):
+			c.r.hide = append(c.r.hide, d.Arg(0))
 		}
 	}
 }
