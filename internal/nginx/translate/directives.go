@@ -37,7 +37,7 @@ var locationRules = map[string]rule{
 	"proxy_next_upstream_tries":   {apply: (*translator).retries},
 	"proxy_next_upstream_timeout": harmless,
 	"error_page":                  {apply: (*translator).errorPages},
-	"proxy_intercept_errors":      {need: NeedErrorPages, why: "nginx answered the backend's error statuses with its error_page"},
+	"proxy_intercept_errors":      {apply: (*translator).intercept},
 	"proxy_cache":                 {apply: (*translator).cache},
 
 	"proxy_send_timeout": harmless, "send_timeout": harmless, "proxy_http_version": harmless,

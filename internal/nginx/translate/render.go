@@ -444,6 +444,23 @@ func (t *translator) renderRules(m *yaml.Node, r *route) {
 	if len(r.hide) > 0 {
 		set(m, "hide_response_headers", flowList(r.hide), "", "nginx proxy_hide_header")
 	}
+	if len(r.errorPages) > 0 {
+		eps := &yaml.Node{Kind: yaml.SequenceNode}
+		for _, ep := range r.errorPages {
+			em := &yaml.Node{Kind: yaml.MappingNode, Style: yaml.FlowStyle}
+			codes := &yaml.Node{Kind: yaml.SequenceNode, Style: yaml.FlowStyle}
+			for _, n := range ep.Codes {
+				codes.Content = append(codes.Content, num(n))
+			}
+			set(em, "codes", codes, "", "")
+			set(em, "file", str(ep.File), "", "")
+			if ep.Status != 0 {
+				set(em, "status", num(ep.Status), "", "")
+			}
+			eps.Content = append(eps.Content, em)
+		}
+		set(m, "error_pages", eps, "nginx error_page with proxy_intercept_errors on", "")
+	}
 	if id := r.requestID; id != nil {
 		im := &yaml.Node{Kind: yaml.MappingNode, Style: yaml.FlowStyle}
 		if id.Header != "" {

@@ -2,10 +2,12 @@ package translate
 
 import (
 	"fmt"
+	"strconv"
 	"path/filepath"
 	"slices"
 	"strings"
 
+	"github.com/sturdyproxy/sturdy/internal/config"
 	"github.com/sturdyproxy/sturdy/internal/nginx"
 	"github.com/sturdyproxy/sturdy/internal/nginx/accesslog"
 )
@@ -92,6 +94,11 @@ func (t *translator) retries(c *locCtx, ds []*nginx.Directive) {
 // errorPages turns error_page 502/503/504 into the route's sorry page when
 // the page is a file on this machine; other error pages are differences.
 func (t *translator) errorPages(c *locCtx, ds []*nginx.Directive) {
+	if x := c.scope().Get1("proxy_intercept_errors"); x != nil && x.Arg(0) == "on" && c.pass != nil {
+		t.use(x)
+		t.interceptedPages(c, ds)
+		return
+	}
 	for _, d := range ds {
 		if len(d.Args) < 2 {
 			continue
@@ -177,4 +184,50 @@ func (t *translator) cache(c *locCtx, ds []*nginx.Directive) {
 		rc.comment += "; " + c.loc.Path + " is a health path, which sturdy never caches (cache.bypass_paths), so checks always reach a backend"
 	}
 	c.r.cache = rc
+}
+
+// interceptedPages turns error_page with proxy_intercept_errors on into
+// the route's error_pages: the backend's error answers are replaced too.
+func (t *translator) interceptedPages(c *locCtx, ds []*nginx.Directive) {
+	for _, d := range ds {
+		if len(d.Args) < 2 {
+			continue
+		}
+		args, target := d.Args[:len(d.Args)-1], d.Arg(len(d.Args)-1)
+		ep := config.ErrorPage{}
+		for _, a := range args {
+			if st, ok := strings.CutPrefix(a, "="); ok {
+				n, err := strconv.Atoi(st)
+				if err != nil || n < 200 || n > 599 {
+					ep.Codes = nil
+					break
+				}
+				ep.Status = n
+				continue
+			}
+			if n, err := strconv.Atoi(a); err == nil && n >= 300 && n <= 599 {
+				ep.Codes = append(ep.Codes, n)
+			}
+		}
+		file := t.errorPageFile(c.sp.srv, target)
+		switch {
+		case len(ep.Codes) == 0:
+			c.differs.add(NeedErrorPages, "error_page %s (%s) is not one sturdy can keep", strings.Join(d.Args, " "), d.Pos())
+		case file == "":
+			c.differs.add(NeedErrorPages, "error_page %s (%s) goes to a named location or URL; sturdy passes the backend's answer", strings.Join(d.Args, " "), d.Pos())
+		case !t.opt.Exists(file):
+			c.differs.add(NeedErrorPages, "nginx's error page %s (%s) does not exist on this machine; sturdy passes the backend's answer until routes[].error_pages names it", file, d.Pos())
+		default:
+			ep.File = file
+			c.r.errorPages = append(c.r.errorPages, ep)
+		}
+	}
+}
+
+// intercept: proxy_intercept_errors on is read by errorPages; without an
+// error_page it changes nothing.
+func (t *translator) intercept(c *locCtx, ds []*nginx.Directive) {
+	if d := last(ds); d != nil && d.Arg(0) == "on" && len(c.scope().Get("error_page")) == 0 {
+		c.r.comments = appendOnce(c.r.comments, fmt.Sprintf("proxy_intercept_errors on (%s) without an error_page: nginx passed the backend's errors, as sturdy does", d.Pos()))
+	}
 }
