@@ -102,3 +102,64 @@ func (t *translator) serverReturn(sp *serverPlan) (*locCtx, bool) {
 	c.r.comments = []string{fmt.Sprintf("%s (%s): %s, before any location", sp.label, sp.srv.Dir.Pos(), strings.TrimSuffix(d.String(), ";"))}
 	return c, true
 }
+
+// schemeIf finds `if ($scheme = http) { return 301 URL; }` in a server that
+// listens with and without TLS: its plain listeners redirect, its TLS ones
+// go on to the locations.
+func (t *translator) schemeIf(sp *serverPlan) *nginx.Directive {
+	if t.redirected[sp.srv] != nil {
+		return nil
+	}
+	for _, d := range sp.srv.Local("if") {
+		if schemeIsHTTP(d) && len(d.Children) == 1 && d.Children[0].Name == "return" {
+			if _, _, ok := redirectReturn(d.Children[0]); ok {
+				return d
+			}
+		}
+	}
+	return nil
+}
+
+// splitScheme takes the plain listeners out of sp's variants for a
+// server whose schemeIf redirects them: it returns their redirect
+// routes' plan, nil when there is none.
+func (t *translator) splitScheme(sp *serverPlan) *locCtx {
+	d := sp.schemeIf
+	if d == nil {
+		return nil
+	}
+	ssl := map[string]bool{}
+	for _, ln := range t.listenersOut {
+		ssl[ln.name] = ln.ssl
+	}
+	var plain, secure []variant
+	for _, v := range sp.variants {
+		p, s := v, v
+		p.listeners, s.listeners = nil, nil
+		for _, n := range v.listeners {
+			if ssl[n] {
+				s.listeners = append(s.listeners, n)
+			} else {
+				p.listeners = append(p.listeners, n)
+			}
+		}
+		if len(p.listeners) > 0 {
+			plain = append(plain, p)
+		}
+		if len(s.listeners) > 0 {
+			secure = append(secure, s)
+		}
+	}
+	psp := *sp
+	psp.variants = plain
+	c := &locCtx{sp: &psp, paths: []string{"/"}, match: &config.PathMatch{StartsWith: "/"}}
+	rd, why := redirectTo(c, d.Children[0])
+	if rd == nil || len(plain) == 0 {
+		sp.differs.add(NeedRedirects, "the server's if %s (%s) redirected plain requests; %s", strings.Join(d.Args, " "), d.Pos(), why)
+		return nil
+	}
+	c.r.redirect = rd
+	c.r.comments = []string{fmt.Sprintf("%s: if %s { %s } (%s), before any location", sp.label, strings.Join(d.Args, " "), strings.TrimSuffix(d.Children[0].String(), ";"), d.Pos())}
+	sp.variants = secure
+	return c
+}

@@ -430,16 +430,16 @@ func (t *translator) renderRules(m *yaml.Node, r *route) {
 			}
 			set(rm, "path", str(rw.Path), "", "")
 		}
-		set(m, "rewrite", rm, "", "the path the backend gets, as nginx built it")
+		set(m, "rewrite", rm, "the path the backend gets, as nginx built it", "")
 	}
 	if r.hostHeader != "" {
 		set(m, "host_header", str(r.hostHeader), "", "nginx's Host")
 	}
 	if len(r.reqSet)+len(r.reqRemove) > 0 {
-		set(m, "request_headers", renderRuleSet(r.reqSet, nil, r.reqRemove), "", "nginx proxy_set_header")
+		set(m, "request_headers", renderRuleSet(r.reqSet, nil, r.reqRemove), "nginx proxy_set_header", "")
 	}
 	if len(r.respAdd) > 0 {
-		set(m, "response_headers", renderRuleSet(nil, r.respAdd, nil), "", "nginx add_header")
+		set(m, "response_headers", renderRuleSet(nil, r.respAdd, nil), "nginx add_header", "")
 	}
 	if len(r.hide) > 0 {
 		set(m, "hide_response_headers", flowList(r.hide), "", "nginx proxy_hide_header")
@@ -468,7 +468,7 @@ func (t *translator) renderRules(m *yaml.Node, r *route) {
 		}
 		set(im, "accept", str(id.Accept), "", "")
 		set(im, "response", no(), "", "")
-		set(m, "request_id", im, "", "nginx's $request_id: always a new id, not sent to the client")
+		set(m, "request_id", im, "nginx's $request_id: always a new id, not sent to the client", "")
 	}
 }
 

@@ -92,6 +92,10 @@ func (t *translator) routes() {
 			t.finishServer(sp, t.emit(c))
 			continue
 		}
+		redirected := 0
+		if c := t.splitScheme(sp); c != nil {
+			redirected = t.emit(c)
+		}
 		var plans []*locCtx
 		for _, l := range srv.Locations {
 			if !l.Named {
@@ -136,7 +140,7 @@ func (t *translator) routes() {
 				made += n
 			}
 		}
-		t.finishServer(sp, made)
+		t.finishServer(sp, made+redirected)
 		for _, l := range srv.Locations {
 			if l.Named {
 				t.namedBlock(sp, l)

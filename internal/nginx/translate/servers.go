@@ -35,6 +35,8 @@ type serverPlan struct {
 	// the server's root: no location / and no server-level return.
 	catchAll bool
 	tls      bool
+	// schemeIf redirects the plain listeners' requests (answer.go).
+	schemeIf *nginx.Directive
 }
 
 type variant struct {
@@ -84,6 +86,7 @@ func (t *translator) planServer(srv *nginx.Server) *serverPlan {
 		sp.differs.add(NeedSNI, "sturdy serves the listener's one certificate, not this server's own (%s)", d.Pos())
 	}
 	sp.catchAll = !slices.ContainsFunc(srv.Locations, func(l *nginx.Location) bool { return l.Path == "/" && (l.Modifier == "" || l.Modifier == "^~") }) && len(srv.Local("return")) == 0
+	sp.schemeIf = t.schemeIf(sp)
 	t.serverRewrite(sp, srv.Scope)
 	t.serverSettings(sp)
 	for _, d := range srv.Local("if") {
@@ -133,7 +136,7 @@ func (t *translator) serverRewrite(sp *serverPlan, sc *nginx.Scope) {
 	for _, d := range sc.Local("if") {
 		t.use(d)
 		t.useTree(d)
-		if rd != nil && rd.via == d {
+		if rd != nil && rd.via == d || sp.schemeIf == d {
 			continue
 		}
 		if code := ifRefuses(d); code != "" {
