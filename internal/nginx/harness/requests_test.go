@@ -81,8 +81,10 @@ func requests(site *nginx.Site) []request {
 		}
 		paths := []string{"/"}
 		for _, loc := range srv.Locations {
-			if p := samplePath(loc); p != "" && !slices.Contains(paths, p) {
-				paths = append(paths, p)
+			for _, p := range append([]string{samplePath(loc)}, edgePaths(loc)...) {
+				if p != "" && !slices.Contains(paths, p) {
+					paths = append(paths, p)
+				}
 			}
 		}
 		for _, l := range ls {
@@ -128,6 +130,35 @@ func hostNames(srv *nginx.Server) []string {
 		}
 	}
 	return out
+}
+
+// edgePaths are paths at the edge of a location's match, where nginx's
+// matching is easy to get wrong: a prefix location without a trailing
+// slash also matches the path with more characters (/api matches /apix),
+// an exact location does not match the path with one more slash, a
+// case-insensitive regex matches its sample in upper case.
+func edgePaths(l *nginx.Location) []string {
+	switch {
+	case l.Named, l.Path == "/":
+		return nil
+	case l.Modifier == "=" && !strings.HasSuffix(l.Path, "/"):
+		if strings.Contains(l.Path[strings.LastIndexByte(l.Path, '/'):], ".") {
+			return []string{l.Path + "x"} // a file: the harness makes no directory of its name
+		}
+		return []string{l.Path + "/"}
+	case l.Modifier == "=":
+		return []string{l.Path + "x"}
+	case l.Modifier == "~*":
+		if p := sampleRegex(l.Path, true); p != "" && strings.ToUpper(p) != p {
+			return []string{strings.ToUpper(p)}
+		}
+		return nil
+	case l.Modifier == "~":
+		return nil
+	case !strings.HasSuffix(l.Path, "/"):
+		return []string{l.Path + "x"}
+	}
+	return nil
 }
 
 // samplePath is one path inside a location: the path itself for "/" and

@@ -1,6 +1,8 @@
 package translate
 
 import (
+	"fmt"
+	"regexp"
 	"strings"
 
 	"github.com/sturdyproxy/sturdy/internal/config"
@@ -42,11 +44,58 @@ func (t *translator) matchPaths(c *locCtx) {
 			c.blockers.add(NeedRegexLocations, "regular-expression location %q uses PCRE that sturdy's RE2 does not have (look-around, back-references, possessive quantifiers)", l.Path)
 			return
 		}
+		expr, why := nestedRegex(c.sp.srv, l, fold)
+		if why != "" {
+			c.blockers.add(NeedRegexLocations, "%s", why)
+			return
+		}
 		c.paths = []string{l.Path}
 		c.match = &config.PathMatch{Regex: l.Path, CaseInsensitive: fold}
+		if expr != l.Path {
+			c.match = &config.PathMatch{Regex: expr}
+			c.differs.add(NeedRegexLocations, "location %s is nested: its route matches %q, the outer location's paths followed by the regex, which nginx found anywhere in them", locationLabel(l), expr)
+		}
 	default:
 		c.blockers.add("", "location modifier %q is not one nginx knows", l.Modifier)
 	}
+}
+
+// nestedRegex is the route regex of a regex location nested in another:
+// nginx tried it only for paths the outer location matched. A regex that
+// starts with the outer prefix says so itself; otherwise the outer prefix
+// (or an anchored outer regex without captures) goes in front of it. why
+// says when neither is possible.
+func nestedRegex(srv *nginx.Server, l *nginx.Location, fold bool) (expr, why string) {
+	if l.Scope.Parent == nil || l.Scope.Parent == srv.Scope {
+		return l.Path, ""
+	}
+	var outer *nginx.Location
+	for _, o := range srv.Locations {
+		if o.Scope == l.Scope.Parent {
+			outer = o
+		}
+	}
+	if outer == nil {
+		return l.Path, ""
+	}
+	inner := l.Path
+	if fold {
+		inner = "(?i:" + inner + ")"
+	}
+	re, _ := compileRegex(l.Path, fold)
+	lit, _ := re.LiteralPrefix()
+	switch {
+	case !isRegex(outer) && (outer.Path == "/" || !fold && strings.HasPrefix(l.Path, "^") && strings.HasPrefix(lit, outer.Path)):
+		return l.Path, ""
+	case strings.HasPrefix(l.Path, "^"):
+	case !isRegex(outer):
+		return "^" + regexp.QuoteMeta(outer.Path) + ".*" + inner, ""
+	case outer.Modifier == "~" && strings.HasPrefix(outer.Path, "^") && !strings.HasSuffix(outer.Path, "$"):
+		if o, ok := compileRegex(outer.Path, false); ok && o.NumSubexp() == 0 {
+			return "(?:" + outer.Path + ").*" + inner, ""
+		}
+	}
+	return "", fmt.Sprintf("regular-expression location %q is nested in location %s (%s): nginx tried it only for that location's paths, and one route regex cannot say both", l.Path, locationLabel(outer), outer.Dir.Pos())
 }
 
 // prefixOnly turns the route match back into a path prefix, for what only
@@ -59,7 +108,7 @@ func (c *locCtx) prefixOnly() {
 	l := c.loc
 	c.match = nil
 	if !strings.HasSuffix(l.Path, "/") {
-		c.differs.add("", "nginx also matched %sX (any continuation); sturdy matches %s and %s/... (an alias works on whole path segments)", l.Path, l.Path, l.Path)
+		c.differs.add(NeedStatic, "nginx also matched %sX (any continuation); sturdy matches %s and %s/... (an alias works on whole path segments)", l.Path, l.Path, l.Path)
 	}
 	if l.Modifier == "^~" {
 		c.differs.add(NeedRegexLocations, "location ^~ %s: nginx chose it before regular expressions; with its alias sturdy matches it as a path prefix, after them", l.Path)

@@ -52,7 +52,7 @@ type route struct {
 	respAdd    []headerRule
 	hide       []string
 	requestID  *config.RequestID
-	rewrite    *config.Rewrite // the path the backend gets (rewrite.go)
+	rewrite    *config.Rewrite  // the path the backend gets (rewrite.go)
 	redirect   *config.Redirect // the route answers with a redirect (answer.go)
 	errorPages []config.ErrorPage
 	// block is the nginx block the route was made from (nil for a server's catch-all).

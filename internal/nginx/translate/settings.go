@@ -2,9 +2,9 @@ package translate
 
 import (
 	"fmt"
-	"strconv"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/sturdyproxy/sturdy/internal/config"
