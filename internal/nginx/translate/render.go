@@ -216,7 +216,7 @@ func (t *translator) renderRoute(r *route) *yaml.Node {
 	if len(r.hosts) > 0 {
 		set(m, "hosts", flowList(r.hosts), "", "")
 	}
-	if pm := r.match; pm != nil {
+	if pm := r.match; pm != nil && !r.plainPrefix() {
 		set(m, "match", renderMatch(pm), "", "")
 	} else {
 		set(m, "path", str(r.path), "", "")
@@ -490,4 +490,13 @@ func renderRuleSet(setRules, addRules []headerRule, remove []string) *yaml.Node 
 		set(m, "remove", flowList(remove), "", "")
 	}
 	return m
+}
+
+// plainPrefix reports a starts_with match that sturdy's plain path prefix
+// says as well: "/" or a prefix ending in "/" (which matches what is below
+// it), unless a rewrite replaces its characters.
+func (r *route) plainPrefix() bool {
+	pm := r.match
+	return pm.StartsWith != "" && !pm.BeforeRegex && strings.HasSuffix(pm.StartsWith, "/") &&
+		(r.rewrite == nil || r.rewrite.Prefix == nil) && r.path == pm.StartsWith
 }

@@ -77,9 +77,13 @@ func TestGolden(t *testing.T) {
 func TestNotTranslatedListsEverything(t *testing.T) {
 	res := translateCase(t, "k8s-ingress")
 	want := map[string]string{
-		"conf.d/default-api-ingress.conf:35": "regular-expression location",
-		"conf.d/default-api-ingress.conf:40": "needs path rewrites",
-		"nginx.conf:51":                      "Lua",
+		"nginx.conf:51": "Lua",
+	}
+	// A regex location and a proxy_pass with a URI part translate now.
+	for _, y := range []string{`path: {regex: '^/v[0-9]+/users/(\d{1,6})/avatar$', case_insensitive: true}`, "match:\n      path: {starts_with: /v1/search}", "rewrite: {prefix: /search}"} {
+		if !strings.Contains(string(res.YAML), y) {
+			t.Errorf("the YAML lacks %q", y)
+		}
 	}
 	got := map[string]string{}
 	for _, it := range res.NotTranslated {
