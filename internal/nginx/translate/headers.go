@@ -49,7 +49,8 @@ func (t *translator) requestHeaders(c *locCtx, sc *nginx.Scope, tls bool) {
 		set[n] = d
 	}
 	x := &varCtx{c: c, re: c.regex()}
-	if d := set["Host"]; d == nil {
+	if d := set["Host"]; d == nil && c.noDefaultHost {
+	} else if d == nil {
 		// nginx's default, $proxy_host: the name written in proxy_pass,
 		// which is sturdy's $proxy_host for an address (or a socket).
 		c.r.hostHeader = c.proxyHost

@@ -2,6 +2,7 @@ package translate
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/sturdyproxy/sturdy/internal/config"
@@ -21,12 +22,15 @@ type locCtx struct {
 	proxyHost string
 	// paths are the route paths (prefixes) the location becomes; match,
 	// when set, is the one route match that replaces them (match.go).
-	paths    []string
-	match    *config.PathMatch
-	blockers notes
-	differs  notes
-	protect  notes
-	pool     *pool
+	paths []string
+	match *config.PathMatch
+	// noDefaultHost: nginx's Host was the upstream it chose per request,
+	// which no one host_header says (maps.go).
+	noDefaultHost bool
+	blockers      notes
+	differs       notes
+	protect       notes
+	pool          *pool
 	// static is set when files answer (some of) its requests.
 	static *staticPlan
 	// hsts is the add_header Strict-Transport-Security in effect (tls.go).
@@ -305,6 +309,24 @@ func (t *translator) proxyTarget(c *locCtx) {
 	switch {
 	case tg == nil || tg.Scheme == "" && !tg.Variable:
 		c.blockers.add("", "proxy_pass %q is not a URL (%s)", pass.Arg(0), pass.Pos())
+		return
+	case tg.Variable && strings.HasPrefix(tg.Host, "$") && !strings.ContainsAny(tg.Host[1:], "$:") && !strings.Contains(tg.URI, "$") && tg.Scheme != "":
+		bs, why := t.mapBackends(c, strings.TrimPrefix(strings.Trim(tg.Host, "{}"), "$"), tg, pass)
+		if bs == nil {
+			c.blockers.add(NeedVariables, "proxy_pass %s (%s) chooses the backend per request: %s", pass.Arg(0), pass.Pos(), why)
+			return
+		}
+		c.r.backends, c.pool = bs, bs[0].pool
+		if tg.URI != "" {
+			t.uriPart(c, tg.URI, pass)
+		}
+		if slices.ContainsFunc(bs, func(b backendPlan) bool { return b.cond == nil && b.weight > 1 }) {
+			c.differs.add(NeedVariables, "split_clients hashed each client to one side (sticky); sturdy spreads requests evenly by weight, so one client sees both")
+		}
+		if sc := c.content.Scope; sc.Get1("proxy_set_header") == nil || !slices.ContainsFunc(sc.Get("proxy_set_header"), func(d *nginx.Directive) bool { return strings.EqualFold(d.Arg(0), "Host") }) {
+			c.differs.add(NeedHostHeader, "nginx sent Host: the name of the upstream it chose; sturdy sends the client's Host")
+			c.noDefaultHost = true
+		}
 		return
 	case tg.Variable && strings.Contains(tg.Host, "$") || tg.Variable && tg.Scheme == "":
 		c.blockers.add(NeedVariables, "proxy_pass %s (%s) chooses the backend per request", pass.Arg(0), pass.Pos())

@@ -230,7 +230,10 @@ func (t *translator) renderRoute(r *route) *yaml.Node {
 		set(rm, "status", num(rd.Status), "", "")
 		set(m, "redirect", rm, "", "")
 	}
-	if r.pool != nil {
+	if len(r.backends) > 0 {
+		set(m, "backends", renderBackends(r.backends), "nginx's map / split_clients behind proxy_pass", "")
+		t.renderTimeouts(m, r)
+	} else if r.pool != nil {
 		set(m, "pool", str(r.pool.name), "", "")
 		t.renderTimeouts(m, r)
 	}
@@ -246,7 +249,7 @@ func (t *translator) renderRoute(r *route) *yaml.Node {
 		set(rt, "tries", num(r.tries), "", "")
 		set(m, "retry", rt, "", "")
 	}
-	if r.pool != nil && r.pool.fallback != nil {
+	if r.pool != nil && r.pool.fallback != nil && len(r.backends) == 0 {
 		fb := mapping()
 		set(fb, "pool", str(r.pool.fallback.name), "", "")
 		set(m, "fallback", fb, "nginx's backup servers of this upstream.", "")
@@ -499,4 +502,36 @@ func (r *route) plainPrefix() bool {
 	pm := r.match
 	return pm.StartsWith != "" && !pm.BeforeRegex && strings.HasSuffix(pm.StartsWith, "/") &&
 		(r.rewrite == nil || r.rewrite.Prefix == nil) && r.path == pm.StartsWith
+}
+
+func renderBackends(bs []backendPlan) *yaml.Node {
+	n := &yaml.Node{Kind: yaml.SequenceNode}
+	for _, b := range bs {
+		e := &yaml.Node{Kind: yaml.MappingNode, Style: yaml.FlowStyle}
+		set(e, "pool", str(b.pool.name), "", "")
+		if c := b.cond; c != nil {
+			vm := &yaml.Node{Kind: yaml.MappingNode, Style: yaml.FlowStyle}
+			set(vm, "name", str(c.name), "", "")
+			switch {
+			case c.match.Present != nil:
+				set(vm, "present", no(), "", "")
+			case c.match.Regex != "":
+				set(vm, "regex", str(c.match.Regex), "", "")
+			default:
+				set(vm, "exact", str(c.match.Exact), "", "")
+			}
+			key := "header"
+			if c.cookie {
+				key = "cookie"
+			}
+			set(e, key, vm, "", "")
+		} else {
+			set(e, "weight", num(b.weight), "", "")
+		}
+		if b.pool.fallback != nil {
+			set(e, "fallback", str(b.pool.fallback.name), "", "")
+		}
+		n.Content = append(n.Content, e)
+	}
+	return n
 }

@@ -55,6 +55,7 @@ type route struct {
 	rewrite    *config.Rewrite  // the path the backend gets (rewrite.go)
 	redirect   *config.Redirect // the route answers with a redirect (answer.go)
 	errorPages []config.ErrorPage
+	backends   []backendPlan // several pools (maps.go); pool is then the first
 	// block is the nginx block the route was made from (nil for a server's catch-all).
 	block *Block
 }
