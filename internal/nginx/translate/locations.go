@@ -157,6 +157,9 @@ func (t *translator) content(c *locCtx, l *nginx.Location, depth int) {
 		return
 	}
 	t.locationRewrites(c, l)
+	if c.pass != nil {
+		return // a rewrite ... last handed the request to a proxied location
+	}
 	if d := last(l.Local("return")); d != nil {
 		t.use(d)
 		if named := t.errorPageTarget(l, d.Arg(0)); named != nil {

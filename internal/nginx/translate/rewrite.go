@@ -1,6 +1,7 @@
 package translate
 
 import (
+	"fmt"
 	"strings"
 
 	"github.com/sturdyproxy/sturdy/internal/config"
@@ -110,6 +111,8 @@ func (t *translator) locationRewrites(c *locCtx, l *nginx.Location) {
 	case len(pathRewrites) > 1:
 		c.blockers.add(NeedRewrites, "nginx rewrote the path with %d rewrites in turn (%s); sturdy has one per route", len(pathRewrites), d.Pos())
 		return
+	case l.ProxyPass == nil && (d.Arg(2) == "last" || d.Arg(2) == "") && t.rewriteLast(c, l, d):
+		return
 	case l.ProxyPass == nil || d.Arg(2) != "break":
 		c.blockers.add(NeedRewrites, "nginx rewrote the path (%s, %s) and searched the locations again, so the backend would get other paths", strings.TrimSuffix(d.String(), ";"), d.Pos())
 		return
@@ -133,4 +136,38 @@ func (t *translator) locationRewrites(c *locCtx, l *nginx.Location) {
 		return
 	}
 	c.r.rewrite = &config.Rewrite{Regex: d.Arg(0), Path: tpl}
+}
+
+// rewriteLast follows `rewrite REGEX /literal last;` to the location nginx
+// chose for the new path: when that location proxies, the route rewrites
+// the path as nginx did and proxies there. false when the new path is
+// built per request, or its location does not proxy.
+func (t *translator) rewriteLast(c *locCtx, l *nginx.Location, d *nginx.Directive) bool {
+	repl := d.Arg(1)
+	if !strings.HasPrefix(repl, "/") || strings.ContainsAny(repl, "$?") || !printable(repl) {
+		return false
+	}
+	if _, ok := compileRegex(d.Arg(0), false); !ok {
+		return false
+	}
+	m, sure := t.locate(c.sp.srv, repl)
+	if !sure || m == nil || m == l || m.ProxyPass == nil || m.Target == nil || m.Target.Variable {
+		return false
+	}
+	path := repl
+	switch uri := m.Target.URI; {
+	case uri == "" || uri == m.Path:
+	case m.Modifier == "=":
+		path = uri
+	case m.Modifier == "" || m.Modifier == "^~":
+		path = uri + strings.TrimPrefix(repl, m.Path)
+	default:
+		return false
+	}
+	tg := *m.Target
+	tg.URI = ""
+	c.content, c.pass, c.target = m, m.ProxyPass, &tg
+	c.r.rewrite = &config.Rewrite{Regex: d.Arg(0), Path: strings.ReplaceAll(path, "$", "$$")}
+	c.r.comments = append(c.r.comments, fmt.Sprintf("%s (%s) sent the request to location %s (%s)", strings.TrimSuffix(d.String(), ";"), d.Pos(), locationLabel(m), m.Dir.Pos()))
+	return true
 }
