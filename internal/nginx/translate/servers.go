@@ -37,6 +37,8 @@ type serverPlan struct {
 	tls      bool
 	// schemeIf redirects the plain listeners' requests (answer.go).
 	schemeIf *nginx.Directive
+	// portOf is the port nginx listened on, by sturdy listener name.
+	portOf map[string]string
 }
 
 type variant struct {
@@ -60,6 +62,10 @@ func (t *translator) planServer(srv *nginx.Server) *serverPlan {
 			continue
 		}
 		sp.tls = sp.tls || ln.ssl
+		if sp.portOf == nil {
+			sp.portOf = map[string]string{}
+		}
+		sp.portOf[ln.name] = l.Port
 		if t.site.Defaults[l.Addr] == srv {
 			deflt = appendOnce(deflt, ln.name)
 		} else {

@@ -120,7 +120,9 @@ func (t *translator) certificates() {
 		slices.SortStableFunc(ln.certs, func(a, b *certEntry) int {
 			return boolInt(a.names == nil) - boolInt(b.names == nil)
 		})
-		if len(ln.certs) == 1 {
+		if len(ln.certs) == 1 && !ln.tls.refuseUnknown {
+			// With ssl_reject_handshake, nginx served it only for its
+			// servers' names: those stay.
 			ln.certs[0].names, ln.certs[0].def = nil, false
 		}
 		if !slices.ContainsFunc(ln.certs, func(e *certEntry) bool { return e.def }) && len(ln.certs) > 1 && !ln.tls.refuseUnknown {

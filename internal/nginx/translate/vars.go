@@ -132,14 +132,18 @@ func (x *varCtx) value(name string) (string, string) {
 	return "", fmt.Sprintf("sturdy has no value for $%s", name)
 }
 
-// onePort is the port of every listen of the server, "" when they differ.
+// onePort is the port of every listener the server's routes are on, ""
+// when they differ.
 func (sp *serverPlan) onePort() string {
 	p := ""
-	for _, l := range sp.srv.Listens {
-		if p != "" && l.Port != p {
-			return ""
+	for _, v := range sp.variants {
+		for _, n := range v.listeners {
+			if q := sp.portOf[n]; p != "" && q != p || q == "" {
+				return ""
+			} else {
+				p = q
+			}
 		}
-		p = l.Port
 	}
 	return p
 }
