@@ -2,6 +2,7 @@ package translate
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -162,4 +163,57 @@ func (t *translator) splitScheme(sp *serverPlan) *locCtx {
 	c.r.comments = []string{fmt.Sprintf("%s: if %s { %s } (%s), before any location", sp.label, strings.Join(d.Args, " "), strings.TrimSuffix(d.Children[0].String(), ";"), d.Pos())}
 	sp.variants = secure
 	return c
+}
+
+// hostIfs finds `if ($host = NAME) { return 301 URL; }` in a server that
+// answers NAME among other names (the www. redirect): NAME gets its own
+// redirect route, the other names go on to the locations.
+func (t *translator) hostIfs(sp *serverPlan) []*nginx.Directive {
+	var out []*nginx.Directive
+	for _, d := range sp.srv.Local("if") {
+		if _, ok := hostIfName(d); ok && len(d.Children) == 1 && d.Children[0].Name == "return" {
+			if _, _, ok := redirectReturn(d.Children[0]); ok {
+				out = append(out, d)
+			}
+		}
+	}
+	return out
+}
+
+// hostIfName reads `if ($host = NAME)`, quotes allowed.
+func hostIfName(d *nginx.Directive) (string, bool) {
+	c := strings.ReplaceAll(strings.ReplaceAll(strings.Join(d.Args, " "), `"`, ""), "'", "")
+	f := strings.Fields(strings.NewReplacer("(", " ", ")", " ").Replace(c))
+	if len(f) != 3 || f[0] != "$host" || f[1] != "=" || !validHost(f[2]) || strings.HasPrefix(f[2], "*.") {
+		return "", false
+	}
+	return strings.ToLower(f[2]), true
+}
+
+// splitHosts takes each hostIfs name out of sp's variants and returns the
+// plans of their redirect routes.
+func (t *translator) splitHosts(sp *serverPlan) []*locCtx {
+	var out []*locCtx
+	for _, d := range sp.hostIfs {
+		name, _ := hostIfName(d)
+		var listeners []string
+		for i := range sp.variants {
+			v := &sp.variants[i]
+			listeners = append(listeners, v.listeners...)
+			v.hosts = slices.DeleteFunc(slices.Clone(v.hosts), func(h string) bool { return h == name })
+		}
+		sp.variants = slices.DeleteFunc(sp.variants, func(v variant) bool { return v.hosts != nil && len(v.hosts) == 0 })
+		psp := *sp
+		psp.variants = []variant{{listeners: listeners, hosts: []string{name}, tag: "redirect"}}
+		c := &locCtx{sp: &psp, paths: []string{"/"}, match: &config.PathMatch{StartsWith: "/"}}
+		rd, why := redirectTo(c, d.Children[0])
+		if rd == nil {
+			sp.differs.add(NeedRedirects, "the server's if %s (%s) redirected %s; %s", strings.Join(d.Args, " "), d.Pos(), name, why)
+			continue
+		}
+		c.r.redirect = rd
+		c.r.comments = []string{fmt.Sprintf("%s: if %s { %s } (%s), before any location", sp.label, strings.Join(d.Args, " "), strings.TrimSuffix(d.Children[0].String(), ";"), d.Pos())}
+		out = append(out, c)
+	}
+	return out
 }

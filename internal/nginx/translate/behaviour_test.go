@@ -405,6 +405,13 @@ func TestImportBehaviours(t *testing.T) {
 			yaml:   []string{"path: {regex: '^/t/[a-z]+/bind$'}", "rewrite: {regex: ^, path: /http-bind}"},
 		},
 		{
+			name:   "if ($host = www...) { return 301 ...; } gives that name a redirect route",
+			http:   up + "server {\nlisten 80;\nserver_name a.example www.a.example;\nif ($host = www.a.example) { return 301 http://a.example$request_uri; }\nlocation / { proxy_pass http://app; }\n}\nserver {\nlisten 80 default_server;\nlocation / { proxy_pass http://app; }\n}",
+			line:   3,
+			status: Translated,
+			yaml:   []string{"hosts: [www.a.example]\n    path: /\n    redirect: {url: 'http://a.example${request_uri}', status: 301}", "hosts: [a.example]\n    path: /\n    pool: app"},
+		},
+		{
 			name:   "a 302 to https is a redirect route",
 			http:   up + "server {\nlisten 80;\nreturn 302 https://$host$request_uri;\n}\nserver {\nlisten 81;\nlocation / { proxy_pass http://app; }\n}",
 			line:   3,

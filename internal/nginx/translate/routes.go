@@ -97,6 +97,9 @@ func (t *translator) routes() {
 		if c := t.splitScheme(sp); c != nil {
 			redirected = t.emit(c)
 		}
+		for _, c := range t.splitHosts(sp) {
+			redirected += t.emit(c)
+		}
 		var plans []*locCtx
 		for _, l := range srv.Locations {
 			if !l.Named {

@@ -37,6 +37,8 @@ type serverPlan struct {
 	tls      bool
 	// schemeIf redirects the plain listeners' requests (answer.go).
 	schemeIf *nginx.Directive
+	// hostIfs redirect one of its names each (answer.go).
+	hostIfs []*nginx.Directive
 	// portOf is the port nginx listened on, by sturdy listener name.
 	portOf map[string]string
 }
@@ -93,6 +95,7 @@ func (t *translator) planServer(srv *nginx.Server) *serverPlan {
 	}
 	sp.catchAll = !slices.ContainsFunc(srv.Locations, func(l *nginx.Location) bool { return l.Path == "/" && (l.Modifier == "" || l.Modifier == "^~") }) && len(srv.Local("return")) == 0
 	sp.schemeIf = t.schemeIf(sp)
+	sp.hostIfs = t.hostIfs(sp)
 	t.serverRewrite(sp, srv.Scope)
 	t.serverSettings(sp)
 	for _, d := range srv.Local("if") {
@@ -142,7 +145,7 @@ func (t *translator) serverRewrite(sp *serverPlan, sc *nginx.Scope) {
 	for _, d := range sc.Local("if") {
 		t.use(d)
 		t.useTree(d)
-		if rd != nil && rd.via == d || sp.schemeIf == d {
+		if rd != nil && rd.via == d || sp.schemeIf == d || slices.Contains(sp.hostIfs, d) {
 			continue
 		}
 		if code := ifRefuses(d); code != "" {
