@@ -49,10 +49,18 @@ func redirectTo(c *locCtx, d *nginx.Directive) (*config.Redirect, string) {
 	if x.requestID {
 		return nil, "$request_id in a redirect"
 	}
+	tpl, ok = absolute(c, tpl)
+	if !ok {
+		return nil, fmt.Sprintf("target %q is not a URL or an absolute path", target)
+	}
+	return &config.Redirect{URL: tpl, Status: code}, ""
+}
+
+// absolute makes a relative redirect target absolute as nginx did: with
+// the request's scheme, host and the port the client reached, unless
+// absolute_redirect is off.
+func absolute(c *locCtx, tpl string) (string, bool) {
 	if strings.HasPrefix(tpl, "/") {
-		// nginx makes a relative target absolute with the request's
-		// scheme, host and the port the client reached, unless
-		// absolute_redirect is off.
 		switch sc := c.scope(); {
 		case sc.Get1("absolute_redirect") != nil && sc.Get1("absolute_redirect").Arg(0) == "off":
 		case sc.Get1("server_name_in_redirect") != nil && sc.Get1("server_name_in_redirect").Arg(0) == "on" && validHost(c.sp.srv.Names[0]):
@@ -60,10 +68,70 @@ func redirectTo(c *locCtx, d *nginx.Directive) (*config.Redirect, string) {
 		default:
 			tpl = "${scheme}://${http_host}" + tpl
 		}
-	} else if !strings.HasPrefix(tpl, "http://") && !strings.HasPrefix(tpl, "https://") && !strings.HasPrefix(tpl, "${scheme}://") {
-		return nil, fmt.Sprintf("target %q is not a URL or an absolute path", target)
+		return tpl, true
+	}
+	return tpl, strings.HasPrefix(tpl, "http://") || strings.HasPrefix(tpl, "https://") || strings.HasPrefix(tpl, "${scheme}://")
+}
+
+// rewriteRedirect reads `rewrite REGEX REPL permanent|redirect` (or a
+// REPL that is a URL) as a redirect of the paths REGEX matches; nginx
+// appended the client's query unless REPL ends with "?".
+func rewriteRedirect(c *locCtx, d *nginx.Directive) (*config.Redirect, string) {
+	re, repl := d.Arg(0), d.Arg(1)
+	code := 302
+	switch flag := d.Arg(2); {
+	case flag == "permanent":
+		code = 301
+	case flag == "redirect":
+	case strings.HasPrefix(repl, "http://") || strings.HasPrefix(repl, "https://") || strings.HasPrefix(repl, "$scheme"):
+	default:
+		return nil, "not a redirect"
+	}
+	rx, ok := compileRegex(re, false)
+	if !ok || !printable(re) || !printable(repl) {
+		return nil, "its regex uses PCRE that sturdy's RE2 does not have"
+	}
+	repl, noArgs := strings.CutSuffix(repl, "?")
+	if strings.Contains(repl, "?") {
+		return nil, "its target adds query arguments, which nginx joined with the client's"
+	}
+	x := &varCtx{c: c, re: rx, url: true}
+	tpl, why, ok := x.template(repl)
+	if !ok || x.requestID {
+		return nil, why
+	}
+	if tpl, ok = absolute(c, tpl); !ok {
+		return nil, fmt.Sprintf("target %q is not a URL or an absolute path", repl)
+	}
+	if !noArgs && !strings.Contains(repl, "$request_uri") && !strings.Contains(repl, "$args") {
+		tpl += "${is_args}${args}"
 	}
 	return &config.Redirect{URL: tpl, Status: code}, ""
+}
+
+// serverRewriteRedirects plans the server's own rewrite ... permanent|redirect
+// directives as regex routes, when every rewrite of the server redirects:
+// nginx ran them before choosing a location. all reports one that matches
+// every path, after which no location is reached.
+func (t *translator) serverRewriteRedirects(sp *serverPlan) (plans []*locCtx, all bool) {
+	rws := sp.srv.Local("rewrite")
+	for _, d := range rws {
+		c := &locCtx{sp: sp, paths: []string{d.Arg(0)}, match: &config.PathMatch{Regex: d.Arg(0)}}
+		rd, _ := rewriteRedirect(c, d)
+		if rd == nil {
+			return nil, false
+		}
+		c.r.redirect = rd
+		c.r.comments = []string{fmt.Sprintf("%s: %s (%s), before any location", sp.label, strings.TrimSuffix(d.String(), ";"), d.Pos())}
+		if slices.ContainsFunc(sp.srv.Locations, func(l *nginx.Location) bool { return l.Modifier == "=" || l.Modifier == "^~" }) && !rewritesEverything(d) {
+			c.differs.add(NeedRedirects, "nginx redirected before choosing a location; sturdy's exact and ^~ routes of this server are chosen before this redirect")
+		}
+		plans = append(plans, c)
+		if rewritesEverything(d) {
+			return plans, true
+		}
+	}
+	return plans, false
 }
 
 // redirectAnswer makes the location a redirect; false when it cannot.

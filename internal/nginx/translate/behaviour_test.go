@@ -412,6 +412,13 @@ func TestImportBehaviours(t *testing.T) {
 			yaml:   []string{"hosts: [www.a.example]\n    path: /\n    redirect: {url: 'http://a.example${request_uri}', status: 301}", "hosts: [a.example]\n    path: /\n    pool: app"},
 		},
 		{
+			name:   "a server's rewrite ... permanent is a regex redirect route, with the client's query as nginx appended it",
+			http:   up + "server {\nlisten 80;\nrewrite ^/old/(.*)$ /new/$1 permanent;\nrewrite ^/gone$ https://b.example/? redirect;\nlocation / { proxy_pass http://app; }\n}",
+			line:   3,
+			status: Translated,
+			yaml:   []string{"path: {regex: ^/old/(.*)$}\n    redirect: {url: '${scheme}://${http_host}/new/${1}${is_args}${args}', status: 301}", "redirect: {url: 'https://b.example/', status: 302}", "path: /\n    default: true\n    pool: app"},
+		},
+		{
 			name:   "a 302 to https is a redirect route",
 			http:   up + "server {\nlisten 80;\nreturn 302 https://$host$request_uri;\n}\nserver {\nlisten 81;\nlocation / { proxy_pass http://app; }\n}",
 			line:   3,

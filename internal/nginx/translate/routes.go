@@ -94,6 +94,19 @@ func (t *translator) routes() {
 			continue
 		}
 		redirected := 0
+		for _, c := range sp.rewrites {
+			redirected += t.emit(c)
+		}
+		if sp.rewriteAll {
+			for _, l := range srv.Locations {
+				t.use(l.Dir)
+				t.useTree(l.Dir)
+				t.blocks = append(t.blocks, &Block{File: l.Dir.File, Line: l.Dir.Line, Server: sp.label, Location: locationLabel(l), Status: Translated,
+					Reasons: []string{"never reached in nginx: the server's rewrite redirected every request first"}})
+			}
+			t.finishServer(sp, redirected)
+			continue
+		}
 		if c := t.splitScheme(sp); c != nil {
 			redirected = t.emit(c)
 		}

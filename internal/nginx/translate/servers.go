@@ -37,6 +37,10 @@ type serverPlan struct {
 	tls      bool
 	// schemeIf redirects the plain listeners' requests (answer.go).
 	schemeIf *nginx.Directive
+	// rewrites are its own rewrite ... redirects as routes (answer.go);
+	// rewriteAll: one of them redirects every request.
+	rewrites   []*locCtx
+	rewriteAll bool
 	// hostIfs redirect one of its names each (answer.go).
 	hostIfs []*nginx.Directive
 	// portOf is the port nginx listened on, by sturdy listener name.
@@ -96,6 +100,7 @@ func (t *translator) planServer(srv *nginx.Server) *serverPlan {
 	sp.catchAll = !slices.ContainsFunc(srv.Locations, func(l *nginx.Location) bool { return l.Path == "/" && (l.Modifier == "" || l.Modifier == "^~") }) && len(srv.Local("return")) == 0
 	sp.schemeIf = t.schemeIf(sp)
 	sp.hostIfs = t.hostIfs(sp)
+	sp.rewrites, sp.rewriteAll = t.serverRewriteRedirects(sp)
 	t.serverRewrite(sp, srv.Scope)
 	t.serverSettings(sp)
 	for _, d := range srv.Local("if") {
@@ -136,6 +141,9 @@ func (t *translator) serverRewrite(sp *serverPlan, sc *nginx.Scope) {
 	}
 	for _, d := range sc.Local("rewrite") {
 		t.use(d)
+		if len(sp.rewrites) > 0 {
+			continue // redirect routes (answer.go)
+		}
 		if rewritesEverything(d) {
 			sp.blockers.add(rewriteNeed(d), "the server rewrites every request (%s, %s)", strings.TrimSuffix(d.String(), ";"), d.Pos())
 		} else {
