@@ -419,6 +419,14 @@ func TestImportBehaviours(t *testing.T) {
 			yaml:   []string{"path: {regex: ^/old/(.*)$}\n    redirect: {url: '${scheme}://${http_host}/new/${1}${is_args}${args}', status: 301}", "redirect: {url: 'https://b.example/', status: 302}", "path: /\n    default: true\n    pool: app"},
 		},
 		{
+			name:    "a protected prefix refuses its path written with a repeated slash, which nginx merged",
+			http:    up + "server {\nlisten 80;\nlocation /admin/ { allow 10.0.0.0/8; deny all; proxy_pass http://app; }\nlocation = /metrics { deny all; proxy_pass http://app; }\nlocation / { proxy_pass http://app; }\n}",
+			line:    5,
+			status:  TranslatedDiffers,
+			yaml:    []string{"path: {regex: '^(?://+admin/+|/+admin//+)'}\n    pool: refused", "path: {regex: '^(?://+metrics)/*$'}\n    pool: refused"},
+			notYAML: []string{"path: {regex: '^(?://+)'}"},
+		},
+		{
 			name:   "a 302 to https is a redirect route",
 			http:   up + "server {\nlisten 80;\nreturn 302 https://$host$request_uri;\n}\nserver {\nlisten 81;\nlocation / { proxy_pass http://app; }\n}",
 			line:   3,

@@ -211,6 +211,10 @@ func (t *translator) emit(c *locCtx) int {
 			names = append(names, n)
 		}
 	}
+	for _, r := range t.slashGuards(c, routes) {
+		r.block = b
+		t.addRoute(r)
+	}
 	if b == nil {
 		return len(names)
 	}
