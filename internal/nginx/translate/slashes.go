@@ -66,7 +66,10 @@ func (t *translator) slashGuards(c *locCtx, routes []*route) []*route {
 			case m.StartsWith != "":
 				p = m.StartsWith
 			default:
-				continue // a regex: noted in guards
+				if strings.HasPrefix(m.Regex, "^/") && strings.Count(m.Regex, "/") > 1 {
+					c.differs.add(NeedAccessRules, "nginx merged repeated slashes before matching %q; a request that repeats one can miss this route in sturdy", m.Regex)
+				}
+				continue
 			}
 		}
 		if p == "/" {
