@@ -241,10 +241,19 @@ func TestImportBehaviours(t *testing.T) {
 		},
 		{
 			name:   "a protected regex location sturdy cannot route refuses its whole server",
-			http:   up + "server {\nlisten 80;\nlocation / { proxy_pass http://app; }\nlocation ~ ^/(?!public) { deny all; }\n}\nserver {\nlisten 81;\nlocation / { proxy_pass http://app; }\n}",
+			http:   up + "server {\nlisten 80;\nlocation / { proxy_pass http://app; }\nlocation ~ ^/(x)\\1 { deny all; }\n}\nserver {\nlisten 81;\nlocation / { proxy_pass http://app; }\n}",
 			line:   6,
 			status: Refused,
 			reason: "sturdy cannot route it, so every route of this server refuses",
+		},
+		{
+			name:   "a protected regex with look-around keeps clients out of a superset of its paths",
+			http:   up + "server {\nlisten 80;\nlocation / { proxy_pass http://app; }\nlocation ~ /\\.(?!well-known) { deny all; }\nlocation ~ ^/(?!api) { proxy_pass http://app; }\n}",
+			line:   6,
+			status: TranslatedDiffers, needs: []Need{NeedRegexLocations},
+			reason:  "more than nginx did",
+			yaml:    []string{"path: {regex: /\\.}\n    max_body_bytes: 1MiB", "- {deny: all}"},
+			notYAML: []string{"path: {regex: ^/}"},
 		},
 		{
 			name:    "a location's deny list stays on its route",

@@ -27,10 +27,13 @@ type locCtx struct {
 	// noDefaultHost: nginx's Host was the upstream it chose per request,
 	// which no one host_header says (maps.go).
 	noDefaultHost bool
-	blockers      notes
-	differs       notes
-	protect       notes
-	pool          *pool
+	// superset is the location's regex without its look-around, matched
+	// in its place when the location keeps clients out (superset.go).
+	superset string
+	blockers notes
+	differs  notes
+	protect  notes
+	pool     *pool
 	// static is set when files answer (some of) its requests.
 	static *staticPlan
 	// hsts is the add_header Strict-Transport-Security in effect (tls.go).
@@ -115,6 +118,14 @@ func (t *translator) planLocation(sp *serverPlan, l *nginx.Location) *locCtx {
 	t.guards(c, l.Scope, true)
 	if c.content != nil && c.content != l {
 		t.guards(c, c.content.Scope, true)
+	}
+	if c.superset != "" {
+		if c.keepsOut() {
+			c.differs.add(NeedRegexLocations, "regular-expression location %q uses look-around, which sturdy's RE2 does not have; sturdy keeps clients out of every path %q matches, more than nginx did", l.Path, c.superset)
+		} else {
+			c.paths, c.match = nil, nil
+			c.blockers.add(NeedRegexLocations, "regular-expression location %q uses PCRE that sturdy's RE2 does not have (look-around)", l.Path)
+		}
 	}
 	if c.pass == nil && c.static == nil || len(c.blockers) > 0 || c.refused() || c.viaRedirect != nil || c.r.redirect != nil {
 		return c

@@ -41,6 +41,14 @@ func (t *translator) matchPaths(c *locCtx) {
 			return
 		}
 		if _, ok := compileRegex(l.Path, fold); !ok {
+			if sup, ok := dropLookaround(l.Path); ok {
+				if _, ok := compileRegex(sup, fold); ok {
+					// Kept only if the location keeps clients out (superset.go).
+					c.paths, c.superset = []string{l.Path}, sup
+					c.match = &config.PathMatch{Regex: sup, CaseInsensitive: fold}
+					return
+				}
+			}
 			c.blockers.add(NeedRegexLocations, "regular-expression location %q uses PCRE that sturdy's RE2 does not have (look-around, back-references, possessive quantifiers)", l.Path)
 			return
 		}
