@@ -436,6 +436,14 @@ func TestImportBehaviours(t *testing.T) {
 			notYAML: []string{"path: {regex: '^(?://+)'}"},
 		},
 		{
+			name:   "a FastCGI location is held closed, so its PHP files are not served from the root",
+			http:   "server {\nlisten 80;\nroot /srv/www;\nlocation ~ \\.php$ { fastcgi_pass unix:/run/php.sock; }\nlocation / { try_files $uri $uri/ =404; }\n}",
+			line:   5,
+			status: NotTranslated, needs: []Need{NeedFastCGI},
+			reason: "its requests get a refusal (503)",
+			yaml:   []string{"path: {regex: \\.php$}\n    pool: refused"},
+		},
+		{
 			name:   "a 302 to https is a redirect route",
 			http:   up + "server {\nlisten 80;\nreturn 302 https://$host$request_uri;\n}\nserver {\nlisten 81;\nlocation / { proxy_pass http://app; }\n}",
 			line:   3,

@@ -200,6 +200,20 @@ func (t *translator) emit(c *locCtx) int {
 		b.Status, b.Reasons, b.Needs = NotTranslated, c.blockers.reasons(), c.blockers.needs()
 		t.noteBlockedPass(c)
 		t.useTree(c.loc.Dir)
+		if c.match != nil && len(c.paths) > 0 && c.loc != nil && !c.loc.Named && c.runsCode() {
+			// Its requests would reach another route: the files a
+			// FastCGI location ran would be served as they are (PHP
+			// sources). They get a refusal instead.
+			for _, r := range t.holdRoutes(c) {
+				r.block = b
+				if n := t.addRoute(r); n != "" {
+					b.Routes = append(b.Routes, n)
+				}
+			}
+			if len(b.Routes) > 0 {
+				b.Reasons = append(b.Reasons, "its requests get a refusal (503) instead of reaching another route")
+			}
+		}
 		return 0
 	default:
 		routes = t.proxyRoutes(c)
@@ -380,4 +394,34 @@ func (t *translator) namedBlock(sp *serverPlan, l *nginx.Location) {
 		b.Reasons = []string{"named location: reached only through try_files or error_page of locations that were not translated"}
 	}
 	t.blocks = append(t.blocks, b)
+}
+
+// holdRoutes keep a location sturdy cannot translate closed: its match,
+// on the refusal pool.
+func (t *translator) holdRoutes(c *locCtx) []*route {
+	where := c.sp.label + ", location " + locationLabel(c.loc) + " (" + c.loc.Dir.Pos() + ")"
+	body := fmt.Sprintf("Not served: nginx answered %s itself (%s), which sturdy cannot do yet; it refuses rather than let another route answer.\n", where, strings.Join(c.blockers.reasons(), "; "))
+	var out []*route
+	for _, v := range c.sp.variants {
+		for _, p := range c.paths {
+			r := &route{listeners: v.listeners, hosts: v.hosts, path: p, match: c.match, pool: t.refusalPool(), sorryBody: body, tries: 1, maxBody: "1MiB", maxBodyDefault: true}
+			r.comments = []string{where + ": NOT TRANSLATED, held closed: " + strings.Join(c.blockers.reasons(), "; ")}
+			r.name = t.routeName(c.sp, v, p) + "-held"
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// runsCode reports a location nginx answered by running code sturdy does
+// not run (FastCGI, uWSGI, SCGI, gRPC, Lua): its paths must not fall
+// through to a route that serves the files.
+func (c *locCtx) runsCode() bool {
+	for _, n := range c.blockers {
+		switch n.need {
+		case NeedFastCGI, NeedGRPC, NeedLua:
+			return true
+		}
+	}
+	return false
 }
