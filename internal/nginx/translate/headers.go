@@ -42,6 +42,10 @@ func (t *translator) requestHeaders(c *locCtx, sc *nginx.Scope, tls bool) {
 	var order []string
 	for _, d := range sc.Get("proxy_set_header") {
 		t.use(d)
+		if !validFieldName(d.Arg(0)) || len(d.Args) != 2 {
+			c.differs.add(NeedRequestHeaders, "%s (%s) is not a header and value sturdy can set", strings.TrimSuffix(d.String(), ";"), d.Pos())
+			continue
+		}
 		n := http.CanonicalHeaderKey(d.Arg(0))
 		if set[n] == nil {
 			order = append(order, n)
@@ -127,4 +131,18 @@ func (c *locCtx) regex() *regexp.Regexp {
 	}
 	re, _ := compileRegex(c.match.Regex, c.match.CaseInsensitive)
 	return re
+}
+
+// validFieldName reports an HTTP field name (RFC 9110 token).
+func validFieldName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0) {
+			return false
+		}
+	}
+	return true
 }

@@ -104,7 +104,7 @@ func (t *translator) addHeaders(c *locCtx, ds []*nginx.Directive) {
 		case name == "cache-control" && c.static != nil && slices.Contains(c.static.ccFrom, d):
 		case name == "strict-transport-security" && c.sp.tls:
 			c.hsts = d
-		case !printable(d.Arg(0)) || strings.ContainsAny(d.Arg(0), " :\t") || d.Arg(0) == "":
+		case !validFieldName(d.Arg(0)) || len(d.Args) < 2:
 			c.differs.add(NeedResponseHeaders, "add_header %s (%s) is not a header name", d.Arg(0), d.Pos())
 		case sturdyOwnsHeader(d.Arg(0)):
 			c.differs.add(NeedResponseHeaders, "nginx added %s: %s (%s); sturdy sets that header itself", d.Arg(0), d.Arg(1), d.Pos())
@@ -148,7 +148,7 @@ func sturdyOwnsHeader(name string) bool {
 func (t *translator) hideHeaders(c *locCtx, ds []*nginx.Directive) {
 	for _, d := range ds {
 		switch {
-		case d.Arg(0) == "" || !printable(d.Arg(0)) || strings.ContainsAny(d.Arg(0), " :\t") || sturdyOwnsHeader(d.Arg(0)):
+		case !validFieldName(d.Arg(0)) || sturdyOwnsHeader(d.Arg(0)):
 			c.differs.add(NeedResponseHeaders, "proxy_hide_header %s (%s) is not a header sturdy can hide", d.Arg(0), d.Pos())
 		case !slices.ContainsFunc(c.r.hide, func(h string) bool { return strings.EqualFold(h, d.Arg(0)) }):
 			c.r.hide = append(c.r.hide, d.Arg(0))
