@@ -444,6 +444,13 @@ func TestImportBehaviours(t *testing.T) {
 			yaml:   []string{"path: {regex: \\.php$}\n    pool: refused"},
 		},
 		{
+			name:   "listen proxy_protocol with set_real_ip_from becomes proxy_protocol: required",
+			http:   up + "set_real_ip_from 10.0.0.0/8;\nreal_ip_header proxy_protocol;\nserver {\nlisten 8080 proxy_protocol;\nlocation / { proxy_set_header Host $host; proxy_pass http://app; }\n}",
+			line:   5,
+			status: Translated,
+			yaml:   []string{"listen: :8080\n    proxy_protocol: required", "trusted_proxies: [10.0.0.0/8]"},
+		},
+		{
 			name:   "a 302 to https is a redirect route",
 			http:   up + "server {\nlisten 80;\nreturn 302 https://$host$request_uri;\n}\nserver {\nlisten 81;\nlocation / { proxy_pass http://app; }\n}",
 			line:   3,
