@@ -63,6 +63,7 @@ func (f *forwarder) stream(resp *http.Response, pool *health.Pool, host *health.
 	flush := resp.ContentLength == -1 || isEventStream(resp.Header)
 	n, err := copyBody(w, resp.Body, flush)
 	f.bytes = n
+	host.Received(n)
 	if err != nil {
 		if err == errUpstreamBody {
 			// A late failure: counted against nobody, but counted.

@@ -4,6 +4,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/sturdyproxy/sturdy/internal/recent"
 	"github.com/sturdyproxy/sturdy/internal/view"
 )
 
@@ -36,17 +37,33 @@ type Stats struct {
 	// the last slot counts the rest.
 	buckets  [16]atomic.Uint64
 	sumNanos atomic.Uint64
+	// last counts the last minute's answers in the slots of codes, and in
+	// slotClientFault the 5xx answers whose failure was attributed to the
+	// client itself (a scanner behind a WAF): the status page judges a
+	// route by how it answers its clients now, not since start.
+	last recent.Window
 }
+
+// slotClientFault is the recent window's slot for 5xx answers to clients
+// whose failures are their own.
+const slotClientFault = 6
 
 // Answer counts one request answered by kind.
 func (s *Stats) Answer(kind int) { s.answers[kind].Add(1) }
 
-func (s *Stats) observe(status int, d time.Duration) {
+// observe counts one answer with status that took d and ended at now;
+// clientFault tells that its failure was attributed to the client.
+func (s *Stats) observe(status int, d time.Duration, now time.Time, clientFault bool) {
 	c := status / 100
 	if status == 499 || c < 1 || c > 5 {
 		c = 0
 	}
 	s.codes[c].Add(1)
+	if c == 5 && clientFault {
+		s.last.Add2(now, c, slotClientFault)
+	} else {
+		s.last.Add(now, c)
+	}
 	sec := d.Seconds()
 	i := 0
 	for i < len(DurationBounds) && sec > DurationBounds[i] {
@@ -76,4 +93,27 @@ func (s *Stats) View(v *view.Route) {
 	h.Count = cum + s.buckets[len(DurationBounds)].Load()
 	h.Sum = time.Duration(s.sumNanos.Load()).Seconds()
 	v.Duration = h
+}
+
+// Recent returns the last minute's answers; up is how long the process has
+// run, which bounds the window's span.
+func (s *Stats) Recent(now time.Time, up time.Duration) view.RouteRecent {
+	t := s.last.Sum(now)
+	r := view.RouteRecent{
+		Seconds:      min(t.Span, max(up, 0)).Seconds(),
+		Requests:     map[string]uint64{"499": t.N[0]},
+		ClientErrors: t.N[slotClientFault],
+	}
+	for c := 1; c <= 5; c++ {
+		r.Requests[string(rune('0'+c))+"xx"] = t.N[c]
+	}
+	return r
+}
+
+// Read counts the bytes the cache reads from the host (releasingBody is
+// the cache's way to a host's response body; see cached.go).
+func (b *releasingBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	b.host.Received(int64(n))
+	return n, err
 }
