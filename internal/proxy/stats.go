@@ -42,6 +42,9 @@ type Stats struct {
 	// client itself (a scanner behind a WAF): the status page judges a
 	// route by how it answers its clients now, not since start.
 	last recent.Window
+	// clientFaults counts, since start, the 5xx answers whose failure was
+	// attributed to the client itself.
+	clientFaults atomic.Uint64
 }
 
 // slotClientFault is the recent window's slot for 5xx answers to clients
@@ -60,6 +63,7 @@ func (s *Stats) observe(status int, d time.Duration, now time.Time, clientFault 
 	}
 	s.codes[c].Add(1)
 	if c == 5 && clientFault {
+		s.clientFaults.Add(1)
 		s.last.Add2(now, c, slotClientFault)
 	} else {
 		s.last.Add(now, c)
@@ -76,6 +80,7 @@ func (s *Stats) observe(status int, d time.Duration, now time.Time, clientFault 
 // View fills the route's counters into v.
 func (s *Stats) View(v *view.Route) {
 	v.InFlight = s.InFlight.Load()
+	v.ClientErrors = s.clientFaults.Load()
 	v.Requests = map[string]uint64{"499": s.codes[0].Load()}
 	for c := 1; c <= 5; c++ {
 		v.Requests[string(rune('0'+c))+"xx"] = s.codes[c].Load()

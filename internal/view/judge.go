@@ -59,6 +59,8 @@ func JudgeRoute(r *Route) {
 		return
 	}
 	allAnswers, allErrs := answered(r.Requests)
+	allAnswers -= min(r.ClientErrors, allAnswers)
+	allErrs -= min(r.ClientErrors, allErrs)
 	before, beforeErrs := allAnswers-min(allAnswers, answers), allErrs-min(allErrs, errs)
 	normal := 0.0
 	if before >= NormalMinAnswers {

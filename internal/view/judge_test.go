@@ -13,20 +13,22 @@ var routeCases = []struct {
 	name         string
 	total        map[string]uint64 // since start, the last minute included
 	recent       map[string]uint64
-	clientErrors uint64
+	clientErrors uint64 // recent 5xx to attributed clients
+	clientTotal  uint64 // the same since start
 	level        string
 	reason       string
 }{
-	{"no traffic", nil, nil, 0, LevelOK, ""},
-	{"all good", classes(10000, 0), classes(600, 0), 0, LevelOK, ""},
-	{"half the answers 5xx", classes(10000, 300), classes(300, 300), 0, LevelCritical, "50.0% of answers were 5xx in the last 60s (300 of 600)"},
-	{"at the threshold", classes(950, 50), classes(950, 50), 0, LevelCritical, "5.0% of answers"},
-	{"over the ratio with few errors", classes(20, 2), classes(20, 2), 0, LevelWarning, "(2 of 22)"},
-	{"low but usual", classes(100000, 2000), classes(980, 20), 0, LevelOK, ""},
-	{"low and above normal", classes(100000, 120), classes(980, 20), 0, LevelWarning, "normally 0.10%, clearly above normal"},
-	{"below the warning floor", classes(100000, 0), classes(1000, 5), 0, LevelOK, ""},
-	{"errors of an attributed scanner are left out", classes(1000, 400), classes(600, 400), 400, LevelOK, ""},
-	{"scanner and real failures", classes(1000, 450), classes(550, 450), 400, LevelCritical, "8.3% of answers were 5xx in the last 60s (50 of 600)"},
+	{"no traffic", nil, nil, 0, 0, LevelOK, ""},
+	{"all good", classes(10000, 0), classes(600, 0), 0, 0, LevelOK, ""},
+	{"half the answers 5xx", classes(10000, 300), classes(300, 300), 0, 0, LevelCritical, "50.0% of answers were 5xx in the last 60s (300 of 600)"},
+	{"at the threshold", classes(950, 50), classes(950, 50), 0, 0, LevelCritical, "5.0% of answers"},
+	{"over the ratio with few errors", classes(20, 2), classes(20, 2), 0, 0, LevelWarning, "(2 of 22)"},
+	{"low but usual", classes(100000, 2000), classes(980, 20), 0, 0, LevelOK, ""},
+	{"low and above normal", classes(100000, 120), classes(980, 20), 0, 0, LevelWarning, "normally 0.10%, clearly above normal"},
+	{"below the warning floor", classes(100000, 0), classes(1000, 5), 0, 0, LevelOK, ""},
+	{"errors of an attributed scanner are left out", classes(1000, 400), classes(600, 400), 400, 400, LevelOK, ""},
+	{"scanner and real failures", classes(1000, 450), classes(550, 450), 400, 400, LevelCritical, "8.3% of answers were 5xx in the last 60s (50 of 600)"},
+	{"an old scanner does not raise normal", classes(100000, 5000), classes(980, 20), 0, 4980, LevelWarning, "clearly above normal"},
 }
 
 // The route verdict: at least 5% 5xx (and 5 of them) in the last minute is
@@ -35,7 +37,8 @@ var routeCases = []struct {
 func TestJudgeRoute(t *testing.T) {
 	for _, tc := range routeCases {
 		t.Run(tc.name, func(t *testing.T) {
-			r := Route{Requests: tc.total, Recent: RouteRecent{Seconds: 60, Requests: tc.recent, ClientErrors: tc.clientErrors}}
+			r := Route{Requests: tc.total, ClientErrors: tc.clientTotal,
+				Recent: RouteRecent{Seconds: 60, Requests: tc.recent, ClientErrors: tc.clientErrors}}
 			JudgeRoute(&r)
 			if r.Verdict.Level != tc.level || !strings.Contains(r.Verdict.Reason, tc.reason) {
 				t.Errorf("verdict %+v, want %s with %q", r.Verdict, tc.level, tc.reason)

@@ -149,6 +149,9 @@ type Route struct {
 	// Requests counts answers by status class: "1xx".."5xx" and "499"
 	// (client went away), since start.
 	Requests map[string]uint64 `json:"requests"`
+	// ClientErrors counts the 5xx answers (among Requests["5xx"]) whose
+	// failures were attributed to the client itself, since start.
+	ClientErrors uint64 `json:"5xx_to_attributed_clients"`
 	// Recent counts the last minute's answers.
 	Recent RouteRecent `json:"recent"`
 	// Verdict judges Recent: is the route failing its clients now
