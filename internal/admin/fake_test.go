@@ -92,6 +92,7 @@ func scenario(step int) view.Status {
 	}}
 	site := view.Route{Name: "site", Pool: "web", Default: true, Serving: "normal", InFlight: 3,
 		Requests: map[string]uint64{"2xx": 12000 + 900*n, "3xx": 400 + 10*n, "4xx": 80 + n, "5xx": 2},
+		Recent:   view.RouteRecent{Seconds: 60, Requests: map[string]uint64{"2xx": 27000, "3xx": 300, "4xx": 30}},
 		Duration: hist(24 + 2*n), Answers: map[string]uint64{}}
 	catalog := view.Route{Name: "catalog", Pool: "web", Serving: "normal",
 		Requests: map[string]uint64{"2xx": 3000 + 100*n},
@@ -128,5 +129,6 @@ func scenario(step int) view.Status {
 				Message: "failures of client " + client + " are its own: 24 of 24 failed on 3 hosts while others succeed", Evidence: map[string]any{"hosts": 3, "failures": 24}},
 		}, st.Events...)
 	}
+	view.Judge(&st) // as the server does for every snapshot
 	return st
 }

@@ -7,11 +7,10 @@ import (
 
 // The thresholds of the verdicts, documented in docs/observability.md
 // ("When is a route a problem?"). A route is judged by its last minute of
-// answers, a host by its last minute of attempts next to its peers'.
+// answers; a host by its host-attributed failures next to its peers'.
 const (
 	// RouteCriticalRatio is the share of 5xx answers at which a route is
-	// failing its clients: critical. 5xx answers to clients whose
-	// failures are their own (attributed clients) are left out.
+	// failing its clients: critical.
 	RouteCriticalRatio = 0.05
 	// RouteCriticalMin is how many 5xx answers it takes, besides the
 	// ratio, to be critical; fewer make a warning (one 503 in ten answers
@@ -26,11 +25,12 @@ const (
 	// to know a route's normal share; with fewer, normal is taken as 0.
 	NormalMinAnswers = 100
 
-	// HostWarningRatio, HostWarningMin and HostPeerFactor: a host with at
-	// least 5% failed attempts, at least 5 of them, and at least twice the
-	// failure share of its pool's other hosts together has failures of
-	// its own: a warning. Failures every host shares point at a client, a
-	// request or a route, and show on the route.
+	// HostWarningRatio, HostWarningMin and HostPeerFactor: a host in
+	// rotation with at least 5% of its passive window's requests failed
+	// and attributed to it, at least 5 of them, and at least twice the
+	// share of its pool's other hosts together stands out: a warning.
+	// (Failures attributed to a client, a request or a route are not the
+	// host's; they show on the route.)
 	HostWarningRatio = 0.05
 	HostWarningMin   = 5
 	HostPeerFactor   = 2
@@ -47,59 +47,87 @@ func Judge(st *Status) {
 	}
 }
 
-// JudgeRoute sets r.Recent.ErrorRatio and r.Verdict.
+var levelRank = map[string]int{LevelOK: 0, LevelWarning: 1, LevelCritical: 2}
+var levels = []string{LevelOK, LevelWarning, LevelCritical}
+
+// JudgeRoute sets r.Recent.ErrorRatio (what clients got: every 5xx
+// counts) and r.Verdict. 5xx answers to attributed clients (a scanner a
+// WAF refuses) may lower the level by one step, never more: attribution
+// can be wrong, and a route failing everyone must not look fine because
+// every client was taken for the cause of its own failures.
 func JudgeRoute(r *Route) {
 	rec := &r.Recent
 	answers, errs := answered(rec.Requests)
-	answers -= min(rec.ClientErrors, answers)
-	errs -= min(rec.ClientErrors, errs)
 	rec.ErrorRatio = ratio(errs, answers)
 	r.Verdict = Verdict{Level: LevelOK}
 	if errs == 0 {
 		return
 	}
+	client := min(rec.ClientErrors, errs)
 	allAnswers, allErrs := answered(r.Requests)
-	allAnswers -= min(r.ClientErrors, allAnswers)
-	allErrs -= min(r.ClientErrors, allErrs)
-	before, beforeErrs := allAnswers-min(allAnswers, answers), allErrs-min(allErrs, errs)
-	normal := 0.0
-	if before >= NormalMinAnswers {
-		normal = ratio(beforeErrs, before)
+	normalOf := func(answers, errs, client, allClient uint64) float64 {
+		a, e := allAnswers-min(allAnswers, answers), allErrs-min(allErrs, errs)
+		c := allClient - min(allClient, client)
+		a, e = a-min(a, c), e-min(e, c)
+		if a < NormalMinAnswers {
+			return 0
+		}
+		return ratio(e, a)
+	}
+	all := routeLevel(rec.ErrorRatio, errs, normalOf(answers, errs, 0, 0))
+	own := routeLevel(ratio(errs-client, answers-client), errs-client, normalOf(answers, errs, client, r.ClientErrors))
+	level := levels[max(levelRank[own], levelRank[all]-1)]
+	if level == LevelOK {
+		return
 	}
 	what := fmt.Sprintf("%s of answers were 5xx in the last %s (%d of %d)", percent(rec.ErrorRatio), seconds(rec.Seconds), errs, answers)
-	if normal > 0 {
+	if client > 0 {
+		what += fmt.Sprintf("; %d of them to attributed clients, whose failures are taken as their own", client)
+	}
+	if normal := normalOf(answers, errs, client, r.ClientErrors); normal > 0 {
 		what += "; normally " + percent(normal)
 	}
-	switch {
-	case rec.ErrorRatio >= RouteCriticalRatio && errs >= RouteCriticalMin:
-		r.Verdict = Verdict{Level: LevelCritical, Reason: what}
-	case rec.ErrorRatio >= RouteCriticalRatio:
-		r.Verdict = Verdict{Level: LevelWarning, Reason: what}
-	case rec.ErrorRatio >= RouteWarningRatio && rec.ErrorRatio >= AboveNormal*normal:
-		r.Verdict = Verdict{Level: LevelWarning, Reason: what + ", clearly above normal"}
+	if rec.ErrorRatio < RouteCriticalRatio {
+		what += ", clearly above normal"
 	}
+	r.Verdict = Verdict{Level: level, Reason: what}
 }
 
-// JudgePool sets each host's Recent.FailureRatio and Verdict.
+// routeLevel applies the route thresholds to one share of 5xx answers.
+func routeLevel(share float64, errs uint64, normal float64) string {
+	switch {
+	case share >= RouteCriticalRatio && errs >= RouteCriticalMin:
+		return LevelCritical
+	case share >= RouteCriticalRatio:
+		return LevelWarning
+	case share >= RouteWarningRatio && share >= AboveNormal*normal:
+		return LevelWarning
+	}
+	return LevelOK
+}
+
+// JudgePool sets each host's Recent.FailureRatio and Verdict. The verdict
+// reads the passive window (host-attributed failures), so it agrees with
+// the health model on whose failures they were.
 func JudgePool(p *Pool) {
-	var attempts, failures uint64
+	var requests, failures uint64
 	for i := range p.Hosts {
-		h := &p.Hosts[i].Recent
-		h.FailureRatio = ratio(h.Failures, h.Attempts)
-		attempts += h.Attempts
-		failures += h.Failures
+		h := &p.Hosts[i]
+		h.Recent.FailureRatio = ratio(h.Recent.Failures, h.Recent.Attempts)
+		requests += h.WindowRequests
+		failures += h.WindowFailures
 	}
 	for i := range p.Hosts {
 		h := &p.Hosts[i]
-		rec := h.Recent
 		h.Verdict = Verdict{Level: LevelOK}
-		if rec.Failures < HostWarningMin || rec.FailureRatio < HostWarningRatio {
+		share := ratio(h.WindowFailures, h.WindowRequests)
+		if h.WindowFailures < HostWarningMin || share < HostWarningRatio {
 			continue
 		}
-		peers := ratio(failures-rec.Failures, attempts-rec.Attempts)
-		what := fmt.Sprintf("%s of attempts failed in the last %s (%d of %d)", percent(rec.FailureRatio), seconds(rec.Seconds), rec.Failures, rec.Attempts)
+		what := fmt.Sprintf("%s of its recent requests failed and were attributed to it (%d of %d)", percent(share), h.WindowFailures, h.WindowRequests)
 		if len(p.Hosts) > 1 {
-			if rec.FailureRatio < HostPeerFactor*peers {
+			peers := ratio(failures-h.WindowFailures, requests-h.WindowRequests)
+			if share < HostPeerFactor*peers {
 				continue // its peers fail as much: not this host's doing
 			}
 			what += "; the other hosts " + percent(peers)
@@ -134,4 +162,9 @@ func percent(r float64) string {
 	return fmt.Sprintf("%.1f%%", p)
 }
 
-func seconds(s float64) string { return fmt.Sprintf("%.0fs", math.Round(s)) }
+func seconds(s float64) string {
+	if s < 10 {
+		return fmt.Sprintf("%.1fs", s)
+	}
+	return fmt.Sprintf("%.0fs", math.Round(s))
+}

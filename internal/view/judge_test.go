@@ -26,8 +26,9 @@ var routeCases = []struct {
 	{"low but usual", classes(100000, 2000), classes(980, 20), 0, 0, LevelOK, ""},
 	{"low and above normal", classes(100000, 120), classes(980, 20), 0, 0, LevelWarning, "normally 0.10%, clearly above normal"},
 	{"below the warning floor", classes(100000, 0), classes(1000, 5), 0, 0, LevelOK, ""},
-	{"errors of an attributed scanner are left out", classes(1000, 400), classes(600, 400), 400, 400, LevelOK, ""},
-	{"scanner and real failures", classes(1000, 450), classes(550, 450), 400, 400, LevelCritical, "8.3% of answers were 5xx in the last 60s (50 of 600)"},
+	{"an attributed scanner's 5xx make a warning, not critical", classes(1000, 400), classes(600, 400), 400, 400, LevelWarning, "40.0% of answers were 5xx in the last 60s (400 of 1000); 400 of them to attributed clients"},
+	{"scanner and real failures", classes(1000, 450), classes(550, 450), 400, 400, LevelCritical, "45.0% of answers were 5xx in the last 60s (450 of 1000); 400 of them"},
+	{"every client attributed: still critical", classes(40, 20), classes(20, 20), 15, 15, LevelCritical, "50.0% of answers were 5xx"},
 	{"an old scanner does not raise normal", classes(100000, 5000), classes(980, 20), 0, 4980, LevelWarning, "clearly above normal"},
 }
 
@@ -47,16 +48,29 @@ func TestJudgeRoute(t *testing.T) {
 	}
 }
 
-// A host stands out when its failures are its own; failures every host
-// shares (a scanner, a bad request) flag no host.
+// Right after start the window is short, and the reason says how short.
+func TestJudgeRouteShortWindow(t *testing.T) {
+	r := Route{Requests: classes(20, 20), Recent: RouteRecent{Seconds: 0.5, Requests: classes(20, 20)}}
+	JudgeRoute(&r)
+	if r.Verdict.Level != LevelCritical || !strings.Contains(r.Verdict.Reason, "in the last 0.5s (20 of 40)") {
+		t.Errorf("%+v", r.Verdict)
+	}
+}
+
+// A host stands out when failures attributed to it exceed its peers';
+// failures every host shares (a scanner, a bad request) flag no host.
 func TestJudgePool(t *testing.T) {
-	host := func(addr string, attempts, failures uint64) Host {
-		return Host{Addr: addr, Recent: HostRecent{Seconds: 60, Attempts: attempts, Failures: failures}}
+	host := func(addr string, requests, failures uint64) Host {
+		return Host{Addr: addr, WindowRequests: requests, WindowFailures: failures,
+			Recent: HostRecent{Seconds: 60, Attempts: 2 * requests, Failures: 2 * failures}}
 	}
 	p := Pool{Hosts: []Host{host("a", 200, 100), host("b", 200, 2), host("c", 200, 0)}}
 	JudgePool(&p)
-	if v := p.Hosts[0].Verdict; v.Level != LevelWarning || !strings.Contains(v.Reason, "50.0% of attempts failed in the last 60s (100 of 200); the other hosts 0.50%") {
+	if v := p.Hosts[0].Verdict; v.Level != LevelWarning || !strings.Contains(v.Reason, "50.0% of its recent requests failed and were attributed to it (100 of 200); the other hosts 0.50%") {
 		t.Errorf("failing host: %+v", v)
+	}
+	if r := p.Hosts[0].Recent.FailureRatio; r != 0.5 {
+		t.Errorf("recent failure ratio %v", r)
 	}
 	for _, h := range p.Hosts[1:] {
 		if h.Verdict.Level != LevelOK {

@@ -1,8 +1,10 @@
 // sturdy status page: polls api/status every 2 s and renders it. Rates are
 // computed here from counter deltas over the last few snapshots, so the
-// server keeps nothing per viewer. Every value from the snapshot is put in
-// the page with textContent, never as HTML: client keys, messages and
-// evidence may hold anything a client sent.
+// server keeps nothing per viewer; the last minute's error rates and their
+// verdicts (ok, warning, critical) come from the server, which judges every
+// snapshot alike (internal/view/judge.go). Every value from the snapshot is
+// put in the page with textContent, never as HTML: client keys, messages
+// and evidence may hold anything a client sent.
 "use strict";
 
 const POLL_MS = 2000;
@@ -89,6 +91,14 @@ function pct(part, whole) {
   return (p < 1 && p > 0 ? p.toFixed(2) : p.toFixed(1)) + "%";
 }
 
+function bytes(v) {
+  if (v === null || v === undefined || isNaN(v)) return "–";
+  const units = ["B", "KB", "MB", "GB"];
+  let i = 0;
+  while (v >= 1000 && i < units.length - 1) { v /= 1000; i++; }
+  return (i && v < 10 ? v.toFixed(1) : Math.round(v)) + " " + units[i];
+}
+
 function seconds(s) {
   if (s === null || s === undefined) return "–";
   if (s < 0) return "> " + seconds(-s);
@@ -169,9 +179,15 @@ function problems(st) {
     if (r.serving && r.serving !== "normal") add(r.serving === "sorry" ? "critical" : "warning",
       "Route " + r.name + " " + (servingWords[r.serving] || "answering by " + r.serving), "pool " + r.pool, r.serving_since);
     if (r.degraded) add("warning", "Route " + r.name + " degraded", r.degraded_reason || "failures attributed to the route", r.degraded_since);
+    const v = r.verdict || {};
+    if (v.level === "critical") add("critical", "Route " + r.name + " is failing its clients", v.reason);
+    else if (v.level === "warning") add("warning", "Route " + r.name + " answers more errors", v.reason);
   }
   for (const p of st.pools || []) {
     for (const h of p.hosts || []) {
+      const v = h.verdict || {};
+      if (v.level === "warning" && (h.state === "healthy" || h.state === "suspect"))
+        add("warning", p.name + " / " + h.addr + " fails more than its peers", v.reason);
       if (h.state === "healthy") continue;
       const level = h.state === "suspect" || h.state === "drained" || h.state === "maintenance" ? "info" :
         h.state === "down" ? "critical" : "warning";
@@ -205,8 +221,11 @@ function renderHeader(st, list) {
   const crit = list.filter((p) => p.level === "critical").length;
   const warn = list.filter((p) => p.level === "warning").length;
   const v = document.getElementById("verdict");
-  if (crit) { v.className = "verdict critical"; v.textContent = crit + (crit === 1 ? " critical problem" : " critical problems"); }
-  else if (warn) { v.className = "verdict warning"; v.textContent = warn + (warn === 1 ? " warning" : " warnings"); }
+  // The headline names the worst problem (the list is sorted worst first),
+  // so a failing route is in the first words anyone reads.
+  const worst = list.length ? ": " + list[0].what : "";
+  if (crit) { v.className = "verdict critical"; v.textContent = crit + (crit === 1 ? " critical problem" : " critical problems") + worst; }
+  else if (warn) { v.className = "verdict warning"; v.textContent = warn + (warn === 1 ? " warning" : " warnings") + worst; }
   else { v.className = "verdict ok"; v.textContent = "All good"; }
   document.title = (crit ? "✖ " : warn ? "▲ " : "✔ ") + v.textContent + " · sturdy";
   replace("meta",
@@ -244,8 +263,8 @@ function renderSummary(st) {
 
 function renderRoutes(st) {
   const o = oldest();
-  const head = el("tr", {}, ["Route", "Pool", "Answering", "Req/s", "5xx", "p95", "In flight", "Degraded/s", "Cache hits", "Origin errors/s", "Notes"]
-    .map((h, i) => el("th", { class: i >= 3 && i <= 9 ? "num" : "" }, h)));
+  const head = el("tr", {}, ["Route", "Pool", "Answering", "Last minute", "Req/s", "5xx", "p95", "In flight", "Degraded/s", "Cache hits", "Origin errors/s", "Notes"]
+    .map((h, i) => el("th", { class: i >= 3 && i <= 10 ? "num" : "" }, h)));
   const rows = (st.routes || []).map((r) => {
     const p = o && findRoute(o.st, r.name);
     const rps = p ? delta(sum(r.requests), sum(p.requests)) : null;
@@ -257,10 +276,11 @@ function renderRoutes(st) {
     const hidden = p ? delta(r.origin_errors_hidden_by_stale || 0, p.origin_errors_hidden_by_stale || 0) : null;
     const serving = r.serving || "normal";
     const answers = Object.entries(r.answers || {}).filter(([, v]) => v > 0).map(([k, v]) => k + " " + v).join(", ");
-    return el("tr", { class: "row-" + serving, "data-route": r.name },
+    return el("tr", { class: "row-" + serving, "data-route": r.name, "data-verdict": (r.verdict || {}).level },
       el("td", {}, el("b", {}, r.name), r.default ? [" ", badge("default", "default")] : null),
       el("td", {}, r.pool),
       el("td", {}, badge(serving), " ", serving !== "normal" ? since(r.serving_since, st.time) : null),
+      lastMinute(r),
       el("td", { class: "num" }, rate(rps)),
       el("td", { class: "num" + (e5 > 0 ? " bad-text" : "") }, rps ? pct(e5, rps) : "–"),
       el("td", { class: "num" }, seconds(p95)),
@@ -271,7 +291,21 @@ function renderRoutes(st) {
         r.cache || r.origin_errors ? rate(oe) + (hidden > 0 ? " (" + rate(hidden) + " hidden)" : "") : "–"),
       el("td", { class: "why" }, r.degraded ? [badge("degraded"), " ", r.degraded_reason || "", " ", since(r.degraded_since, st.time)] : null));
   });
-  replace("routes", el("thead", {}, head), el("tbody", {}, rows.length ? rows : el("tr", {}, el("td", { class: "empty", colspan: 11 }, "no routes"))));
+  replace("routes", el("thead", {}, head), el("tbody", {}, rows.length ? rows : el("tr", {}, el("td", { class: "empty", colspan: 12 }, "no routes"))));
+}
+
+// lastMinute is the route's 5xx share over the server's last minute, in
+// the colour of its verdict.
+function lastMinute(r) {
+  const rec = r.recent || {};
+  const v = r.verdict || {};
+  const answers = sum(rec.requests) - ((rec.requests || {})["499"] || 0);
+  const level = answers ? v.level || "ok" : "idle";
+  const client = rec["5xx_to_attributed_clients"] || 0;
+  const title = v.reason || (answers ? answers + " answers in the last " + Math.round(rec.seconds || 0) + " s" +
+    (client ? "; " + client + " 5xx to attributed clients left out" : "") : "no answers in the last minute");
+  return el("td", { class: "num", title },
+    badge(level, answers ? pct(rec.error_ratio || 0, 1) + " 5xx" : "idle"));
 }
 
 const stateColor = { healthy: "--ok", suspect: "--warn", ejected: "--bad", down: "--crit", drained: "--info", maintenance: "--maint" };
@@ -298,8 +332,8 @@ function renderPools(st) {
         (p.active_check ? " · active check " + p.active_check : " · passive checks only")),
       p.empty ? [badge("empty", "EMPTY"), since(p.empty_since, st.time)] : null,
       p.panic ? badge("panic", "PANIC ROUTING") : null);
-    const th = el("tr", {}, ["Host", "State", "Why", "In flight", "Attempts/s", "Failed/s", "Window", "Ejections", "Last check"]
-      .map((h, i) => el("th", { class: i >= 3 && i <= 7 ? "num" : "" }, h)));
+    const th = el("tr", {}, ["Host", "State", "Why", "In flight", "Attempts/s", "Failed/s", "Failed, last min", "Headers p95", "Received/s", "Window", "Ejections", "Last check"]
+      .map((h, i) => el("th", { class: i >= 3 && i <= 10 ? "num" : "" }, h)));
     const rows = hosts.map((h) => {
       const prev = o && findHost(o.st, p.name, h.addr);
       const att = sum(h.attempts);
@@ -310,13 +344,23 @@ function renderPools(st) {
         pFail = pAtt - ((prev.attempts || {}).ok || 0) - ((prev.attempts || {}).client_cancel || 0);
       }
       const fps = prev ? delta(fail, pFail) : null;
-      return el("tr", { class: "row-" + h.state, "data-host": p.name + "/" + h.addr, "data-state": h.state },
+      const rec = h.recent || {};
+      const hv = (h.verdict || {}).level || "ok";
+      const p95 = quantile(0.95, h.response_header_time, prev && prev.response_header_time);
+      return el("tr", { class: "row-" + h.state, "data-host": p.name + "/" + h.addr, "data-state": h.state, "data-verdict": hv },
         el("td", { class: "addr" }, h.addr, h.weight > 1 ? el("span", { class: "since" }, " ×" + h.weight) : null),
         el("td", {}, badge(h.state), " ", h.state !== "healthy" ? since(h.since, st.time) : null),
         el("td", { class: "why" }, h.reason || (h.state === "healthy" ? "" : "–"), h.evidence ? el("span", { class: "evidence" }, h.evidence) : null),
         el("td", { class: "num" }, String(h.in_flight || 0)),
         el("td", { class: "num" }, rate(prev ? delta(att, pAtt) : null)),
         el("td", { class: "num" + (fps > 0 ? " bad-text" : "") }, rate(fps)),
+        el("td", { class: "num" + (hv !== "ok" ? " warn-text" : ""), title: (h.verdict || {}).reason ||
+          (rec.failures || 0) + " of " + (rec.attempts || 0) + " attempts failed in the last " + Math.round(rec.seconds || 0) + " s, whoever they were attributed to" },
+          rec.attempts ? pct(rec.failures || 0, rec.attempts) : "–"),
+        el("td", { class: "num", title: "time to response headers, over the last ~10 s" }, seconds(p95)),
+        el("td", { class: "num", title: "response body bytes read from the host, per second; sent: " +
+          bytes(prev ? delta(h.bytes_sent || 0, prev.bytes_sent || 0) : null) + "/s" },
+          prev ? bytes(delta(h.bytes_received || 0, prev.bytes_received || 0)) + "/s" : "–"),
         el("td", { class: "num", title: "passive window: host-attributed failures / requests" },
           h.window_requests ? h.window_failures + " / " + h.window_requests : "–"),
         el("td", { class: "num" }, String(h.ejections || 0)),
@@ -386,11 +430,138 @@ function renderOps(st) {
       ["failed", String(w.failed)], ["dropped", String(w.dropped)],
       w.last_error ? ["last error", w.last_error] : null])));
   }
+  const edge = st.edge || {};
+  blocks.push(el("div", {}, el("h3", {}, "Edge (since start)"), dl([
+    ["denied (403)", String(edge.denied || 0)], ["rejected as malformed (400)", String(edge.rejected || 0)],
+    ["re-encoded raw bytes", String(edge.reencoded || 0)], ["dot segments resolved", String(edge.normalized || 0)]])));
   const al = st.access_log || {};
   blocks.push(el("div", {}, el("h3", {}, "Access log"), al.enabled ?
     dl([["written", String(al.written)], ["dropped", String(al.dropped)], ["write errors", String(al.errors)]]) :
     el("div", { class: "empty" }, "off")));
   replace("ops", blocks);
+}
+
+// ---- demo controls (sturdy demo only) ---------------------------------------
+//
+// In `sturdy demo` the admin listener also answers api/demo: the demo's
+// backends, visitors and scanner, and POST controls guarded by the admin
+// token. The demo prints a link whose fragment carries the token
+// (#token=...); the page keeps it for this tab and drops it from the
+// address bar. A fragment never reaches a server or a log.
+
+let demo = undefined; // undefined: not asked yet; null: not a demo; else the last state
+let demoToken = "";
+
+function initToken() {
+  const m = /(?:^#|&)token=([0-9A-Za-z._~-]+)/.exec(location.hash);
+  try {
+    if (m) {
+      demoToken = m[1];
+      sessionStorage.setItem("sturdy-admin-token", demoToken);
+      history.replaceState(null, "", location.pathname + location.search);
+    } else {
+      demoToken = sessionStorage.getItem("sturdy-admin-token") || "";
+    }
+  } catch (e) {
+    if (m) demoToken = m[1];
+  }
+}
+
+async function pollDemo() {
+  if (demo === null) return;
+  try {
+    const resp = await fetch("api/demo", { cache: "no-store", headers: { Accept: "application/json" } });
+    if (resp.status === 404 || resp.status === 405) { demo = null; return; }
+    if (!resp.ok) return;
+    demo = await resp.json();
+    renderDemo();
+  } catch (e) {
+    // The status poll reports an unreachable admin listener.
+  }
+}
+
+function demoButton(action, label, attrs) {
+  return el("button", Object.assign({ type: "button", "data-action": action }, attrs || {}), label);
+}
+
+function buildDemo(sec) {
+  const input = el("input", { id: "demo-token", type: "password", autocomplete: "off", spellcheck: "false",
+    placeholder: "the admin token the demo printed" });
+  input.value = demoToken;
+  input.addEventListener("input", () => {
+    demoToken = input.value.trim();
+    try { sessionStorage.setItem("sturdy-admin-token", demoToken); } catch (e) { /* private mode */ }
+  });
+  sec.replaceChildren(
+    el("h2", { id: "h-demo" }, "Demo: break things", el("span", { class: "hint" }, "then watch the rest of this page")),
+    el("div", { class: "demo-token" }, el("label", { for: "demo-token" }, "admin token"), input,
+      el("span", { id: "demo-msg", class: "demo-msg", role: "status" })),
+    el("div", { class: "demo-grid" },
+      el("div", {}, el("h3", {}, "Backends"), el("table", { id: "demo-backends" })),
+      el("div", {}, el("h3", {}, "Clients and requests"), el("div", { id: "demo-traffic" }))),
+    el("details", {}, el("summary", {}, "The same from a shell"), el("pre", { id: "demo-commands" })));
+  sec.addEventListener("click", (ev) => {
+    const b = ev.target.closest("button[data-action]");
+    if (b) demoAction(b.dataset.action, b);
+  });
+  sec.dataset.ready = "1";
+}
+
+function renderDemo() {
+  const sec = document.getElementById("demo");
+  if (!sec.dataset.ready) buildDemo(sec);
+  sec.hidden = false;
+  const modes = demo.modes || [];
+  replace("demo-backends", el("tbody", {}, (demo.backends || []).map((b) => el("tr", { "data-backend": b.name, "data-mode": b.mode },
+    el("td", {}, el("b", {}, b.name), " ", el("span", { class: "since" }, b.addr)),
+    el("td", { class: "modes" }, modes.map((m) => demoButton("backends/" + b.name + "/" + m.name, m.name,
+      { title: m.does, "aria-pressed": m.name === b.mode ? "true" : "false", class: m.name === "ok" ? "heal" : "" }))),
+    el("td", { class: "since" }, b.waf_refused ? "WAF refused " + b.waf_refused : "")))));
+  const sc = demo.scanner || {};
+  const vi = demo.visitors || {};
+  const counts = (t) => t.sent + " sent: " + t.ok + " ok, " + t.refused_4xx + " 4xx, " + t.failed + " failed";
+  const lines = [
+    el("div", { class: "demo-row", "data-scanner": sc.running ? "running" : "stopped" },
+      el("b", {}, "Scanner " + ((sc.clients || [])[0] || "")), " ",
+      sc.running ? demoButton("scanner/stop", "stop") : demoButton("scanner/start", "start"), " ",
+      el("span", { class: "since" }, (sc.running ? "running until " + clock(sc.until) + " · " : "") + counts(sc))),
+    el("div", { class: "demo-row" }, el("b", {}, "Malformed URLs"), " ", demoButton("malformed", "send 15"), " ",
+      el("span", { class: "since" }, "raw UTF-8, a Latin-1 byte, dot segments, a broken %-escape, a control byte")),
+  ];
+  if ((vi.clients || []).length) lines.push(el("div", { class: "demo-row" },
+    el("b", {}, (vi.clients || []).length + " visitors"), " ",
+    vi.running ? demoButton("visitors/stop", "pause") : demoButton("visitors/start", "resume"), " ",
+    el("span", { class: "since", title: (vi.clients || []).join(", ") }, counts(vi))));
+  lines.push(el("div", { class: "demo-row" }, demoButton("heal", "heal everything", { class: "heal" }),
+    el("span", { class: "since" }, " every backend ok, scanner stopped")));
+  if ((demo.malformed || []).length) lines.push(el("ul", { class: "demo-results" }, demo.malformed.map((m) =>
+    el("li", {}, el("code", {}, m.target), " ", m.what, ": ", el("b", {}, m.error || String(m.status))))));
+  replace("demo-traffic", lines);
+  const cmds = (demo.commands || []).map((c) => "# " + c.what + "\n" + c.run).join("\n\n");
+  document.getElementById("demo-commands").textContent = "T=" + (demoToken || "<the admin token the demo printed>") + "\n\n" + cmds;
+}
+
+function demoMessage(ok, text) {
+  const m = document.getElementById("demo-msg");
+  m.className = "demo-msg " + (ok ? "ok" : "bad");
+  m.textContent = text;
+}
+
+async function demoAction(action, button) {
+  if (!demoToken) {
+    demoMessage(false, "paste the admin token the demo printed first");
+    return;
+  }
+  button.disabled = true;
+  try {
+    const resp = await fetch("api/demo/" + action, { method: "POST", cache: "no-store", headers: { Authorization: "Bearer " + demoToken } });
+    const body = await resp.json().catch(() => ({}));
+    demoMessage(resp.ok, resp.ok ? body.message || "done" : body.error || "HTTP " + resp.status);
+  } catch (err) {
+    demoMessage(false, String(err));
+  }
+  button.disabled = false;
+  pollDemo();
 }
 
 // ---- polling --------------------------------------------------------------
@@ -439,6 +610,7 @@ async function poll() {
     lastOK = Date.now();
     failing = null;
     render(st);
+    await pollDemo();
   } catch (err) {
     failing = err && err.message ? err.message : String(err);
   }
@@ -446,4 +618,5 @@ async function poll() {
   setTimeout(poll, POLL_MS);
 }
 
+initToken();
 poll();
