@@ -354,7 +354,7 @@ function renderPools(st) {
         el("td", { class: "num" }, String(h.in_flight || 0)),
         el("td", { class: "num" }, rate(prev ? delta(att, pAtt) : null)),
         el("td", { class: "num" + (fps > 0 ? " bad-text" : "") }, rate(fps)),
-        el("td", { class: "num" + (hv !== "ok" ? " warn-text" : ""), title: (h.verdict || {}).reason ||
+        el("td", { class: "num" + (hv !== "ok" && rec.attempts ? " warn-text" : ""), title: (h.verdict || {}).reason ||
           (rec.failures || 0) + " of " + (rec.attempts || 0) + " attempts failed in the last " + Math.round(rec.seconds || 0) + " s, whoever they were attributed to" },
           rec.attempts ? pct(rec.failures || 0, rec.attempts) : "–"),
         el("td", { class: "num", title: "time to response headers, over the last ~10 s" }, seconds(p95)),
