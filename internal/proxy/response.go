@@ -19,6 +19,10 @@ var bufPool = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }
 // done, and returns the status the client got.
 func (f *forwarder) respond(host *health.Host, resp *http.Response) int {
 	defer host.Release()
+	// The bytes the host sent (cached routes count theirs as the cache
+	// reads them: releasingBody.Read); deferred, so that a body that
+	// breaks halfway is counted too.
+	defer func() { host.Received(f.bytes) }()
 	return f.stream(resp, f.pool, host)
 }
 
@@ -63,7 +67,6 @@ func (f *forwarder) stream(resp *http.Response, pool *health.Pool, host *health.
 	flush := resp.ContentLength == -1 || isEventStream(resp.Header)
 	n, err := copyBody(w, resp.Body, flush)
 	f.bytes = n
-	host.Received(n)
 	if err != nil {
 		if err == errUpstreamBody {
 			// A late failure: counted against nobody, but counted.

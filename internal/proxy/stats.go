@@ -115,8 +115,9 @@ func (s *Stats) Recent(now time.Time, up time.Duration) view.RouteRecent {
 	return r
 }
 
-// Read counts the bytes the cache reads from the host (releasingBody is
-// the cache's way to a host's response body; see cached.go).
+// Read counts the bytes read from the host through the cache (and
+// through PoolTransport): releasingBody is their way to a host's response
+// body (cached.go); respond counts the rest.
 func (b *releasingBody) Read(p []byte) (int, error) {
 	n, err := b.ReadCloser.Read(p)
 	b.host.Received(int64(n))

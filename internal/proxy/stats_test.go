@@ -1,0 +1,75 @@
+package proxy
+
+import (
+	"bytes"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sturdyproxy/sturdy/internal/cache"
+	"github.com/sturdyproxy/sturdy/internal/health"
+)
+
+func hostBytes(p *health.Pool) (received, sent, headers uint64) {
+	for _, h := range p.Hosts {
+		r, s := h.Bytes()
+		_, n, _ := h.HeaderTime()
+		received, sent, headers = received+r, sent+s, headers+n
+	}
+	return
+}
+
+// The bytes a host sent are counted once, whether the answer went straight
+// to the client or through the cache; an answer from the store counts none.
+// Request bodies count as sent; every answer with headers has a time.
+func TestHostBytesAndHeaderTime(t *testing.T) {
+	body := bytes.Repeat([]byte("x"), 1000)
+	plain := newFixture(t, 2, cannedUpstream{body: body})
+	rec := httptest.NewRecorder()
+	req := httptest.NewRequest("PUT", "http://example.com/a", strings.NewReader("hello"))
+	req.RemoteAddr = "192.0.2.7:5000"
+	plain.h.ServeHTTP(rec, req)
+	if got, sent, n := hostBytes(plain.pool); rec.Code != 200 || got != 1000 || sent != 5 || n != 1 {
+		t.Errorf("plain route: %d, received %d sent %d, %d header times; want 1000, 5, 1", rec.Code, got, sent, n)
+	}
+
+	c := cache.New(cache.Options{})
+	t.Cleanup(func() { c.Close() })
+	cached := newFixture(t, 2, cacheableUpstream{body: body}, func(_ *health.PoolConfig, rt *Route) {
+		rt.Cache, rt.CachePolicy = c, &cache.Policy{Route: "site"}
+	})
+	for range 3 { // a miss, then two hits from the store
+		rec := httptest.NewRecorder()
+		req := httptest.NewRequest("GET", "http://example.com/b", nil)
+		req.RemoteAddr = "192.0.2.7:5000"
+		cached.h.ServeHTTP(rec, req)
+		if rec.Code != 200 || rec.Body.Len() != 1000 {
+			t.Fatalf("cached route: %d, %d bytes", rec.Code, rec.Body.Len())
+		}
+	}
+	if got, _, n := hostBytes(cached.pool); got != 1000 || n != 1 {
+		t.Errorf("cached route: received %d, %d header times; want 1000 and 1 (the miss only)", got, n)
+	}
+}
+
+// The route's last minute counts answers by class, and 5xx answers to
+// attributed clients apart; a minute later they are gone.
+func TestRouteRecent(t *testing.T) {
+	var s Stats
+	now := time.Date(2026, 9, 26, 6, 40, 0, 0, time.UTC)
+	s.observe(200, time.Millisecond, now, false)
+	s.observe(503, time.Millisecond, now, false)
+	s.observe(502, time.Millisecond, now, true)
+	s.observe(499, time.Millisecond, now, false)
+	r := s.Recent(now.Add(time.Second), time.Hour)
+	if r.Requests["2xx"] != 1 || r.Requests["5xx"] != 2 || r.Requests["499"] != 1 || r.ClientErrors != 1 {
+		t.Errorf("recent %+v", r)
+	}
+	if r := s.Recent(now.Add(2*time.Minute), time.Hour); r.Requests["5xx"] != 0 || r.Seconds < 55 {
+		t.Errorf("two minutes later: %+v", r)
+	}
+	if r := s.Recent(now.Add(time.Second), 3*time.Second); r.Seconds != 3 {
+		t.Errorf("three seconds after start the window spans %vs", r.Seconds)
+	}
+}
