@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"regexp"
 	"strings"
@@ -17,17 +16,6 @@ import (
 	"github.com/sturdyproxy/sturdy/internal/testutil"
 	"github.com/sturdyproxy/sturdy/internal/view"
 )
-
-// freeAddr returns a loopback address nothing listens on now.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
 
 // demoRun is a `sturdy demo` running in the test.
 type demoRun struct {
