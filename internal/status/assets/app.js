@@ -9,113 +9,20 @@
 
 const POLL_MS = 2000;
 const WINDOW = 6; // snapshots kept for rates: about 10 s
-const history = []; // [{t: ms, st}] oldest first
+const snaps = []; // [{t: ms, st}] oldest first
 let lastOK = null; // time of the last successful poll
 let failing = null; // error text while polls fail
-
-// ---- small DOM helpers ----------------------------------------------------
-
-function el(tag, attrs, ...kids) {
-  const e = document.createElement(tag);
-  for (const [k, v] of Object.entries(attrs || {})) {
-    if (v === undefined || v === null || v === false) continue;
-    if (k === "class") e.className = v;
-    else if (k === "title") e.title = v;
-    else e.setAttribute(k, v);
-  }
-  for (const k of kids.flat(Infinity)) {
-    if (k === undefined || k === null || k === false) continue;
-    e.append(k instanceof Node ? k : document.createTextNode(String(k)));
-  }
-  return e;
-}
-
-function replace(id, ...kids) {
-  const node = document.getElementById(id);
-  node.replaceChildren(...kids.flat(Infinity).filter((k) => k !== null && k !== undefined));
-  return node;
-}
-
-function badge(state, text) {
-  return el("span", { class: "badge s-" + state, "data-state": state }, text || state);
-}
-
-// ---- formatting -------------------------------------------------------------
-
-function sum(m) {
-  let n = 0;
-  for (const v of Object.values(m || {})) n += v;
-  return n;
-}
-
-function dur(ms) {
-  if (!(ms >= 0)) return "";
-  let s = Math.floor(ms / 1000);
-  const d = Math.floor(s / 86400); s -= d * 86400;
-  const h = Math.floor(s / 3600); s -= h * 3600;
-  const m = Math.floor(s / 60); s -= m * 60;
-  if (d) return d + "d " + h + "h";
-  if (h) return h + "h " + m + "m";
-  if (m) return m + "m " + s + "s";
-  return s + "s";
-}
-
-function clock(iso) {
-  const t = new Date(iso);
-  return t.toLocaleTimeString([], { hour12: false });
-}
-
-function isSet(iso) {
-  return iso && !iso.startsWith("0001-");
-}
-
-// since renders "for 4m 12s" measured on the server's clock, with the exact
-// time on hover, so that a skewed laptop clock cannot mislead.
-function since(iso, now) {
-  if (!isSet(iso)) return null;
-  return el("span", { class: "since", title: new Date(iso).toString() },
-    "for " + dur(Date.parse(now) - Date.parse(iso)) + " (since " + clock(iso) + ")");
-}
-
-function rate(v) {
-  if (v === null || v === undefined || isNaN(v)) return "–";
-  if (v === 0) return "0";
-  if (v < 0.1) return v.toFixed(3);
-  if (v < 10) return v.toFixed(1);
-  return Math.round(v).toLocaleString();
-}
-
-function pct(part, whole) {
-  if (!whole) return "–";
-  const p = (100 * part) / whole;
-  return (p < 1 && p > 0 ? p.toFixed(2) : p.toFixed(1)) + "%";
-}
-
-function bytes(v) {
-  if (v === null || v === undefined || isNaN(v)) return "–";
-  const units = ["B", "KB", "MB", "GB"];
-  let i = 0;
-  while (v >= 1000 && i < units.length - 1) { v /= 1000; i++; }
-  return (i && v < 10 ? v.toFixed(1) : Math.round(v)) + " " + units[i];
-}
-
-function seconds(s) {
-  if (s === null || s === undefined) return "–";
-  if (s < 0) return "> " + seconds(-s);
-  if (s < 1) return Math.round(s * 1000) + " ms";
-  return s.toFixed(1) + " s";
-}
 
 // ---- rates from counter deltas ------------------------------------------
 
 function oldest() {
-  return history.length > 1 ? history[0] : null;
+  return snaps.length > 1 ? snaps[0] : null;
 }
 
 function windowSeconds() {
   const o = oldest();
   if (!o) return 0;
-  return (Date.parse(history[history.length - 1].st.time) - Date.parse(o.st.time)) / 1000;
+  return (Date.parse(snaps[snaps.length - 1].st.time) - Date.parse(o.st.time)) / 1000;
 }
 
 function findRoute(st, name) {
@@ -441,129 +348,6 @@ function renderOps(st) {
   replace("ops", blocks);
 }
 
-// ---- demo controls (sturdy demo only) ---------------------------------------
-//
-// In `sturdy demo` the admin listener also answers api/demo: the demo's
-// backends, visitors and scanner, and POST controls guarded by the admin
-// token. The demo prints a link whose fragment carries the token
-// (#token=...); the page keeps it for this tab and drops it from the
-// address bar. A fragment never reaches a server or a log.
-
-let demo = undefined; // undefined: not asked yet; null: not a demo; else the last state
-let demoToken = "";
-
-function initToken() {
-  const m = /(?:^#|&)token=([0-9A-Za-z._~-]+)/.exec(location.hash);
-  try {
-    if (m) {
-      demoToken = m[1];
-      sessionStorage.setItem("sturdy-admin-token", demoToken);
-      history.replaceState(null, "", location.pathname + location.search);
-    } else {
-      demoToken = sessionStorage.getItem("sturdy-admin-token") || "";
-    }
-  } catch (e) {
-    if (m) demoToken = m[1];
-  }
-}
-
-async function pollDemo() {
-  if (demo === null) return;
-  try {
-    const resp = await fetch("api/demo", { cache: "no-store", headers: { Accept: "application/json" } });
-    if (resp.status === 404 || resp.status === 405) { demo = null; return; }
-    if (!resp.ok) return;
-    demo = await resp.json();
-    renderDemo();
-  } catch (e) {
-    // The status poll reports an unreachable admin listener.
-  }
-}
-
-function demoButton(action, label, attrs) {
-  return el("button", Object.assign({ type: "button", "data-action": action }, attrs || {}), label);
-}
-
-function buildDemo(sec) {
-  const input = el("input", { id: "demo-token", type: "password", autocomplete: "off", spellcheck: "false",
-    placeholder: "the admin token the demo printed" });
-  input.value = demoToken;
-  input.addEventListener("input", () => {
-    demoToken = input.value.trim();
-    try { sessionStorage.setItem("sturdy-admin-token", demoToken); } catch (e) { /* private mode */ }
-  });
-  sec.replaceChildren(
-    el("h2", { id: "h-demo" }, "Demo: break things", el("span", { class: "hint" }, "then watch the rest of this page")),
-    el("div", { class: "demo-token" }, el("label", { for: "demo-token" }, "admin token"), input,
-      el("span", { id: "demo-msg", class: "demo-msg", role: "status" })),
-    el("div", { class: "demo-grid" },
-      el("div", {}, el("h3", {}, "Backends"), el("table", { id: "demo-backends" })),
-      el("div", {}, el("h3", {}, "Clients and requests"), el("div", { id: "demo-traffic" }))),
-    el("details", {}, el("summary", {}, "The same from a shell"), el("pre", { id: "demo-commands" })));
-  sec.addEventListener("click", (ev) => {
-    const b = ev.target.closest("button[data-action]");
-    if (b) demoAction(b.dataset.action, b);
-  });
-  sec.dataset.ready = "1";
-}
-
-function renderDemo() {
-  const sec = document.getElementById("demo");
-  if (!sec.dataset.ready) buildDemo(sec);
-  sec.hidden = false;
-  const modes = demo.modes || [];
-  replace("demo-backends", el("tbody", {}, (demo.backends || []).map((b) => el("tr", { "data-backend": b.name, "data-mode": b.mode },
-    el("td", {}, el("b", {}, b.name), " ", el("span", { class: "since" }, b.addr)),
-    el("td", { class: "modes" }, modes.map((m) => demoButton("backends/" + b.name + "/" + m.name, m.name,
-      { title: m.does, "aria-pressed": m.name === b.mode ? "true" : "false", class: m.name === "ok" ? "heal" : "" }))),
-    el("td", { class: "since" }, b.waf_refused ? "WAF refused " + b.waf_refused : "")))));
-  const sc = demo.scanner || {};
-  const vi = demo.visitors || {};
-  const counts = (t) => t.sent + " sent: " + t.ok + " ok, " + t.refused_4xx + " 4xx, " + t.failed + " failed";
-  const lines = [
-    el("div", { class: "demo-row", "data-scanner": sc.running ? "running" : "stopped" },
-      el("b", {}, "Scanner " + ((sc.clients || [])[0] || "")), " ",
-      sc.running ? demoButton("scanner/stop", "stop") : demoButton("scanner/start", "start"), " ",
-      el("span", { class: "since" }, (sc.running ? "running until " + clock(sc.until) + " · " : "") + counts(sc))),
-    el("div", { class: "demo-row" }, el("b", {}, "Malformed URLs"), " ", demoButton("malformed", "send 15"), " ",
-      el("span", { class: "since" }, "raw UTF-8, a Latin-1 byte, dot segments, a broken %-escape, a control byte")),
-  ];
-  if ((vi.clients || []).length) lines.push(el("div", { class: "demo-row" },
-    el("b", {}, (vi.clients || []).length + " visitors"), " ",
-    vi.running ? demoButton("visitors/stop", "pause") : demoButton("visitors/start", "resume"), " ",
-    el("span", { class: "since", title: (vi.clients || []).join(", ") }, counts(vi))));
-  lines.push(el("div", { class: "demo-row" }, demoButton("heal", "heal everything", { class: "heal" }),
-    el("span", { class: "since" }, " every backend ok, scanner stopped")));
-  if ((demo.malformed || []).length) lines.push(el("ul", { class: "demo-results" }, demo.malformed.map((m) =>
-    el("li", {}, el("code", {}, m.target), " ", m.what, ": ", el("b", {}, m.error || String(m.status))))));
-  replace("demo-traffic", lines);
-  const cmds = (demo.commands || []).map((c) => "# " + c.what + "\n" + c.run).join("\n\n");
-  document.getElementById("demo-commands").textContent = "T=" + (demoToken || "<the admin token the demo printed>") + "\n\n" + cmds;
-}
-
-function demoMessage(ok, text) {
-  const m = document.getElementById("demo-msg");
-  m.className = "demo-msg " + (ok ? "ok" : "bad");
-  m.textContent = text;
-}
-
-async function demoAction(action, button) {
-  if (!demoToken) {
-    demoMessage(false, "paste the admin token the demo printed first");
-    return;
-  }
-  button.disabled = true;
-  try {
-    const resp = await fetch("api/demo/" + action, { method: "POST", cache: "no-store", headers: { Authorization: "Bearer " + demoToken } });
-    const body = await resp.json().catch(() => ({}));
-    demoMessage(resp.ok, resp.ok ? body.message || "done" : body.error || "HTTP " + resp.status);
-  } catch (err) {
-    demoMessage(false, String(err));
-  }
-  button.disabled = false;
-  pollDemo();
-}
-
 // ---- polling --------------------------------------------------------------
 
 function render(st) {
@@ -602,11 +386,11 @@ async function poll() {
     const resp = await fetch("api/status", { cache: "no-store", headers: { Accept: "application/json" } });
     if (!resp.ok) throw new Error("HTTP " + resp.status);
     const st = await resp.json();
-    const last = history[history.length - 1];
+    const last = snaps[snaps.length - 1];
     // A restarted process starts its counters again: forget the old ones.
-    if (last && last.st.started !== st.started) history.length = 0;
-    history.push({ t: Date.now(), st });
-    while (history.length > WINDOW) history.shift();
+    if (last && last.st.started !== st.started) snaps.length = 0;
+    snaps.push({ t: Date.now(), st });
+    while (snaps.length > WINDOW) snaps.shift();
     lastOK = Date.now();
     failing = null;
     render(st);
