@@ -34,6 +34,9 @@ func TestStatusPageInBrowser(t *testing.T) {
 		// The dead host, its state and its evidence.
 		regexp.MustCompile(`<tr class="row-ejected" data-host="web/10\.0\.0\.12:8080" data-state="ejected"`),
 		regexp.MustCompile(`5 of 5 attempts connect_refused in 1\.2s from 4 clients; peers 0%`),
+		// Its latest probe, which failed too, in its row and in Needs attention.
+		regexp.MustCompile(`<span class="evidence">last probe: GET /healthz: dial tcp 10\.0\.0\.12:8080: connection refused</span>`),
+		regexp.MustCompile(`peers 0%; last probe: GET /healthz: dial tcp 10\.0\.0\.12:8080: connection refused</span>`),
 		// A healthy and a drained host of the other pool.
 		regexp.MustCompile(`data-host="web/10\.0\.0\.11:8080" data-state="healthy"`),
 		regexp.MustCompile(`data-host="api/10\.0\.1\.22:9000" data-state="drained"`),

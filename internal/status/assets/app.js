@@ -98,7 +98,7 @@ function problems(st) {
       if (h.state === "healthy") continue;
       const level = h.state === "suspect" || h.state === "drained" || h.state === "maintenance" ? "info" :
         h.state === "down" ? "critical" : "warning";
-      add(level, p.name + " / " + h.addr + " " + h.state, [h.reason, h.evidence].filter(Boolean).join(" — "), h.since);
+      add(level, p.name + " / " + h.addr + " " + h.state, [h.reason, [h.evidence, lastProbe(h)].filter(Boolean).join("; ")].filter(Boolean).join(" — "), h.since);
     }
   }
   const clients = st.attributed_clients || [];
@@ -109,6 +109,14 @@ function problems(st) {
     if (w.last_error) add("warning", "Webhook " + w.name + " failing", w.last_error, w.last_error_time);
   }
   return out;
+}
+
+// lastProbe tells how the latest probe of a host out of rotation failed,
+// when that is news: a host's evidence is what took it out, and a host
+// down for a 503 may time out by now.
+function lastProbe(h) {
+  if (h.state === "healthy" || h.last_check_ok || !isSet(h.last_check) || !h.check_detail || h.check_detail === h.evidence) return "";
+  return "last probe: " + h.check_detail;
 }
 
 const levelRank = { critical: 0, warning: 1, info: 2 };
@@ -257,7 +265,8 @@ function renderPools(st) {
       return el("tr", { class: "row-" + h.state, "data-host": p.name + "/" + h.addr, "data-state": h.state, "data-verdict": hv },
         el("td", { class: "addr" }, h.addr, h.weight > 1 ? el("span", { class: "since" }, " ×" + h.weight) : null),
         el("td", {}, badge(h.state), " ", h.state !== "healthy" ? since(h.since, st.time) : null),
-        el("td", { class: "why" }, h.reason || (h.state === "healthy" ? "" : "–"), h.evidence ? el("span", { class: "evidence" }, h.evidence) : null),
+        el("td", { class: "why" }, h.reason || (h.state === "healthy" ? "" : "–"), h.evidence ? el("span", { class: "evidence" }, h.evidence) : null,
+          lastProbe(h) ? el("span", { class: "evidence" }, lastProbe(h)) : null),
         el("td", { class: "num" }, String(h.in_flight || 0)),
         el("td", { class: "num" }, rate(prev ? delta(att, pAtt) : null)),
         el("td", { class: "num" + (fps > 0 ? " bad-text" : "") }, rate(fps)),
