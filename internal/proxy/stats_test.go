@@ -9,6 +9,7 @@ import (
 
 	"github.com/sturdyproxy/sturdy/internal/cache"
 	"github.com/sturdyproxy/sturdy/internal/health"
+	"github.com/sturdyproxy/sturdy/internal/outcome"
 )
 
 func hostBytes(p *health.Pool) (received, sent, headers uint64) {
@@ -72,4 +73,45 @@ func TestRouteRecent(t *testing.T) {
 	if r := s.Recent(now.Add(time.Second), 3*time.Second); r.Seconds != 3 {
 		t.Errorf("three seconds after start the window spans %vs", r.Seconds)
 	}
+}
+
+// requestMetrics is what one proxied request adds to the metrics besides
+// the health model: the route's answer (status class, duration histogram,
+// last minute) and the host's attempt (last minute, time to headers,
+// bytes each way). The handler makes exactly these calls.
+func requestMetrics(rt *Route, h *health.Host, now time.Time) {
+	h.Observe(outcome.OK, 3*time.Millisecond, 512, now)
+	h.Received(1024)
+	rt.Stats.observe(200, 4*time.Millisecond, now, false)
+}
+
+// The per-request metrics allocate nothing: counters, histograms and the
+// last-minute windows are atomics in structures that live as long as the
+// route and the host.
+func TestRequestMetricsAllocateNothing(t *testing.T) {
+	f := newFixture(t, 2, cannedUpstream{})
+	h, now := f.pool.Hosts[0], time.Now()
+	if n := testing.AllocsPerRun(1000, func() { requestMetrics(f.rt, h, now) }); n != 0 {
+		t.Fatalf("the per-request metrics allocate %.1f times", n)
+	}
+	if _, fails, _ := h.Recent(now); fails != 0 {
+		t.Fatalf("%d failures recorded for ok attempts", fails)
+	}
+}
+
+// BenchmarkRequestMetrics prices the per-request metrics alone, from every
+// P at once on one route and one host: they take no lock, so what shared
+// counters cost is cache-line traffic, not waiting.
+//
+//	go test -run x -bench RequestMetrics -benchmem -cpu 1,2 ./internal/proxy/
+func BenchmarkRequestMetrics(b *testing.B) {
+	f := newFixture(b, 2, cannedUpstream{})
+	h := f.pool.Hosts[0]
+	now := time.Now()
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			requestMetrics(f.rt, h, now)
+		}
+	})
 }
