@@ -189,8 +189,9 @@ type RouteRecent struct {
 	// failures were attributed to the client itself, such as a scanner
 	// a WAF refuses: the route is not failing those clients.
 	ClientErrors uint64 `json:"5xx_to_attributed_clients"`
-	// ErrorRatio is the share of answers that were 5xx, ClientErrors
-	// left out of both sides; 0 without answers.
+	// ErrorRatio is the share of answers that were 5xx, as the clients
+	// got them (ClientErrors included; the verdict weighs those apart);
+	// 0 without answers.
 	ErrorRatio float64 `json:"error_ratio"`
 }
 
