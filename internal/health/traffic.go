@@ -32,15 +32,16 @@ type traffic struct {
 	last        recent.Window
 }
 
-// Observe counts one attempt on the host that ended in class c at now.
-// When it got response headers (c is OK or Status5xx), d is how long they
-// took and sent the request body bytes sent.
-func (s *hostState) Observe(c outcome.Class, d time.Duration, sent int64, now time.Time) {
+// Observe counts one attempt on the host that ended in class c at end
+// (Unix nanoseconds). When it got response headers (c is OK or
+// Status5xx), d is how long they took; sent is the request body bytes
+// sent.
+func (s *hostState) Observe(c outcome.Class, d time.Duration, sent int64, end int64) {
 	t := &s.traffic
 	if c.Failure() {
-		t.last.Add2(now, recentAttempts, recentFailures)
+		t.last.Add2(end, recentAttempts, recentFailures)
 	} else {
-		t.last.Add(now, recentAttempts)
+		t.last.Add(end, recentAttempts)
 	}
 	if sent > 0 {
 		t.bytesOut.Add(uint64(sent))

@@ -187,7 +187,7 @@ func (f *forwarder) exchange(p *health.Pool) (*http.Response, *health.Host, fail
 		if class == outcome.OK && f.grpc != nil {
 			class, _ = f.grpcClass(p, resp)
 		}
-		host.Observe(class, took, f.bodySent(class), t0.Add(took))
+		host.Observe(class, took, f.bodySent(class), t0.UnixNano()+int64(took))
 		f.class = class
 		switch {
 		case class == outcome.OK:

@@ -54,9 +54,10 @@ const slotClientFault = 6
 // Answer counts one request answered by kind.
 func (s *Stats) Answer(kind int) { s.answers[kind].Add(1) }
 
-// observe counts one answer with status that took d and ended at now;
-// clientFault tells that its failure was attributed to the client.
-func (s *Stats) observe(status int, d time.Duration, now time.Time, clientFault bool) {
+// observe counts one answer with status that took d and ended at end
+// (Unix nanoseconds); clientFault tells that its failure was attributed
+// to the client.
+func (s *Stats) observe(status int, d time.Duration, end int64, clientFault bool) {
 	c := status / 100
 	if status == 499 || c < 1 || c > 5 {
 		c = 0
@@ -64,9 +65,9 @@ func (s *Stats) observe(status int, d time.Duration, now time.Time, clientFault 
 	s.codes[c].Add(1)
 	if c == 5 && clientFault {
 		s.clientFaults.Add(1)
-		s.last.Add2(now, c, slotClientFault)
+		s.last.Add2(end, c, slotClientFault)
 	} else {
-		s.last.Add(now, c)
+		s.last.Add(end, c)
 	}
 	sec := d.Seconds()
 	i := 0

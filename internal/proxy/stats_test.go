@@ -59,10 +59,10 @@ func TestHostBytesAndHeaderTime(t *testing.T) {
 func TestRouteRecent(t *testing.T) {
 	var s Stats
 	now := time.Date(2026, 9, 26, 6, 40, 0, 0, time.UTC)
-	s.observe(200, time.Millisecond, now, false)
-	s.observe(503, time.Millisecond, now, false)
-	s.observe(502, time.Millisecond, now, true)
-	s.observe(499, time.Millisecond, now, false)
+	s.observe(200, time.Millisecond, now.UnixNano(), false)
+	s.observe(503, time.Millisecond, now.UnixNano(), false)
+	s.observe(502, time.Millisecond, now.UnixNano(), true)
+	s.observe(499, time.Millisecond, now.UnixNano(), false)
 	r := s.Recent(now.Add(time.Second), time.Hour)
 	if r.Requests["2xx"] != 1 || r.Requests["5xx"] != 2 || r.Requests["499"] != 1 || r.ClientErrors != 1 {
 		t.Errorf("recent %+v", r)
@@ -80,9 +80,9 @@ func TestRouteRecent(t *testing.T) {
 // last minute) and the host's attempt (last minute, time to headers,
 // bytes each way). The handler makes exactly these calls.
 func requestMetrics(rt *Route, h *health.Host, now time.Time) {
-	h.Observe(outcome.OK, 3*time.Millisecond, 512, now)
+	h.Observe(outcome.OK, 3*time.Millisecond, 512, now.UnixNano())
 	h.Received(1024)
-	rt.Stats.observe(200, 4*time.Millisecond, now, false)
+	rt.Stats.observe(200, 4*time.Millisecond, now.UnixNano(), false)
 }
 
 // The per-request metrics allocate nothing: counters, histograms and the

@@ -11,9 +11,9 @@ var t0 = time.Date(2026, 9, 26, 6, 40, 0, 0, time.UTC)
 // A minute-old event is gone; a recent one stays; slots are separate.
 func TestWindowSlides(t *testing.T) {
 	var w Window
-	w.Add(t0, 5)
-	w.Add(t0, 5)
-	w.Add(t0.Add(30*time.Second), 2)
+	w.Add(t0.UnixNano(), 5)
+	w.Add(t0.UnixNano(), 5)
+	w.Add(t0.Add(30*time.Second).UnixNano(), 2)
 	if got := w.Sum(t0.Add(31 * time.Second)); got.N[5] != 2 || got.N[2] != 1 {
 		t.Fatalf("after 31s: %v", got.N)
 	}
@@ -30,10 +30,10 @@ func TestWindowSlides(t *testing.T) {
 func TestWindowClearsOldLap(t *testing.T) {
 	var w Window
 	for range 10 {
-		w.Add(t0, 1)
+		w.Add(t0.UnixNano(), 1)
 	}
 	later := t0.Add(Span) // the same slice, one lap on
-	w.Add(later, 1)
+	w.Add(later.UnixNano(), 1)
 	if got := w.Sum(later); got.N[1] != 1 {
 		t.Fatalf("one lap later: %d, want 1", got.N[1])
 	}
@@ -56,7 +56,7 @@ func TestWindowConcurrentAdds(t *testing.T) {
 	for range 8 {
 		wg.Go(func() {
 			for range 1000 {
-				w.Add2(t0, 0, 3)
+				w.Add2(t0.UnixNano(), 0, 3)
 			}
 		})
 	}
@@ -71,6 +71,6 @@ func BenchmarkAdd(b *testing.B) {
 	var w Window
 	now := time.Now()
 	for b.Loop() {
-		w.Add(now, 2)
+		w.Add(now.UnixNano(), 2)
 	}
 }
