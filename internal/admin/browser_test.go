@@ -49,7 +49,8 @@ func TestStatusPageInBrowser(t *testing.T) {
 		// The last minute, judged by the server: the site route is fine.
 		regexp.MustCompile(`data-route="site" data-verdict="ok">.*?<span class="badge s-ok" data-state="ok">0\.0% 5xx</span>`),
 		regexp.MustCompile(`Route catalog answering with stale cached copies`),
-		regexp.MustCompile(`id="verdict" class="verdict warning">\d+ warnings?: [^<]+<`),
+		regexp.MustCompile(`id="verdict" class="verdict critical">1 critical problem: api / 10\.0\.1\.23:9000 down<`),
+		regexp.MustCompile(`<span class="what">api / 10\.0\.1\.23:9000 down</span><span class="detail">readiness probe failed — GET /healthz: status 500, expected 200-399</span>`),
 		// Rates came from deltas between polls.
 		regexp.MustCompile(`class="conn">live · every 2 s<`),
 	} {

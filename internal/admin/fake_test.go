@@ -120,6 +120,13 @@ func scenario(step int) view.Status {
 		},
 	}
 	if incident {
+		// A host down on its probe comes after the routes in the page's
+		// list of problems, but it is the worst: the headline must name it.
+		down := &st.Pools[1].Hosts[2]
+		down.State, down.Since = view.Down, start.Add(4*time.Minute+40*time.Second)
+		down.Reason, down.Evidence = "readiness probe failed", "GET /healthz: status 500, expected 200-399"
+		down.LastCheck, down.CheckDetail = now.Add(-time.Second), down.Evidence
+		st.Pools[1].Available = 1
 		st.Routes[1].Serving, st.Routes[1].ServingSince = "stale", start.Add(4*time.Minute+50*time.Second)
 		st.Routes[1].Answers["stale"] = 40 + 15*n
 		st.Routes[1].Cache["stale"] = 40 + 15*n

@@ -122,7 +122,6 @@ function lastProbe(h) {
 const levelRank = { critical: 0, warning: 1, info: 2 };
 
 function renderProblems(st, list) {
-  list.sort((a, b) => levelRank[a.level] - levelRank[b.level]);
   if (!list.length) {
     replace("problems", el("li", { class: "ok" }, el("span", { class: "what" }, "Nothing needs attention"),
       el("span", { class: "detail" }, "every route answers normally and every host is healthy")));
@@ -360,7 +359,9 @@ function renderOps(st) {
 // ---- polling --------------------------------------------------------------
 
 function render(st) {
-  const list = problems(st);
+  // Worst first (a stable sort keeps the order within a level): the
+  // headline names the first.
+  const list = problems(st).sort((a, b) => levelRank[a.level] - levelRank[b.level]);
   renderHeader(st, list);
   renderProblems(st, list);
   renderSummary(st);
