@@ -59,6 +59,10 @@ type Options struct {
 	Loopback bool
 	// Log receives one line per runtime API change (an audit trail).
 	Log *slog.Logger
+	// Demo, when set, is the demo's controls (sturdy demo only): GET
+	// /api/demo is open like the other reads, POST /api/demo/... is
+	// guarded like the runtime API (token, same origin).
+	Demo http.Handler
 }
 
 // New returns the admin handler.
@@ -98,6 +102,13 @@ func New(b Backend, o Options) http.Handler {
 	mux.Handle("GET /debug/pprof/profile", a.guard(pprof.Profile))
 	mux.Handle("GET /debug/pprof/symbol", a.guard(pprof.Symbol))
 	mux.Handle("GET /debug/pprof/trace", a.guard(pprof.Trace))
+	if o.Demo != nil {
+		mux.Handle("GET /api/demo", o.Demo)
+		mux.Handle("POST /api/demo/", a.guard(func(w http.ResponseWriter, r *http.Request) {
+			a.log.Info("admin: demo control", "path", r.URL.Path, "remote", r.RemoteAddr)
+			o.Demo.ServeHTTP(w, r)
+		}))
+	}
 
 	var h http.Handler = mux
 	if o.Loopback {

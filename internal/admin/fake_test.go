@@ -72,13 +72,18 @@ func scenario(step int) view.Status {
 	for i, addr := range []string{"10.0.0.11:8080", deadHost, "10.0.0.13:8080"} {
 		h := view.Host{Addr: addr, Weight: 1, State: view.Healthy, Since: start,
 			Attempts: map[string]uint64{"ok": 4000 + 300*n + uint64(i)*7}, WindowRequests: 600, LastCheck: now.Add(-2 * time.Second), LastCheckOK: true,
-			CheckDetail: "GET /healthz: 200 in 3ms"}
+			CheckDetail: "GET /healthz: 200 in 3ms",
+			// Traffic figures grow every step, so the page has rates.
+			Recent:     view.HostRecent{Seconds: 60, Attempts: 9000 + uint64(i)*20},
+			HeaderTime: hist(8 + 2*n), BytesReceived: (4000 + 300*n) * 2300, BytesSent: (4000 + 300*n) * 40}
 		if addr == deadHost && incident {
 			h.State, h.Since, h.Ejections = view.Ejected, ejectedAt, 1
 			h.Reason = "refused 5 connections in a row; ejected for 30s (backoff 1 of 6)"
 			h.Evidence = "5 of 5 attempts connect_refused in 1.2s from 4 clients; peers 0%"
 			h.Attempts["connect_refused"] = 5 + 3*n
 			h.WindowFailures, h.WindowRequests = 5, 5
+			h.Recent = view.HostRecent{Seconds: 60, Attempts: 6100, Failures: 5}
+			h.HeaderTime, h.BytesReceived, h.BytesSent = hist(8), 4000*2300, 4000*40 // nothing new since it left
 			h.LastCheckOK, h.CheckDetail = false, "GET /healthz: dial tcp 10.0.0.12:8080: connection refused"
 			web.Available = 2
 		}
@@ -92,13 +97,16 @@ func scenario(step int) view.Status {
 	}}
 	site := view.Route{Name: "site", Pool: "web", Default: true, Serving: "normal", InFlight: 3,
 		Requests: map[string]uint64{"2xx": 12000 + 900*n, "3xx": 400 + 10*n, "4xx": 80 + n, "5xx": 2},
+		Recent:   view.RouteRecent{Seconds: 60, Requests: map[string]uint64{"2xx": 27000, "3xx": 300, "4xx": 30}},
 		Duration: hist(24 + 2*n), Answers: map[string]uint64{}}
 	catalog := view.Route{Name: "catalog", Pool: "web", Serving: "normal",
 		Requests: map[string]uint64{"2xx": 3000 + 100*n},
+		Recent:   view.RouteRecent{Seconds: 60, Requests: map[string]uint64{"2xx": 3000}},
 		Duration: hist(6 + n/2), Answers: map[string]uint64{},
 		Cache: map[string]uint64{"hit": 2500 + 80*n, "miss": 500 + 10*n, "stale": 0}, OriginRequests: 510 + 10*n}
 	apiRoute := view.Route{Name: "api", Pool: "api", Serving: "normal", InFlight: 2,
 		Requests: map[string]uint64{"2xx": 1600 + 120*n, "4xx": 40, "5xx": 3},
+		Recent:   view.RouteRecent{Seconds: 60, Requests: map[string]uint64{"2xx": 3600, "4xx": 12, "5xx": 1}},
 		Duration: hist(3 + n/4), Answers: map[string]uint64{"shed": 0}}
 	st := view.Status{
 		Time: now, Started: start, Version: "v0.3.0", ConfigFile: "/etc/sturdy/sturdy.yaml", ConfigHash: "5d41402abc4b2a76",
@@ -112,6 +120,13 @@ func scenario(step int) view.Status {
 		},
 	}
 	if incident {
+		// A host down on its probe comes after the routes in the page's
+		// list of problems, but it is the worst: the headline must name it.
+		down := &st.Pools[1].Hosts[2]
+		down.State, down.Since = view.Down, start.Add(4*time.Minute+40*time.Second)
+		down.Reason, down.Evidence = "readiness probe failed", "GET /healthz: status 500, expected 200-399"
+		down.LastCheck, down.CheckDetail = now.Add(-time.Second), down.Evidence
+		st.Pools[1].Available = 1
 		st.Routes[1].Serving, st.Routes[1].ServingSince = "stale", start.Add(4*time.Minute+50*time.Second)
 		st.Routes[1].Answers["stale"] = 40 + 15*n
 		st.Routes[1].Cache["stale"] = 40 + 15*n
@@ -128,5 +143,6 @@ func scenario(step int) view.Status {
 				Message: "failures of client " + client + " are its own: 24 of 24 failed on 3 hosts while others succeed", Evidence: map[string]any{"hosts": 3, "failures": 24}},
 		}, st.Events...)
 	}
+	view.Judge(&st) // as the server does for every snapshot
 	return st
 }

@@ -70,10 +70,15 @@ a one-line summary and exits 0. Risky but valid settings print as warnings.`,
 			run:      cmdCheck,
 		},
 		{
-			name:     "demo",
-			summary:  "start three demo backends and sturdy in front of them",
-			long:     `Needs ports 8080, 9901 and 9101-9103 on 127.0.0.1. Stop it with Ctrl-C.`,
-			examples: []string{"sturdy demo", "sturdy demo -print-config > sturdy.yaml"},
+			name:    "demo",
+			summary: "start three demo backends and sturdy in front of them, with controls to break them",
+			long: `Runs three backends with a WAF in front of each, simulated visitors, and
+sturdy in front of them. The status page's demo panel, or the curl lines the
+demo prints with a fresh admin token, make a backend slow, 503, resetting or
+blackholed, start a scanner the WAFs refuse, and send malformed URLs. Needs
+ports 8080, 9901 and 9101-9103 on 127.0.0.1 unless -listen, -admin and
+-backends say otherwise. Stop it with Ctrl-C.`,
+			examples: []string{"sturdy demo", "sturdy demo -listen 127.0.0.1:18080 -admin 127.0.0.1:19901", "sturdy demo -print-config > sturdy.yaml"},
 			run:      cmdDemo,
 		},
 		{

@@ -115,7 +115,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 // load, and so does the admin API's reload. SIGUSR2 upgrades the binary:
 // a new process started from the same path takes over the listening
 // sockets and the hosts' state, and this one drains and exits.
-func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, load func() (*config.Config, error)) int {
+func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, load func() (*config.Config, error), extra ...server.Option) int {
 	server.Version = version
 	endProfile, err := startProfile(log)
 	if err != nil {
@@ -123,7 +123,7 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, load func(
 		return exitFail
 	}
 	defer endProfile()
-	opts := []server.Option{server.WithNotifier(sdnotify.FromEnv())}
+	opts := append([]server.Option{server.WithNotifier(sdnotify.FromEnv())}, extra...)
 	upg, err := tableflip.New(tableflip.Options{PIDFile: cfg.PIDFile})
 	if err != nil {
 		log.Debug("binary upgrades are off", "err", err)

@@ -1,17 +1,24 @@
-// Package demo runs the small backends and the embedded config behind
-// `sturdy demo`, so that a first run needs nothing installed.
+// Package demo is what `sturdy demo` runs besides sturdy itself: three
+// small backends, the embedded config in front of them, simulated visitors
+// that keep the status page alive, and the controls a newcomer uses to
+// break things and watch sturdy cope: make a backend slow, resetting,
+// blackholed or answering 503, start a scanner that a WAF in front of every
+// backend refuses, send malformed URLs. The controls are an HTTP handler the
+// admin listener serves under /api/demo (reads open, changes need the
+// admin token), so the status page's buttons and the printed curl lines
+// use the same runtime API.
 package demo
 
 import (
-	"context"
+	"crypto/rand"
 	_ "embed"
-	"errors"
+	"encoding/hex"
 	"fmt"
-	"net"
 	"net/http"
 	"strconv"
-	"sync"
 	"time"
+
+	"github.com/sturdyproxy/sturdy/internal/config"
 )
 
 // Config is the embedded demo config.
@@ -22,51 +29,60 @@ var Config []byte
 // BackendAddrs are the addresses the embedded config expects backends on.
 var BackendAddrs = []string{"127.0.0.1:9101", "127.0.0.1:9102", "127.0.0.1:9103"}
 
-// Backends are running demo backends.
-type Backends struct {
-	servers []*http.Server
-	wg      sync.WaitGroup
+// Addrs are where the demo listens. The zero value of a field means the
+// embedded config's address.
+type Addrs struct {
+	Listen   string   // sturdy's listener
+	Admin    string   // the admin listener
+	Backends []string // the three backends, in order
 }
 
-// Start listens on each address with a demo backend named b1, b2, ... It
-// fails, with nothing left running, when an address is taken.
-func Start(addrs []string) (*Backends, error) {
-	b := &Backends{}
-	for i, addr := range addrs {
-		ln, err := net.Listen("tcp", addr)
-		if err != nil {
-			b.Close()
-			return nil, fmt.Errorf("demo backend %d: cannot listen on %s: %w", i+1, addr, err)
+// Configure parses the embedded config with a, and token as the admin
+// token. Pools refer to backends by position, so a backend moved with
+// a.Backends moves in every pool.
+func Configure(a Addrs, token string) (*config.Config, error) {
+	cfg, err := config.Parse(Config, "(embedded demo config)")
+	if err != nil {
+		return nil, err
+	}
+	if a.Listen != "" {
+		cfg.Listeners[0].Listen = a.Listen
+	}
+	if a.Admin != "" {
+		cfg.Admin.Listen = a.Admin
+	}
+	cfg.Admin.Token = token
+	if len(a.Backends) > 0 {
+		if len(a.Backends) != len(BackendAddrs) {
+			return nil, fmt.Errorf("the demo runs %d backends; got %d addresses", len(BackendAddrs), len(a.Backends))
 		}
-		srv := &http.Server{Handler: Handler("b" + strconv.Itoa(i+1)), ReadHeaderTimeout: 5 * time.Second}
-		b.servers = append(b.servers, srv)
-		b.wg.Add(1)
-		go func() {
-			defer b.wg.Done()
-			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-				_ = err // the listener was closed under us; Close reports nothing more
+		moved := map[string]string{}
+		for i, addr := range BackendAddrs {
+			moved[addr] = a.Backends[i]
+		}
+		for p := range cfg.Pools {
+			for h := range cfg.Pools[p].Hosts {
+				if to, ok := moved[cfg.Pools[p].Hosts[h].Addr]; ok {
+					cfg.Pools[p].Hosts[h].Addr = to
+				}
 			}
-		}()
-	}
-	return b, nil
-}
-
-// Close stops every backend and waits for them.
-func (b *Backends) Close() {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	for _, s := range b.servers {
-		if s.Shutdown(ctx) != nil {
-			s.Close()
 		}
 	}
-	b.wg.Wait()
+	return cfg, nil
 }
 
-// Handler is one demo backend:
+// NewToken returns a fresh random admin token (32 hex characters).
+func NewToken() string {
+	b := make([]byte, 16)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// Handler is one demo backend when it behaves:
 //
 //	/            who answered, and what they saw
-//	/cached/...  the same, cacheable for 10s (stale-if-error for a minute)
+//	/healthz     ok (sturdy's active check)
+//	/cached/...  the same, cacheable for 10s (stale-if-error for 5 minutes)
 //	/slow?ms=N   answers after N milliseconds (at most 60000)
 //	/status/N    answers with status N
 //	/stream      five server-sent events, one every 200ms
@@ -78,16 +94,23 @@ func Handler(name string) http.Handler {
 		fmt.Fprintf(w, "hello from demo backend %s\nhost: %s\npath: %s\nx-forwarded-for: %s\n",
 			name, r.Host, r.URL.RequestURI(), r.Header.Get("X-Forwarded-For"))
 	})
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		fmt.Fprintf(w, "ok from %s\n", name)
+	})
 	mux.HandleFunc("/cached/", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		w.Header().Set("Cache-Control", "max-age=10, stale-if-error=60")
+		w.Header().Set("Cache-Control", "max-age=10, stale-if-error=300")
+		w.Header().Set("X-Backend", name)
 		fmt.Fprintf(w, "cacheable answer from demo backend %s at %s\n", name, time.Now().UTC().Format(time.TimeOnly))
 	})
 	mux.HandleFunc("/slow", func(w http.ResponseWriter, r *http.Request) {
 		ms, _ := strconv.Atoi(r.URL.Query().Get("ms"))
 		ms = min(max(ms, 0), 60000)
+		t := time.NewTimer(time.Duration(ms) * time.Millisecond)
+		defer t.Stop()
 		select {
-		case <-time.After(time.Duration(ms) * time.Millisecond):
+		case <-t.C:
 		case <-r.Context().Done():
 			return
 		}
@@ -111,9 +134,11 @@ func Handler(name string) http.Handler {
 			if rc.Flush() != nil {
 				return
 			}
+			t := time.NewTimer(200 * time.Millisecond)
 			select {
-			case <-time.After(200 * time.Millisecond):
+			case <-t.C:
 			case <-r.Context().Done():
+				t.Stop()
 				return
 			}
 		}

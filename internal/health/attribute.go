@@ -63,7 +63,7 @@ func (p *Pool) Settle(r *Request, fails []Failure, sameTwice bool, now time.Time
 		}
 		m.attributed[a].Add(1)
 		if a == AttrHost && p.cfg.Passive.On() {
-			h.window.Failure(now, r.ClientBit, r.RouteBit)
+			h.window.Failure(now, r.ClientBit, r.RouteBit, f.Class)
 		} else {
 			h.window.Attempt(now)
 		}

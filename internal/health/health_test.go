@@ -171,12 +171,25 @@ func TestOutlierIsEjectedWithBackoffWithinShare(t *testing.T) {
 	}
 	h0, h1 := hp.Hosts[0], hp.Hosts[1]
 	fail(h0, 10)
-	fail(h1, 10)
+	fail(h1, 5)
+	for i := range 5 {
+		hp.Settle(req(rt, fmt.Sprintf("192.0.2.%d", i)), []Failure{{h1, outcome.Reset, 0}}, false, now)
+	}
 	ok(hp.Hosts[2], 10)
 	ok(hp.Hosts[3], 10)
 	hp.tick(now)
 	if h0.Mode() != Ejected || h1.Mode() != Ejected {
 		t.Fatalf("modes %s %s, want both ejected (2 of 4 is within 50%%)", h0.Mode(), h1.Mode())
+	}
+	// The evidence names what failed, in class order, not only how often.
+	// (The five client keys fall on four bits of the sketch.)
+	for h, want := range map[*Host]string{
+		h0: "10 of 10 requests failed (status_5xx) from 4 clients in 30s; peers 0%",
+		h1: "10 of 10 requests failed (reset, status_5xx) from 4 clients in 30s; peers 0%",
+	} {
+		if _, _, ev := h.Describe(); ev != want {
+			t.Errorf("%s: evidence %q, want %q", h.Addr, ev, want)
+		}
 	}
 	// A third bad host would exceed the share: it stays in, suspect.
 	h2 := hp.Hosts[2]

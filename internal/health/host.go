@@ -70,6 +70,7 @@ type hostState struct {
 	ejectUntil      atomic.Int64 // unix nanos
 	checkOK         atomic.Int32 // consecutive passing probes
 	checkFail       atomic.Int32 // consecutive failing probes
+	traffic         traffic      // header times, bytes, the last minute (traffic.go)
 
 	mu       sync.Mutex // guards since, reason, evidence, check
 	since    time.Time

@@ -50,7 +50,11 @@ func (p *Pool) detectOutliers(now time.Time) {
 			servesMany := Count(s.t.OKRoutes|s.t.FailRoutes) >= 2
 			outlier = p.HasActiveChecks() && (!servesMany || Count(s.t.FailRoutes) >= 2)
 		}
-		evidence := fmt.Sprintf("%d of %d requests failed from %d clients in %s", s.t.Failures, s.t.Requests, Count(s.t.FailClients), ps.Window)
+		evidence := fmt.Sprintf("%d of %d requests failed", s.t.Failures, s.t.Requests)
+		if s.t.FailClasses != 0 {
+			evidence += " (" + Classes(s.t.FailClasses) + ")"
+		}
+		evidence += fmt.Sprintf(" from %d clients in %s", Count(s.t.FailClients), ps.Window)
 		if hasPeers {
 			evidence += fmt.Sprintf("; peers %.0f%%", median*100)
 		}

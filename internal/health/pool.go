@@ -295,7 +295,7 @@ func (p *Pool) connectFailed(h *Host, class outcome.Class, now time.Time) {
 	if !p.cfg.Passive.On() {
 		return
 	}
-	h.window.Failure(now, 0, 0)
+	h.window.Failure(now, 0, 0, class)
 	n := h.connectFailures.Add(1)
 	if int(n) >= p.cfg.Passive.ConsecutiveConnectFailures && h.Mode() == Healthy {
 		p.suspect(h, "connection failures in a row",

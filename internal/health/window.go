@@ -2,8 +2,11 @@ package health
 
 import (
 	"math/bits"
+	"strings"
 	"sync/atomic"
 	"time"
+
+	"github.com/sturdyproxy/sturdy/internal/outcome"
 )
 
 // windowBuckets is how many slices a passive window is cut into; the window
@@ -27,6 +30,7 @@ type bucket struct {
 	failClients atomic.Uint64
 	okRoutes    atomic.Uint64
 	failRoutes  atomic.Uint64
+	failClasses atomic.Uint64 // bit c: a failure of outcome.Class c
 }
 
 // Totals are a window's sums.
@@ -34,11 +38,27 @@ type Totals struct {
 	Requests, Failures     uint64
 	OKClients, FailClients uint64 // sketches; see Count
 	OKRoutes, FailRoutes   uint64
+	FailClasses            uint64 // bit c: a host-attributed failure of outcome.Class c
 }
 
 // Count estimates how many distinct keys a sketch holds (exact while keys
 // hash to distinct bits; a lower bound otherwise).
 func Count(sketch uint64) int { return bits.OnesCount64(sketch) }
+
+// Classes names the outcome classes in a FailClasses set, in class order:
+// "status_5xx" or "connect_refused, reset".
+func Classes(set uint64) string {
+	var b strings.Builder
+	for c := outcome.Class(0); c < outcome.NumClasses; c++ {
+		if set&(1<<c) != 0 {
+			if b.Len() > 0 {
+				b.WriteString(", ")
+			}
+			b.WriteString(c.String())
+		}
+	}
+	return b.String()
+}
 
 // Bit is the sketch bit of a key hash.
 func Bit(hash uint64) uint64 { return 1 << (hash & 63) }
@@ -76,6 +96,7 @@ func (w *window) current(now time.Time) *bucket {
 		b.failClients.Store(0)
 		b.okRoutes.Store(0)
 		b.failRoutes.Store(0)
+		b.failClasses.Store(0)
 	}
 	return b
 }
@@ -94,13 +115,16 @@ func (w *window) Attempt(now time.Time) {
 	w.current(now).requests.Add(1)
 }
 
-// Failure records a failed attempt attributed to the host.
-func (w *window) Failure(now time.Time, c, r uint64) {
+// Failure records a failed attempt of class class attributed to the host,
+// by client bit c on route bit r. The class is kept so that the evidence
+// against a host says what went wrong, not only how often.
+func (w *window) Failure(now time.Time, c, r uint64, class outcome.Class) {
 	b := w.current(now)
 	b.requests.Add(1)
 	b.failures.Add(1)
 	b.failClients.Or(c)
 	b.failRoutes.Or(r)
+	b.failClasses.Or(1 << class)
 }
 
 // Sum adds up the buckets that are inside the window at now.
@@ -124,6 +148,7 @@ func (w *window) SumRecent(now time.Time, k int) Totals {
 			t.FailClients |= b.failClients.Load()
 			t.OKRoutes |= b.okRoutes.Load()
 			t.FailRoutes |= b.failRoutes.Load()
+			t.FailClasses |= b.failClasses.Load()
 		}
 	}
 	return t

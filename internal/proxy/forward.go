@@ -178,13 +178,16 @@ func (f *forwarder) exchange(p *health.Pool) (*http.Response, *health.Host, fail
 		}
 		f.tried.Add(host.Index())
 		f.pool, f.host = p, host
+		t0 := time.Now()
 		resp, class, err := f.attempt(host)
+		took := time.Since(t0)
 		if class == outcome.OK && p.FailStatus(resp.StatusCode) {
 			class = outcome.Status5xx
 		}
 		if class == outcome.OK && f.grpc != nil {
 			class, _ = f.grpcClass(p, resp)
 		}
+		host.Observe(class, took, f.bodySent(class), t0.UnixNano()+int64(took))
 		f.class = class
 		switch {
 		case class == outcome.OK:
@@ -465,6 +468,19 @@ func (f *forwarder) attempt(host *health.Host) (*http.Response, outcome.Class, e
 		return nil, outcome.Classify(err, f.r.Context().Err() != nil || f.callerGone()), err
 	}
 	return resp, outcome.OK, nil
+}
+
+// bodySent is how many request body bytes an attempt that ended in c sent.
+func (f *forwarder) bodySent(c outcome.Class) int64 {
+	switch {
+	case !c.Sent():
+		return 0
+	case f.buffered != nil:
+		return int64(len(f.buffered))
+	case f.body != nil:
+		return f.body.read
+	}
+	return 0
 }
 
 // replayBody lets the request body be offered to a second host when the

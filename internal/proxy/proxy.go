@@ -188,7 +188,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	defer func() {
 		d := time.Since(start)
-		rt.Stats.observe(fw.status, d)
+		rt.Stats.observe(fw.status, d, start.UnixNano()+int64(d), fw.attr == health.AttrClient)
 		if snap.Access != nil {
 			fw.logAccess(snap.Access, start, d)
 		}

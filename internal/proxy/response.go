@@ -19,6 +19,10 @@ var bufPool = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }
 // done, and returns the status the client got.
 func (f *forwarder) respond(host *health.Host, resp *http.Response) int {
 	defer host.Release()
+	// The bytes the host sent (cached routes count theirs as the cache
+	// reads them: releasingBody.Read); deferred, so that a body that
+	// breaks halfway is counted too.
+	defer func() { host.Received(f.bytes) }()
 	return f.stream(resp, f.pool, host)
 }
 

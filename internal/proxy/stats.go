@@ -4,6 +4,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/sturdyproxy/sturdy/internal/recent"
 	"github.com/sturdyproxy/sturdy/internal/view"
 )
 
@@ -36,17 +37,38 @@ type Stats struct {
 	// the last slot counts the rest.
 	buckets  [16]atomic.Uint64
 	sumNanos atomic.Uint64
+	// last counts the last minute's answers in the slots of codes, and in
+	// slotClientFault the 5xx answers whose failure was attributed to the
+	// client itself (a scanner behind a WAF): the status page judges a
+	// route by how it answers its clients now, not since start.
+	last recent.Window
+	// clientFaults counts, since start, the 5xx answers whose failure was
+	// attributed to the client itself.
+	clientFaults atomic.Uint64
 }
+
+// slotClientFault is the recent window's slot for 5xx answers to clients
+// whose failures are their own.
+const slotClientFault = 6
 
 // Answer counts one request answered by kind.
 func (s *Stats) Answer(kind int) { s.answers[kind].Add(1) }
 
-func (s *Stats) observe(status int, d time.Duration) {
+// observe counts one answer with status that took d and ended at end
+// (Unix nanoseconds); clientFault tells that its failure was attributed
+// to the client.
+func (s *Stats) observe(status int, d time.Duration, end int64, clientFault bool) {
 	c := status / 100
 	if status == 499 || c < 1 || c > 5 {
 		c = 0
 	}
 	s.codes[c].Add(1)
+	if c == 5 && clientFault {
+		s.clientFaults.Add(1)
+		s.last.Add2(end, c, slotClientFault)
+	} else {
+		s.last.Add(end, c)
+	}
 	sec := d.Seconds()
 	i := 0
 	for i < len(DurationBounds) && sec > DurationBounds[i] {
@@ -59,6 +81,7 @@ func (s *Stats) observe(status int, d time.Duration) {
 // View fills the route's counters into v.
 func (s *Stats) View(v *view.Route) {
 	v.InFlight = s.InFlight.Load()
+	v.ClientErrors = s.clientFaults.Load()
 	v.Requests = map[string]uint64{"499": s.codes[0].Load()}
 	for c := 1; c <= 5; c++ {
 		v.Requests[string(rune('0'+c))+"xx"] = s.codes[c].Load()
@@ -76,4 +99,28 @@ func (s *Stats) View(v *view.Route) {
 	h.Count = cum + s.buckets[len(DurationBounds)].Load()
 	h.Sum = time.Duration(s.sumNanos.Load()).Seconds()
 	v.Duration = h
+}
+
+// Recent returns the last minute's answers; up is how long the process has
+// run, which bounds the window's span.
+func (s *Stats) Recent(now time.Time, up time.Duration) view.RouteRecent {
+	t := s.last.Sum(now)
+	r := view.RouteRecent{
+		Seconds:      min(t.Span, max(up, 0)).Seconds(),
+		Requests:     map[string]uint64{"499": t.N[0]},
+		ClientErrors: t.N[slotClientFault],
+	}
+	for c := 1; c <= 5; c++ {
+		r.Requests[string(rune('0'+c))+"xx"] = t.N[c]
+	}
+	return r
+}
+
+// Read counts the bytes read from the host through the cache (and
+// through PoolTransport): releasingBody is their way to a host's response
+// body (cached.go); respond counts the rest.
+func (b *releasingBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	b.host.Received(int64(n))
+	return n, err
 }

@@ -20,7 +20,7 @@ func (s *Server) startAdmin(a config.Admin) error {
 		return fmt.Errorf("admin: cannot listen on %s: %w", a.Listen, err)
 	}
 	host, _, _ := net.SplitHostPort(a.Listen)
-	h := admin.New(adminBackend{s}, admin.Options{Token: a.Token, Loopback: config.IsLoopback(host), Log: s.log})
+	h := admin.New(adminBackend{s}, admin.Options{Token: a.Token, Loopback: config.IsLoopback(host), Log: s.log, Demo: s.demo})
 	s.admin = &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second, IdleTimeout: 60 * time.Second}
 	s.adminAddr = ln.Addr().String()
 	srv := s.admin

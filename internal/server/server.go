@@ -78,6 +78,7 @@ type Server struct {
 	adminAddr string
 	running   bool
 	reloads   view.Reloads
+	demo      http.Handler // the demo's controls on the admin listener; nil but in sturdy demo
 }
 
 // Option adjusts a Server at construction.
@@ -87,6 +88,7 @@ type options struct {
 	lookup  resolve.Lookup
 	notify  *sdnotify.Notifier
 	sockets socketSource
+	demo    http.Handler
 }
 
 // WithLookup replaces the system resolver for pool host names (tests).
@@ -99,6 +101,10 @@ func WithNotifier(n *sdnotify.Notifier) Option { return func(o *options) { o.not
 // WithSockets opens listening sockets through src (inherited from the
 // previous process across a binary upgrade) instead of the system's.
 func WithSockets(src socketSource) Option { return func(o *options) { o.sockets = src } }
+
+// WithDemo serves the demo's controls on the admin listener under
+// /api/demo (see admin.Options.Demo): sturdy demo only.
+func WithDemo(h http.Handler) Option { return func(o *options) { o.demo = h } }
 
 // New compiles cfg. Nothing listens and nothing runs until Start.
 func New(cfg *config.Config, log *slog.Logger, opts ...Option) (*Server, error) {
@@ -123,6 +129,7 @@ func New(cfg *config.Config, log *slog.Logger, opts ...Option) (*Server, error) 
 		sockets:  o.sockets,
 		notify:   o.notify,
 		started:  time.Now(),
+		demo:     o.demo,
 	}
 	s.monitor = health.NewMonitor(health.Options{
 		Bus:      bus,

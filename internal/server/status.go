@@ -40,7 +40,7 @@ func (s *Server) Status() view.Status {
 		Retries: view.Retries{Made: map[string]uint64{}, Refused: map[string]uint64{}},
 	}
 	for _, hp := range rt.Pools {
-		st.Pools = append(st.Pools, poolView(hp, now))
+		st.Pools = append(st.Pools, poolView(hp, now, now.Sub(s.started)))
 		st.Retries.Made[hp.Name] = hp.Budget().Made.Load()
 		st.Retries.Refused[hp.Name] = hp.Budget().Refused.Load()
 	}
@@ -54,6 +54,7 @@ func (s *Server) Status() view.Status {
 		if pr.Routing != nil && pr.Routing.Mirror != nil {
 			r.Mirror = pr.Stats.Mirror.View()
 		}
+		r.Recent = pr.Stats.Recent(now, now.Sub(s.started))
 		if tr := pr.Tracker; tr.Degraded() {
 			r.Degraded = true
 			r.DegradedSince, r.DegradedReason = tr.Describe()
@@ -94,6 +95,9 @@ func (s *Server) Status() view.Status {
 	for _, n := range s.dns.Names() {
 		st.DNS = append(st.DNS, view.DNSName{Name: n.Name, Addresses: n.Addresses, Failing: n.Failing, Failures: n.Failures, LastOK: n.LastOK, LastError: n.LastError})
 	}
+	e := s.edge
+	st.Edge = view.Edge{Denied: e.Denied.Load(), Rejected: e.Rejected.Load(), Reencoded: e.Reencoded.Load(), Normalized: e.Normalized.Load()}
+	view.Judge(&st)
 	st.NotReady = notReady(cfg.Admin.ReadyRoutes, st.Routes)
 	if st.Draining {
 		st.NotReady = append([]string{"shutting down: draining in-flight requests"}, st.NotReady...)
@@ -102,7 +106,7 @@ func (s *Server) Status() view.Status {
 	return st
 }
 
-func poolView(p *health.Pool, now time.Time) view.Pool {
+func poolView(p *health.Pool, now time.Time, up time.Duration) view.Pool {
 	hp := p
 	empty, since, total := hp.Empty()
 	v := view.Pool{
@@ -113,12 +117,12 @@ func poolView(p *health.Pool, now time.Time) view.Pool {
 		v.EmptySince = since
 	}
 	for _, h := range p.Hosts {
-		v.Hosts = append(v.Hosts, hostView(h, now))
+		v.Hosts = append(v.Hosts, hostView(h, now, up))
 	}
 	return v
 }
 
-func hostView(h *health.Host, now time.Time) view.Host {
+func hostView(h *health.Host, now time.Time, up time.Duration) view.Host {
 	since, reason, evidence := h.Describe()
 	t := h.Window(now)
 	v := view.Host{
@@ -130,6 +134,11 @@ func hostView(h *health.Host, now time.Time) view.Host {
 	for _, c := range outcome.All() {
 		v.Attempts[c.String()] = h.Attempts(c)
 	}
+	attempts, failures, span := h.Recent(now)
+	v.Recent = view.HostRecent{Seconds: min(span, max(up, 0)).Seconds(), Attempts: attempts, Failures: failures}
+	counts, count, sum := h.HeaderTime()
+	v.HeaderTime = view.Histogram{Bounds: health.HeaderTimeBounds, Counts: counts, Count: count, Sum: sum.Seconds()}
+	v.BytesReceived, v.BytesSent = h.Bytes()
 	if c := h.LastCheck(); !c.Time.IsZero() {
 		v.LastCheck, v.LastCheckOK, v.CheckDetail = c.Time, c.OK, c.Detail
 	}

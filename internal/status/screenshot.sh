@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Takes a PNG of the status page during the scripted incident of the admin
-# browser test (a host ejected, a client attributed, a route on stale
+# browser test (a host down, one ejected, a client attributed, a route on stale
 # copies), for docs/observability.md. Needs Debian's chromium.
 #   internal/status/screenshot.sh [OUT.png]   (default docs/status-page.png)
 set -euo pipefail

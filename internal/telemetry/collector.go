@@ -144,6 +144,9 @@ func (c *Collector) pool(e emitter, p *view.Pool, rt *view.Retries, started time
 		if !h.LastCheck.IsZero() {
 			e.gauge(d.hostCheckOK, b2f(h.LastCheckOK), p.Name, h.Addr)
 		}
+		e.histogram(d.headerTime, h.HeaderTime, p.Name, h.Addr)
+		e.counter(d.bytesReceived, float64(h.BytesReceived), p.Name, h.Addr)
+		e.counter(d.bytesSent, float64(h.BytesSent), p.Name, h.Addr)
 	}
 }
 
@@ -202,6 +205,10 @@ func (c *Collector) sinks(e emitter, st *view.Status) {
 		for result, n := range a.Results {
 			e.counter(d.authResults, float64(n), a.Route, a.Kind, result)
 		}
+	}
+	edge := map[string]uint64{"denied": st.Edge.Denied, "rejected": st.Edge.Rejected, "reencoded": st.Edge.Reencoded, "normalized": st.Edge.Normalized}
+	for _, dec := range edgeDecisions {
+		e.counter(d.edge, float64(edge[dec]), dec)
 	}
 	for name, n := range st.Panics {
 		e.counter(d.panics, float64(n), name)

@@ -29,7 +29,9 @@ func scenario() view.Status {
 		Pools: []view.Pool{{
 			Name: "web", Available: 1,
 			Hosts: []view.Host{
-				{Addr: "10.0.0.1:80", State: view.Healthy, Since: t0, Attempts: map[string]uint64{"ok": 120, "status_5xx": 2}},
+				{Addr: "10.0.0.1:80", State: view.Healthy, Since: t0, Attempts: map[string]uint64{"ok": 120, "status_5xx": 2},
+					HeaderTime:    view.Histogram{Bounds: []float64{0.01, 0.1}, Counts: []uint64{100, 120}, Count: 122, Sum: 3.25},
+					BytesReceived: 123456, BytesSent: 789},
 				{Addr: "10.0.0.2:80", State: view.Ejected, Since: t0.Add(30 * time.Second), Ejections: 1,
 					Reason: "refused 5 connections in a row", Evidence: "5 connect_refused in 2s",
 					Attempts: map[string]uint64{"ok": 40, "connect_refused": 5}},
@@ -49,6 +51,44 @@ func scenario() view.Status {
 		Retries:    view.Retries{Made: map[string]uint64{"web": 5}, Refused: map[string]uint64{}},
 		Reloads:    view.Reloads{OK: 1},
 		Webhooks:   []view.Webhook{{Name: "ops", Sent: 3, Dropped: 1}},
+		Edge:       view.Edge{Reencoded: 4, Rejected: 1},
+	}
+}
+
+// Per-host time to response headers and bytes each way, labelled by pool
+// and host only; and what the edge refused or rewrote.
+func TestHostTrafficAndEdgeValues(t *testing.T) {
+	st := scenario()
+	c := NewCollector(func() view.Status { return st })
+	want := `
+# HELP sturdy_upstream_header_duration_seconds Time from sending a request to the host to its response headers, for attempts that got a response (any status).
+# TYPE sturdy_upstream_header_duration_seconds histogram
+sturdy_upstream_header_duration_seconds_bucket{host="10.0.0.1:80",pool="web",le="0.01"} 100
+sturdy_upstream_header_duration_seconds_bucket{host="10.0.0.1:80",pool="web",le="0.1"} 120
+sturdy_upstream_header_duration_seconds_bucket{host="10.0.0.1:80",pool="web",le="+Inf"} 122
+sturdy_upstream_header_duration_seconds_sum{host="10.0.0.1:80",pool="web"} 3.25
+sturdy_upstream_header_duration_seconds_count{host="10.0.0.1:80",pool="web"} 122
+sturdy_upstream_header_duration_seconds_bucket{host="10.0.0.2:80",pool="web",le="+Inf"} 0
+sturdy_upstream_header_duration_seconds_sum{host="10.0.0.2:80",pool="web"} 0
+sturdy_upstream_header_duration_seconds_count{host="10.0.0.2:80",pool="web"} 0
+# HELP sturdy_upstream_received_bytes_total Response body bytes read from the host (upgraded connections not counted).
+# TYPE sturdy_upstream_received_bytes_total counter
+sturdy_upstream_received_bytes_total{host="10.0.0.1:80",pool="web"} 123456
+sturdy_upstream_received_bytes_total{host="10.0.0.2:80",pool="web"} 0
+# HELP sturdy_upstream_sent_bytes_total Request body bytes sent to the host (upgraded connections not counted).
+# TYPE sturdy_upstream_sent_bytes_total counter
+sturdy_upstream_sent_bytes_total{host="10.0.0.1:80",pool="web"} 789
+sturdy_upstream_sent_bytes_total{host="10.0.0.2:80",pool="web"} 0
+# HELP sturdy_edge_requests_total Requests the edge refused or rewrote before any backend was asked: denied (403, deny list), rejected (400, malformed target), reencoded (raw non-ASCII bytes percent-encoded), normalized (dot segments resolved).
+# TYPE sturdy_edge_requests_total counter
+sturdy_edge_requests_total{decision="denied"} 0
+sturdy_edge_requests_total{decision="normalized"} 0
+sturdy_edge_requests_total{decision="reencoded"} 4
+sturdy_edge_requests_total{decision="rejected"} 1
+`
+	if err := testutil.CollectAndCompare(c, strings.NewReader(want), "sturdy_upstream_header_duration_seconds",
+		"sturdy_upstream_received_bytes_total", "sturdy_upstream_sent_bytes_total", "sturdy_edge_requests_total"); err != nil {
+		t.Error(err)
 	}
 }
 

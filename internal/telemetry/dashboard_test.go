@@ -132,10 +132,12 @@ func TestGrafanaDashboard(t *testing.T) {
 	}
 	// What the dashboard is for: requests by route and status class,
 	// latency quantiles, host states, ejections, attributed failures,
-	// retries, empty pools, stale answers, reloads.
+	// retries, empty pools, stale answers, reloads, per-host latency and
+	// bytes.
 	for _, m := range []string{"sturdy_requests_total", "sturdy_request_duration_seconds_bucket", "sturdy_host_state",
 		"sturdy_host_ejections_total", "sturdy_attributed_failures_total", "sturdy_retries_total", "sturdy_pool_empty",
-		"sturdy_cache_results_total", "sturdy_origin_errors_hidden_by_stale_total", "sturdy_config_reloads_total"} {
+		"sturdy_cache_results_total", "sturdy_origin_errors_hidden_by_stale_total", "sturdy_config_reloads_total",
+		"sturdy_upstream_header_duration_seconds_bucket", "sturdy_upstream_received_bytes_total", "sturdy_upstream_sent_bytes_total"} {
 		if !used[m] {
 			t.Errorf("no panel shows %s", m)
 		}

@@ -7,10 +7,11 @@ import "github.com/prometheus/client_golang/prometheus"
 // first occurrence. Values outside these lists (a newer producer) are
 // emitted too; the lists only add zeros.
 var (
-	answerKinds  = []string{"panic", "fallback", "stale", "sorry", "shed"}
-	cacheResults = []string{"hit", "miss", "stale", "bypass", "revalidated"}
-	servingModes = []string{"normal", "panic", "fallback", "stale", "sorry"}
-	attributions = []string{"host", "client", "request", "route"}
+	answerKinds   = []string{"panic", "fallback", "stale", "sorry", "shed"}
+	cacheResults  = []string{"hit", "miss", "stale", "bypass", "revalidated"}
+	servingModes  = []string{"normal", "panic", "fallback", "stale", "sorry"}
+	attributions  = []string{"host", "client", "request", "route"}
+	edgeDecisions = []string{"denied", "rejected", "reencoded", "normalized"}
 )
 
 // descs holds one *prometheus.Desc per metric. Each label set is bounded
@@ -25,13 +26,13 @@ type descs struct {
 	cacheResults, originRequests, originErrors, originHidden         *prometheus.Desc
 	mirrored                                                         *prometheus.Desc
 	attempts, hostState, hostStateSince, hostInFlight, hostEjections *prometheus.Desc
-	hostCheckOK                                                      *prometheus.Desc
+	hostCheckOK, headerTime, bytesReceived, bytesSent                *prometheus.Desc
 	poolHosts, poolAvailable, poolEmpty, poolEmptySecs, poolPanic    *prometheus.Desc
 	retries, retriesRefused                                          *prometheus.Desc
 	attributed, attributedClients, shedClients                       *prometheus.Desc
 	whSent, whFailed, whDropped, whRetries, whQueue                  *prometheus.Desc
 	accessRecords, accessErrors                                      *prometheus.Desc
-	panics, certExpiry                                               *prometheus.Desc
+	panics, certExpiry, edge                                         *prometheus.Desc
 	rateDecisions, rateKeys, rateSize, rateEvicted, rateSharedUp     *prometheus.Desc
 	connDecisions, authResults                                       *prometheus.Desc
 }
@@ -69,6 +70,9 @@ func newDescs() *descs {
 		hostInFlight:   d("host_in_flight_requests", "Requests in flight to the host.", "pool", "host"),
 		hostEjections:  d("host_ejections_total", "Times the host was ejected on passive evidence.", "pool", "host"),
 		hostCheckOK:    d("host_last_check_success", "1 when the host's last active check passed, 0 when it failed; absent without active checks.", "pool", "host"),
+		headerTime:     d("upstream_header_duration_seconds", "Time from sending a request to the host to its response headers, for attempts that got a response (any status).", "pool", "host"),
+		bytesReceived:  d("upstream_received_bytes_total", "Response body bytes read from the host (upgraded connections not counted).", "pool", "host"),
+		bytesSent:      d("upstream_sent_bytes_total", "Request body bytes sent to the host (upgraded connections not counted).", "pool", "host"),
 
 		poolHosts:     d("pool_hosts", "Hosts configured in the pool.", "pool"),
 		poolAvailable: d("pool_available_hosts", "Hosts of the pool that take new requests.", "pool"),
@@ -100,6 +104,7 @@ func newDescs() *descs {
 		connDecisions: d("conn_limit_decisions_total", "Concurrency-limit decisions by route, zone, key kind and result (passed, rejected).", "route", "zone", "key", "result"),
 		authResults:   d("auth_results_total", "Basic and forward auth answers by route, kind and result.", "route", "kind", "result"),
 		panics:        d("component_panics_total", "Panics recovered in a background component (which then restarted): a bug in sturdy, always worth a report.", "component"),
+		edge:          d("edge_requests_total", "Requests the edge refused or rewrote before any backend was asked: denied (403, deny list), rejected (400, malformed target), reencoded (raw non-ASCII bytes percent-encoded), normalized (dot segments resolved).", "decision"),
 	}
 }
 
@@ -109,10 +114,11 @@ func (d *descs) all() []*prometheus.Desc {
 		d.requests, d.duration, d.routeInFlight, d.routeDegraded, d.routeServing, d.routeServingSince, d.answers,
 		d.cacheResults, d.originRequests, d.originErrors, d.originHidden, d.mirrored,
 		d.attempts, d.hostState, d.hostStateSince, d.hostInFlight, d.hostEjections, d.hostCheckOK,
+		d.headerTime, d.bytesReceived, d.bytesSent,
 		d.poolHosts, d.poolAvailable, d.poolEmpty, d.poolEmptySecs, d.poolPanic,
 		d.retries, d.retriesRefused, d.attributed, d.attributedClients, d.shedClients,
 		d.whSent, d.whFailed, d.whDropped, d.whRetries, d.whQueue,
-		d.accessRecords, d.accessErrors, d.panics, d.certExpiry,
+		d.accessRecords, d.accessErrors, d.panics, d.certExpiry, d.edge,
 		d.rateDecisions, d.rateKeys, d.rateSize, d.rateEvicted, d.rateSharedUp, d.connDecisions, d.authResults,
 	}
 }

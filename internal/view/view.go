@@ -3,7 +3,9 @@
 // rendered from one Status value, taken at request or scrape time. The
 // types are plain data with no behaviour, so that the packages that own the
 // state (server, health, proxy, cache) fill them and the packages that show
-// it (status, telemetry) depend on nothing else.
+// it (status, telemetry) depend on nothing else. Judge (judge.go) holds
+// the thresholds that call a route or a host a problem, so that every view
+// judges alike.
 package view
 
 import (
@@ -43,6 +45,31 @@ type Status struct {
 	// Panics counts panics recovered per background component (see
 	// internal/supervise); empty when there were none.
 	Panics map[string]uint64 `json:"panics,omitempty"`
+	// Edge counts what the edge decided before any backend was asked
+	// (from edge.Counters), since start.
+	Edge Edge `json:"edge"`
+}
+
+// Edge counts requests the edge refused or rewrote, since start.
+type Edge struct {
+	Denied     uint64 `json:"denied"`     // 403 by the deny list
+	Rejected   uint64 `json:"rejected"`   // 400 for a malformed request target
+	Reencoded  uint64 `json:"reencoded"`  // raw non-ASCII bytes percent-encoded, then forwarded
+	Normalized uint64 `json:"normalized"` // dot segments resolved, then forwarded
+}
+
+// Verdict levels, from the thresholds in judge.go.
+const (
+	LevelOK       = "ok"
+	LevelWarning  = "warning"
+	LevelCritical = "critical"
+)
+
+// Verdict is a judgement of recent figures: its level and, unless OK, why
+// in words with the figures.
+type Verdict struct {
+	Level  string `json:"level"`
+	Reason string `json:"reason,omitempty"`
 }
 
 // Host states.
@@ -84,6 +111,21 @@ type Host struct {
 	// Attempts counts every upstream attempt by outcome class name (ok,
 	// connect_refused, ..., see internal/outcome), since start.
 	Attempts map[string]uint64 `json:"attempts"`
+	// Recent counts the last minute's attempts, whoever their failures
+	// were attributed to.
+	Recent HostRecent `json:"recent"`
+	// Verdict judges Recent against the pool's other hosts (judge.go);
+	// the host's state is judged apart.
+	Verdict Verdict `json:"verdict"`
+	// HeaderTime is the time from sending a request to the host to its
+	// response headers, for attempts that got a response (any status),
+	// since start.
+	HeaderTime Histogram `json:"response_header_time"`
+	// BytesReceived and BytesSent count body bytes: of responses read
+	// from the host and of requests sent to it, since start. Upgraded
+	// connections (WebSocket) are not counted.
+	BytesReceived uint64 `json:"bytes_received"`
+	BytesSent     uint64 `json:"bytes_sent"`
 	// LastCheck is the last active check, if the pool has them.
 	LastCheck   time.Time `json:"last_check,omitzero"`
 	LastCheckOK bool      `json:"last_check_ok"`
@@ -107,6 +149,14 @@ type Route struct {
 	// Requests counts answers by status class: "1xx".."5xx" and "499"
 	// (client went away), since start.
 	Requests map[string]uint64 `json:"requests"`
+	// ClientErrors counts the 5xx answers (among Requests["5xx"]) whose
+	// failures were attributed to the client itself, since start.
+	ClientErrors uint64 `json:"5xx_to_attributed_clients"`
+	// Recent counts the last minute's answers.
+	Recent RouteRecent `json:"recent"`
+	// Verdict judges Recent: is the route failing its clients now
+	// (judge.go)?
+	Verdict Verdict `json:"verdict"`
 	// Duration is the request duration histogram, since start.
 	Duration Histogram `json:"duration"`
 	// Answers counts requests answered by each degraded path: "panic",
@@ -126,6 +176,34 @@ type Route struct {
 	// "failed", "dropped" (max_in_flight), "skipped" (body too large);
 	// only on routes that mirror.
 	Mirror map[string]uint64 `json:"mirror,omitempty"`
+}
+
+// RouteRecent is a route's answers over the last minute or so.
+type RouteRecent struct {
+	// Seconds is the span the counts cover: about 60, less right after
+	// start.
+	Seconds float64 `json:"seconds"`
+	// Requests counts answers by status class, as Route.Requests.
+	Requests map[string]uint64 `json:"requests"`
+	// ClientErrors counts the 5xx answers (among Requests["5xx"]) whose
+	// failures were attributed to the client itself, such as a scanner
+	// a WAF refuses: the route is not failing those clients.
+	ClientErrors uint64 `json:"5xx_to_attributed_clients"`
+	// ErrorRatio is the share of answers that were 5xx, as the clients
+	// got them (ClientErrors included; the verdict weighs those apart);
+	// 0 without answers.
+	ErrorRatio float64 `json:"error_ratio"`
+}
+
+// HostRecent is a host's attempts over the last minute or so.
+type HostRecent struct {
+	Seconds  float64 `json:"seconds"`
+	Attempts uint64  `json:"attempts"`
+	// Failures counts attempts that did not succeed (any outcome but ok
+	// and client_cancel), whoever they were attributed to.
+	Failures uint64 `json:"failures"`
+	// FailureRatio is Failures / Attempts; 0 without attempts.
+	FailureRatio float64 `json:"failure_ratio"`
 }
 
 // Histogram is cumulative like Prometheus: Counts[i] is the number of

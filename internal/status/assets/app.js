@@ -1,111 +1,28 @@
 // sturdy status page: polls api/status every 2 s and renders it. Rates are
 // computed here from counter deltas over the last few snapshots, so the
-// server keeps nothing per viewer. Every value from the snapshot is put in
-// the page with textContent, never as HTML: client keys, messages and
-// evidence may hold anything a client sent.
+// server keeps nothing per viewer; the last minute's error rates and their
+// verdicts (ok, warning, critical) come from the server, which judges every
+// snapshot alike (internal/view/judge.go). Every value from the snapshot is
+// put in the page with textContent, never as HTML: client keys, messages
+// and evidence may hold anything a client sent.
 "use strict";
 
 const POLL_MS = 2000;
 const WINDOW = 6; // snapshots kept for rates: about 10 s
-const history = []; // [{t: ms, st}] oldest first
+const snaps = []; // [{t: ms, st}] oldest first
 let lastOK = null; // time of the last successful poll
 let failing = null; // error text while polls fail
-
-// ---- small DOM helpers ----------------------------------------------------
-
-function el(tag, attrs, ...kids) {
-  const e = document.createElement(tag);
-  for (const [k, v] of Object.entries(attrs || {})) {
-    if (v === undefined || v === null || v === false) continue;
-    if (k === "class") e.className = v;
-    else if (k === "title") e.title = v;
-    else e.setAttribute(k, v);
-  }
-  for (const k of kids.flat(Infinity)) {
-    if (k === undefined || k === null || k === false) continue;
-    e.append(k instanceof Node ? k : document.createTextNode(String(k)));
-  }
-  return e;
-}
-
-function replace(id, ...kids) {
-  const node = document.getElementById(id);
-  node.replaceChildren(...kids.flat(Infinity).filter((k) => k !== null && k !== undefined));
-  return node;
-}
-
-function badge(state, text) {
-  return el("span", { class: "badge s-" + state, "data-state": state }, text || state);
-}
-
-// ---- formatting -------------------------------------------------------------
-
-function sum(m) {
-  let n = 0;
-  for (const v of Object.values(m || {})) n += v;
-  return n;
-}
-
-function dur(ms) {
-  if (!(ms >= 0)) return "";
-  let s = Math.floor(ms / 1000);
-  const d = Math.floor(s / 86400); s -= d * 86400;
-  const h = Math.floor(s / 3600); s -= h * 3600;
-  const m = Math.floor(s / 60); s -= m * 60;
-  if (d) return d + "d " + h + "h";
-  if (h) return h + "h " + m + "m";
-  if (m) return m + "m " + s + "s";
-  return s + "s";
-}
-
-function clock(iso) {
-  const t = new Date(iso);
-  return t.toLocaleTimeString([], { hour12: false });
-}
-
-function isSet(iso) {
-  return iso && !iso.startsWith("0001-");
-}
-
-// since renders "for 4m 12s" measured on the server's clock, with the exact
-// time on hover, so that a skewed laptop clock cannot mislead.
-function since(iso, now) {
-  if (!isSet(iso)) return null;
-  return el("span", { class: "since", title: new Date(iso).toString() },
-    "for " + dur(Date.parse(now) - Date.parse(iso)) + " (since " + clock(iso) + ")");
-}
-
-function rate(v) {
-  if (v === null || v === undefined || isNaN(v)) return "–";
-  if (v === 0) return "0";
-  if (v < 0.1) return v.toFixed(3);
-  if (v < 10) return v.toFixed(1);
-  return Math.round(v).toLocaleString();
-}
-
-function pct(part, whole) {
-  if (!whole) return "–";
-  const p = (100 * part) / whole;
-  return (p < 1 && p > 0 ? p.toFixed(2) : p.toFixed(1)) + "%";
-}
-
-function seconds(s) {
-  if (s === null || s === undefined) return "–";
-  if (s < 0) return "> " + seconds(-s);
-  if (s < 1) return Math.round(s * 1000) + " ms";
-  return s.toFixed(1) + " s";
-}
 
 // ---- rates from counter deltas ------------------------------------------
 
 function oldest() {
-  return history.length > 1 ? history[0] : null;
+  return snaps.length > 1 ? snaps[0] : null;
 }
 
 function windowSeconds() {
   const o = oldest();
   if (!o) return 0;
-  return (Date.parse(history[history.length - 1].st.time) - Date.parse(o.st.time)) / 1000;
+  return (Date.parse(snaps[snaps.length - 1].st.time) - Date.parse(o.st.time)) / 1000;
 }
 
 function findRoute(st, name) {
@@ -169,13 +86,19 @@ function problems(st) {
     if (r.serving && r.serving !== "normal") add(r.serving === "sorry" ? "critical" : "warning",
       "Route " + r.name + " " + (servingWords[r.serving] || "answering by " + r.serving), "pool " + r.pool, r.serving_since);
     if (r.degraded) add("warning", "Route " + r.name + " degraded", r.degraded_reason || "failures attributed to the route", r.degraded_since);
+    const v = r.verdict || {};
+    if (v.level === "critical") add("critical", "Route " + r.name + " is failing its clients", v.reason);
+    else if (v.level === "warning") add("warning", "Route " + r.name + " answers more errors", v.reason);
   }
   for (const p of st.pools || []) {
     for (const h of p.hosts || []) {
+      const v = h.verdict || {};
+      if (v.level === "warning" && (h.state === "healthy" || h.state === "suspect"))
+        add("warning", p.name + " / " + h.addr + " fails more than its peers", v.reason);
       if (h.state === "healthy") continue;
       const level = h.state === "suspect" || h.state === "drained" || h.state === "maintenance" ? "info" :
         h.state === "down" ? "critical" : "warning";
-      add(level, p.name + " / " + h.addr + " " + h.state, [h.reason, h.evidence].filter(Boolean).join(" — "), h.since);
+      add(level, p.name + " / " + h.addr + " " + h.state, [h.reason, [h.evidence, lastProbe(h)].filter(Boolean).join("; ")].filter(Boolean).join(" — "), h.since);
     }
   }
   const clients = st.attributed_clients || [];
@@ -188,10 +111,17 @@ function problems(st) {
   return out;
 }
 
+// lastProbe tells how the latest probe of a host out of rotation failed,
+// when that is news: a host's evidence is what took it out, and a host
+// down for a 503 may time out by now.
+function lastProbe(h) {
+  if (h.state === "healthy" || h.last_check_ok || !isSet(h.last_check) || !h.check_detail || h.check_detail === h.evidence) return "";
+  return "last probe: " + h.check_detail;
+}
+
 const levelRank = { critical: 0, warning: 1, info: 2 };
 
 function renderProblems(st, list) {
-  list.sort((a, b) => levelRank[a.level] - levelRank[b.level]);
   if (!list.length) {
     replace("problems", el("li", { class: "ok" }, el("span", { class: "what" }, "Nothing needs attention"),
       el("span", { class: "detail" }, "every route answers normally and every host is healthy")));
@@ -205,8 +135,11 @@ function renderHeader(st, list) {
   const crit = list.filter((p) => p.level === "critical").length;
   const warn = list.filter((p) => p.level === "warning").length;
   const v = document.getElementById("verdict");
-  if (crit) { v.className = "verdict critical"; v.textContent = crit + (crit === 1 ? " critical problem" : " critical problems"); }
-  else if (warn) { v.className = "verdict warning"; v.textContent = warn + (warn === 1 ? " warning" : " warnings"); }
+  // The headline names the worst problem (the list is sorted worst first),
+  // so a failing route is in the first words anyone reads.
+  const worst = list.length ? ": " + list[0].what : "";
+  if (crit) { v.className = "verdict critical"; v.textContent = crit + (crit === 1 ? " critical problem" : " critical problems") + worst; }
+  else if (warn) { v.className = "verdict warning"; v.textContent = warn + (warn === 1 ? " warning" : " warnings") + worst; }
   else { v.className = "verdict ok"; v.textContent = "All good"; }
   document.title = (crit ? "✖ " : warn ? "▲ " : "✔ ") + v.textContent + " · sturdy";
   replace("meta",
@@ -244,8 +177,8 @@ function renderSummary(st) {
 
 function renderRoutes(st) {
   const o = oldest();
-  const head = el("tr", {}, ["Route", "Pool", "Answering", "Req/s", "5xx", "p95", "In flight", "Degraded/s", "Cache hits", "Origin errors/s", "Notes"]
-    .map((h, i) => el("th", { class: i >= 3 && i <= 9 ? "num" : "" }, h)));
+  const head = el("tr", {}, ["Route", "Pool", "Answering", "Last minute", "Req/s", "5xx", "p95", "In flight", "Degraded/s", "Cache hits", "Origin errors/s", "Notes"]
+    .map((h, i) => el("th", { class: i >= 3 && i <= 10 ? "num" : "" }, h)));
   const rows = (st.routes || []).map((r) => {
     const p = o && findRoute(o.st, r.name);
     const rps = p ? delta(sum(r.requests), sum(p.requests)) : null;
@@ -257,10 +190,11 @@ function renderRoutes(st) {
     const hidden = p ? delta(r.origin_errors_hidden_by_stale || 0, p.origin_errors_hidden_by_stale || 0) : null;
     const serving = r.serving || "normal";
     const answers = Object.entries(r.answers || {}).filter(([, v]) => v > 0).map(([k, v]) => k + " " + v).join(", ");
-    return el("tr", { class: "row-" + serving, "data-route": r.name },
+    return el("tr", { class: "row-" + serving, "data-route": r.name, "data-verdict": (r.verdict || {}).level },
       el("td", {}, el("b", {}, r.name), r.default ? [" ", badge("default", "default")] : null),
       el("td", {}, r.pool),
       el("td", {}, badge(serving), " ", serving !== "normal" ? since(r.serving_since, st.time) : null),
+      lastMinute(r),
       el("td", { class: "num" }, rate(rps)),
       el("td", { class: "num" + (e5 > 0 ? " bad-text" : "") }, rps ? pct(e5, rps) : "–"),
       el("td", { class: "num" }, seconds(p95)),
@@ -271,7 +205,21 @@ function renderRoutes(st) {
         r.cache || r.origin_errors ? rate(oe) + (hidden > 0 ? " (" + rate(hidden) + " hidden)" : "") : "–"),
       el("td", { class: "why" }, r.degraded ? [badge("degraded"), " ", r.degraded_reason || "", " ", since(r.degraded_since, st.time)] : null));
   });
-  replace("routes", el("thead", {}, head), el("tbody", {}, rows.length ? rows : el("tr", {}, el("td", { class: "empty", colspan: 11 }, "no routes"))));
+  replace("routes", el("thead", {}, head), el("tbody", {}, rows.length ? rows : el("tr", {}, el("td", { class: "empty", colspan: 12 }, "no routes"))));
+}
+
+// lastMinute is the route's 5xx share over the server's last minute, in
+// the colour of its verdict.
+function lastMinute(r) {
+  const rec = r.recent || {};
+  const v = r.verdict || {};
+  const answers = sum(rec.requests) - ((rec.requests || {})["499"] || 0);
+  const level = answers ? v.level || "ok" : "idle";
+  const client = rec["5xx_to_attributed_clients"] || 0;
+  const title = v.reason || (answers ? answers + " answers in the last " + Math.round(rec.seconds || 0) + " s" +
+    (client ? "; " + client + " 5xx to attributed clients left out" : "") : "no answers in the last minute");
+  return el("td", { class: "num", title },
+    badge(level, answers ? pct(rec.error_ratio || 0, 1) + " 5xx" : "idle"));
 }
 
 const stateColor = { healthy: "--ok", suspect: "--warn", ejected: "--bad", down: "--crit", drained: "--info", maintenance: "--maint" };
@@ -298,8 +246,8 @@ function renderPools(st) {
         (p.active_check ? " · active check " + p.active_check : " · passive checks only")),
       p.empty ? [badge("empty", "EMPTY"), since(p.empty_since, st.time)] : null,
       p.panic ? badge("panic", "PANIC ROUTING") : null);
-    const th = el("tr", {}, ["Host", "State", "Why", "In flight", "Attempts/s", "Failed/s", "Window", "Ejections", "Last check"]
-      .map((h, i) => el("th", { class: i >= 3 && i <= 7 ? "num" : "" }, h)));
+    const th = el("tr", {}, ["Host", "State", "Why", "In flight", "Attempts/s", "Failed/s", "Failed, last min", "Headers p95", "Received/s", "Window", "Ejections", "Last check"]
+      .map((h, i) => el("th", { class: i >= 3 && i <= 10 ? "num" : "" }, h)));
     const rows = hosts.map((h) => {
       const prev = o && findHost(o.st, p.name, h.addr);
       const att = sum(h.attempts);
@@ -310,13 +258,24 @@ function renderPools(st) {
         pFail = pAtt - ((prev.attempts || {}).ok || 0) - ((prev.attempts || {}).client_cancel || 0);
       }
       const fps = prev ? delta(fail, pFail) : null;
-      return el("tr", { class: "row-" + h.state, "data-host": p.name + "/" + h.addr, "data-state": h.state },
+      const rec = h.recent || {};
+      const hv = (h.verdict || {}).level || "ok";
+      const p95 = quantile(0.95, h.response_header_time, prev && prev.response_header_time);
+      return el("tr", { class: "row-" + h.state, "data-host": p.name + "/" + h.addr, "data-state": h.state, "data-verdict": hv },
         el("td", { class: "addr" }, h.addr, h.weight > 1 ? el("span", { class: "since" }, " ×" + h.weight) : null),
         el("td", {}, badge(h.state), " ", h.state !== "healthy" ? since(h.since, st.time) : null),
-        el("td", { class: "why" }, h.reason || (h.state === "healthy" ? "" : "–"), h.evidence ? el("span", { class: "evidence" }, h.evidence) : null),
+        el("td", { class: "why" }, h.reason || (h.state === "healthy" ? "" : "–"), h.evidence ? el("span", { class: "evidence" }, h.evidence) : null,
+          lastProbe(h) ? el("span", { class: "evidence" }, lastProbe(h)) : null),
         el("td", { class: "num" }, String(h.in_flight || 0)),
         el("td", { class: "num" }, rate(prev ? delta(att, pAtt) : null)),
         el("td", { class: "num" + (fps > 0 ? " bad-text" : "") }, rate(fps)),
+        el("td", { class: "num" + (hv !== "ok" && rec.attempts ? " warn-text" : ""), title: (h.verdict || {}).reason ||
+          (rec.failures || 0) + " of " + (rec.attempts || 0) + " attempts failed in the last " + Math.round(rec.seconds || 0) + " s, whoever they were attributed to" },
+          rec.attempts ? pct(rec.failures || 0, rec.attempts) : "–"),
+        el("td", { class: "num", title: "time to response headers, over the last ~10 s" }, seconds(p95)),
+        el("td", { class: "num", title: "response body bytes read from the host, per second; sent: " +
+          bytes(prev ? delta(h.bytes_sent || 0, prev.bytes_sent || 0) : null) + "/s" },
+          prev ? bytes(delta(h.bytes_received || 0, prev.bytes_received || 0)) + "/s" : "–"),
         el("td", { class: "num", title: "passive window: host-attributed failures / requests" },
           h.window_requests ? h.window_failures + " / " + h.window_requests : "–"),
         el("td", { class: "num" }, String(h.ejections || 0)),
@@ -386,6 +345,10 @@ function renderOps(st) {
       ["failed", String(w.failed)], ["dropped", String(w.dropped)],
       w.last_error ? ["last error", w.last_error] : null])));
   }
+  const edge = st.edge || {};
+  blocks.push(el("div", {}, el("h3", {}, "Edge (since start)"), dl([
+    ["denied (403)", String(edge.denied || 0)], ["rejected as malformed (400)", String(edge.rejected || 0)],
+    ["re-encoded raw bytes", String(edge.reencoded || 0)], ["dot segments resolved", String(edge.normalized || 0)]])));
   const al = st.access_log || {};
   blocks.push(el("div", {}, el("h3", {}, "Access log"), al.enabled ?
     dl([["written", String(al.written)], ["dropped", String(al.dropped)], ["write errors", String(al.errors)]]) :
@@ -396,7 +359,9 @@ function renderOps(st) {
 // ---- polling --------------------------------------------------------------
 
 function render(st) {
-  const list = problems(st);
+  // Worst first (a stable sort keeps the order within a level): the
+  // headline names the first.
+  const list = problems(st).sort((a, b) => levelRank[a.level] - levelRank[b.level]);
   renderHeader(st, list);
   renderProblems(st, list);
   renderSummary(st);
@@ -431,14 +396,15 @@ async function poll() {
     const resp = await fetch("api/status", { cache: "no-store", headers: { Accept: "application/json" } });
     if (!resp.ok) throw new Error("HTTP " + resp.status);
     const st = await resp.json();
-    const last = history[history.length - 1];
+    const last = snaps[snaps.length - 1];
     // A restarted process starts its counters again: forget the old ones.
-    if (last && last.st.started !== st.started) history.length = 0;
-    history.push({ t: Date.now(), st });
-    while (history.length > WINDOW) history.shift();
+    if (last && last.st.started !== st.started) snaps.length = 0;
+    snaps.push({ t: Date.now(), st });
+    while (snaps.length > WINDOW) snaps.shift();
     lastOK = Date.now();
     failing = null;
     render(st);
+    await pollDemo();
   } catch (err) {
     failing = err && err.message ? err.message : String(err);
   }
@@ -446,4 +412,5 @@ async function poll() {
   setTimeout(poll, POLL_MS);
 }
 
+initToken();
 poll();
