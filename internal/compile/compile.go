@@ -55,6 +55,12 @@ type Env struct {
 	// OnShared receives the shared rate-limit store's reachability
 	// changes; nil drops them.
 	OnShared func(ratelimit.SharedEvent)
+	// Instance identifies the running sturdy in X-Sturdy-Hops (loop
+	// detection); "" turns loop detection off.
+	Instance string
+	// Local hears of sturdy's own resource exhaustion on the request
+	// path; nil drops it.
+	Local proxy.LocalErrors
 	// ACME supplies the certificates of listeners with tls.acme and
 	// answers HTTP-01 challenges; nil gets a private, never-run manager
 	// when the config has an acme section (for check).
@@ -178,8 +184,20 @@ func Compile(cfg *config.Config, prev *Runtime, env Env) (*Runtime, error) {
 		Edge:         edge.New(cfg.Edge.NonASCII == config.NonASCIIReject, deny, trusted, env.Edge),
 		Access:       env.Access,
 		AccessFormat: format,
+		Untrusted:    canonical(cfg.Edge.UntrustedHeaders),
+		Instance:     env.Instance,
+		Local:        env.Local,
 	}
 	return rt, nil
+}
+
+// canonical returns header names in canonical form.
+func canonical(names []string) []string {
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = textproto.CanonicalMIMEHeaderKey(n)
+	}
+	return out
 }
 
 // Close releases the upstream clients of a runtime that will not serve

@@ -19,20 +19,24 @@ func (c *compiler) route(i int) *proxy.Route {
 		prev = c.prev.routeBy[rc.Name]
 	}
 	r := &proxy.Route{
-		Name:         rc.Name,
-		MaxBodyBytes: int64(rc.MaxBodyBytes),
-		Total:        rc.Timeouts.Total.D(),
-		Tries:        rc.Retry.Tries,
-		RetryBudget:  float64(rc.Retry.Budget),
-		MinRetries:   rc.Retry.MinRetries,
-		BufferBody:   int64(rc.Retry.BufferBody),
-		RouteBit:     1 << (uint64(i) & 63),
-		Monitor:      c.env.Monitor,
-		ShedClients:  c.cfg.Attribution.ShedClients,
-		MaxInFlight:  int64(rc.Limits.MaxInFlight),
-		Sorry:        c.sorry(i, rc),
-		ClientCert:   certs.RequirementOf(rc),
-		Agg:          c.env.Agg,
+		Name:                rc.Name,
+		MaxBodyBytes:        int64(rc.MaxBodyBytes),
+		Total:               rc.Timeouts.Total.D(),
+		Tries:               rc.Retry.Tries,
+		RetryBudget:         float64(rc.Retry.Budget),
+		MinRetries:          rc.Retry.MinRetries,
+		BufferBody:          int64(rc.Retry.BufferBody),
+		BufferRequest:       int64(rc.BufferRequestBody),
+		BodyTimeout:         rc.Timeouts.ClientBody.D(),
+		SendTimeout:         rc.Timeouts.ClientSend.D(),
+		AllowEncodedSlashes: rc.AllowEncodedSlashes,
+		RouteBit:            1 << (uint64(i) & 63),
+		Monitor:             c.env.Monitor,
+		ShedClients:         c.cfg.Attribution.ShedClients,
+		MaxInFlight:         int64(rc.Limits.MaxInFlight),
+		Sorry:               c.sorry(i, rc),
+		ClientCert:          certs.RequirementOf(rc),
+		Agg:                 c.env.Agg,
 	}
 	// A route's counters and its attribution tracker live as long as its
 	// name, across reloads: counters only go up, a degraded route stays so.

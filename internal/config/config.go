@@ -169,6 +169,15 @@ type Route struct {
 	// MaxBodyBytes bounds the request body; larger bodies get 413.
 	// Default 10MiB; 0 after defaulting is impossible, use a large value to lift it.
 	MaxBodyBytes Size `yaml:"max_body_bytes"`
+	// BufferRequestBody is the largest request body read whole before a
+	// backend is chosen, so that a body that breaks is answered 400 and
+	// no backend ever gets half a request; larger bodies stream (faults.go).
+	// Default 64KiB; 0 streams every body.
+	BufferRequestBody Size `yaml:"buffer_request_body"`
+	// AllowEncodedSlashes lets paths with %2F or %5C through, routed on
+	// the decoded path and forwarded as sent (GitLab, npm scopes, RabbitMQ
+	// vhosts). Default false: such paths get 400 (faults.go).
+	AllowEncodedSlashes bool `yaml:"allow_encoded_slashes"`
 	// Retry is the route's retry policy.
 	Retry Retry `yaml:"retry"`
 	// Fallback is where requests go while the route's pool is empty.
@@ -216,6 +225,14 @@ type Timeouts struct {
 	// Total bounds the whole exchange including the response body. Default 0:
 	// no limit, so that long downloads and event streams are not cut.
 	Total Duration `yaml:"total"`
+	// ClientBody bounds the wait between two reads of the request body
+	// (nginx client_body_timeout): a client that stops sending is cut, a
+	// slow one is not. Default 30s; 0s means no limit.
+	ClientBody Duration `yaml:"client_body"`
+	// ClientSend bounds the wait between two writes of the response to the
+	// client (nginx send_timeout): a client that stops reading is cut and
+	// the backend's connection released. Default 30s; 0s means no limit.
+	ClientSend Duration `yaml:"client_send"`
 }
 
 // Pool is a group of interchangeable backend hosts.

@@ -78,6 +78,11 @@ type Edge struct {
 	// DenyFile names a file with one CIDR or address per line (# comments);
 	// it is re-read on reload.
 	DenyFile string `yaml:"deny_file"`
+	// UntrustedHeaders are dropped from requests of peers that are not
+	// trusted proxies: identity and URL fields frameworks believe.
+	// Default: DefaultUntrustedHeaders. A list given here replaces it;
+	// [] drops none (faults.go).
+	UntrustedHeaders []string `yaml:"untrusted_headers"`
 }
 
 // DNS settings for pools whose hosts are names.

@@ -86,6 +86,7 @@ func (c *Config) setDefaults() {
 	c.setStaticDefaults()
 	c.setRoutingDefaults()
 	c.setProtocolDefaults()
+	c.setFaultDefaults()
 	if c.Admin.Listen == "" {
 		c.Admin.Listen = DefaultAdminListen
 	}
@@ -205,6 +206,7 @@ func (c *Config) validate() ErrorList {
 	v.static()
 	v.routing(pools)
 	v.protocols()
+	v.faults()
 	return v.errs
 }
 

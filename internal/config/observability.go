@@ -47,6 +47,7 @@ func EventTypes() []string {
 		event.CertObtained, event.CertRenewed, event.CertFailed, event.CertRevoked,
 		event.SharedLimitsDown, event.SharedLimitsUp,
 		event.DNSFailed, event.DNSRecovered,
+		event.ResourceExhausted, event.ResourceRecovered,
 	}
 }
 

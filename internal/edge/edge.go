@@ -12,18 +12,7 @@ import (
 	"net/http"
 	"net/netip"
 	"strings"
-	"sync/atomic"
 )
-
-// Counters count edge decisions since start; they survive reloads.
-type Counters struct {
-	Denied      atomic.Uint64 // 403 by the deny list
-	Rejected    atomic.Uint64 // 400 for a malformed target
-	Reencoded   atomic.Uint64 // raw non-ASCII bytes percent-encoded
-	Normalized  atomic.Uint64 // dot segments resolved
-	TooLarge    atomic.Uint64 // 413 (counted by the proxy)
-	HeaderLarge atomic.Uint64 // 431 (counted by net/http; kept for the view)
-}
 
 // Edge is one config's edge rules. It is immutable.
 type Edge struct {
@@ -43,41 +32,48 @@ func New(rejectNonASCII bool, deny, trusted []netip.Prefix, c *Counters) *Edge {
 }
 
 // Check inspects r and may rewrite its URL. It returns 0 when the request
-// may go on, or the status and a reason for the client.
-func (e *Edge) Check(r *http.Request) (int, string) {
+// may go on, or the status and a reason for the client. slashes reports
+// that the path holds an encoded slash or backslash (%2F, %5C): the
+// request was routed on the decoded form, and only a route that allows
+// encoded slashes may take it (see EncodedSlashes).
+func (e *Edge) Check(r *http.Request) (status int, why string, slashes bool) {
 	if len(e.deny) > 0 {
 		if ip, ok := ClientIP(r, e.trusted); ok && contains(e.deny, ip) {
-			e.C.Denied.Add(1)
-			return http.StatusForbidden, "requests from this address are refused"
+			e.C.Add(Denied)
+			return http.StatusForbidden, "requests from this address are refused", false
 		}
 	}
 	if r.Method == http.MethodConnect || r.RequestURI == "*" {
-		return 0, ""
+		return 0, "", false
 	}
 	target := r.RequestURI
 	if clean(target) {
-		return 0, ""
+		return 0, "", false
 	}
-	status, why := e.fix(r, target)
-	if status != 0 {
-		e.C.Rejected.Add(1)
+	reason, why, slashes := e.fix(r, target)
+	if why != "" {
+		e.C.Add(reason)
+		return http.StatusBadRequest, why, false
 	}
-	return status, why
+	return 0, "", slashes
 }
 
 // clean reports whether a request target needs no closer look: only
-// printable ASCII, no percent sign, no dot segment. Most requests are.
+// printable ASCII, no percent sign or backslash in the path, no dot
+// segment. Most requests are. The query plays no part in routing and is
+// forwarded as received: only raw bytes outside printable ASCII make it
+// worth a look.
 func clean(t string) bool {
 	inQuery := false
 	for i := 0; i < len(t); i++ {
 		c := t[i]
 		switch {
-		case c <= 0x20 || c >= 0x7f || c == '%':
+		case c <= 0x20 || c >= 0x7f:
 			return false
 		case inQuery:
 		case c == '?':
 			inQuery = true
-		case c == '\\', c == '.' && i > 0 && t[i-1] == '/':
+		case c == '%', c == '\\', c == '.' && i > 0 && t[i-1] == '/':
 			return false
 		}
 	}
@@ -85,8 +81,8 @@ func clean(t string) bool {
 }
 
 // fix validates the target and rewrites r.URL to the form that is both
-// routed on and forwarded.
-func (e *Edge) fix(r *http.Request, target string) (int, string) {
+// routed on and forwarded. A refusal comes with its reason and a sentence.
+func (e *Edge) fix(r *http.Request, target string) (Reason, string, bool) {
 	// Absolute-form targets (proxies) carry scheme and host; the URL parser
 	// already took them apart, so work on path and query alone.
 	rawPath, rawQuery, hasQuery := strings.Cut(target, "?")
@@ -104,22 +100,24 @@ func (e *Edge) fix(r *http.Request, target string) (int, string) {
 	if i := strings.IndexByte(rawQuery, '#'); i >= 0 {
 		rawQuery = rawQuery[:i]
 	}
-	for _, part := range []string{rawPath, rawQuery} {
-		if status, why := checkBytes(part, e.reject); status != 0 {
-			return status, why
-		}
+	if reason, why := checkPath(rawPath, e.reject); why != "" {
+		return reason, why, false
+	}
+	if reason, why := checkQuery(rawQuery, e.reject); why != "" {
+		return reason, why, false
 	}
 	lower := strings.ToLower(rawPath)
+	slashes := strings.Contains(lower, "%2f") || strings.Contains(lower, "%5c")
 	switch {
-	case strings.Contains(lower, "%2f"), strings.Contains(lower, "%5c"), strings.Contains(rawPath, "\\"):
-		return http.StatusBadRequest, "encoded or back slashes in the path are ambiguous"
-	case strings.Contains(lower, "%00"), strings.Contains(rawQuery, "%00"):
-		return http.StatusBadRequest, "NUL (%00) in the request target"
+	case strings.Contains(rawPath, "\\"):
+		return RejectSlash, "a backslash in the path is ambiguous (some servers read it as a slash); percent-encode it as %5C", false
+	case strings.Contains(lower, "%00"):
+		return RejectNUL, "NUL (%00) in the request path", false
 	}
 	path, pre := reencode(rawPath)
 	query, qre := reencode(rawQuery)
 	if pre || qre {
-		e.C.Reencoded.Add(1)
+		e.C.Add(Reencoded)
 	}
 	// Resolve dot segments, plain or encoded (a "." is unreserved, so %2e
 	// is the same segment), so that /api/../admin is routed, and forwarded,
@@ -129,34 +127,74 @@ func (e *Edge) fix(r *http.Request, target string) (int, string) {
 	}
 	resolved := removeDotSegments(path)
 	if resolved != path {
-		e.C.Normalized.Add(1)
+		e.C.Add(Normalized)
+	}
+	if slashes {
+		// Routed on the decoded form, forwarded encoded: the two must not
+		// disagree about the path's segments. Encoded slashes that make a
+		// dot segment ("/a/..%2Fadmin") would be resolved one way here and
+		// maybe another by the backend.
+		if hasDotSegment(strings.ReplaceAll(slashDecoder.Replace(resolved), "\\", "/")) {
+			return RejectSlash, "encoded slashes that form dot segments (like ..%2F) are ambiguous", false
+		}
 	}
 	if resolved != rawPath {
 		decoded, err := unescape(resolved)
 		if err != nil {
-			return http.StatusBadRequest, "invalid percent-encoding in the path"
+			return RejectEscape, "invalid percent-encoding in the path", false
 		}
 		r.URL.Path, r.URL.RawPath = decoded, resolved
 	}
 	if hasQuery && qre {
 		r.URL.RawQuery = query
 	}
-	return 0, ""
+	return 0, "", slashes
 }
 
-// checkBytes rejects control bytes and broken percent-encodings, and raw
-// non-ASCII bytes in reject mode.
-func checkBytes(s string, rejectNonASCII bool) (int, string) {
+// slashDecoder decodes the encoded slashes alone.
+var slashDecoder = strings.NewReplacer("%2f", "/", "%2F", "/", "%5c", "\\", "%5C", "\\")
+
+// EncodedSlashes reports whether path (a URL's EscapedPath or RawPath)
+// holds %2F or %5C.
+func EncodedSlashes(path string) bool {
+	for i := 0; i+2 < len(path); i++ {
+		if path[i] == '%' && (path[i+1] == '2' && (path[i+2] == 'f' || path[i+2] == 'F') || path[i+1] == '5' && (path[i+2] == 'c' || path[i+2] == 'C')) {
+			return true
+		}
+	}
+	return false
+}
+
+// checkQuery refuses in the query only what no backend should get: raw
+// control bytes, and raw non-ASCII bytes in reject mode. Percent signs
+// pass as they came, stray or not, as nginx passes them: the query is not
+// routed on, and decoding it is the application's business.
+func checkQuery(s string, rejectNonASCII bool) (Reason, string) {
 	for i := 0; i < len(s); i++ {
 		c := s[i]
 		switch {
 		case c < 0x20 || c == 0x7f:
-			return http.StatusBadRequest, "control characters in the request target"
+			return RejectControl, "control characters in the request target"
 		case c >= 0x80 && rejectNonASCII:
-			return http.StatusBadRequest, "raw non-ASCII bytes in the request target; percent-encode them"
+			return RejectNonASCII, "raw non-ASCII bytes in the request target; percent-encode them"
+		}
+	}
+	return 0, ""
+}
+
+// checkPath rejects control bytes and broken percent-encodings in the
+// path, and raw non-ASCII bytes in reject mode.
+func checkPath(s string, rejectNonASCII bool) (Reason, string) {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c < 0x20 || c == 0x7f:
+			return RejectControl, "control characters in the request target"
+		case c >= 0x80 && rejectNonASCII:
+			return RejectNonASCII, "raw non-ASCII bytes in the request target; percent-encode them"
 		case c == '%':
 			if i+2 >= len(s) || !ishex(s[i+1]) || !ishex(s[i+2]) {
-				return http.StatusBadRequest, "invalid percent-encoding in the request target"
+				return RejectEscape, "invalid percent-encoding in the request path"
 			}
 		}
 	}

@@ -41,6 +41,11 @@ const (
 	CertRevoked      = "certificate_revoked"
 	SharedLimitsDown = "shared_limits_down" // the shared rate-limit store is unreachable; local buckets
 	SharedLimitsUp   = "shared_limits_up"
+	// ResourceExhausted: sturdy itself ran out of file descriptors,
+	// socket buffers, memory or local ports (never a backend's doing);
+	// ResourceRecovered: it has had none of those failures for a while.
+	ResourceExhausted = "resource_exhausted"
+	ResourceRecovered = "resource_recovered"
 )
 
 // Severity levels.

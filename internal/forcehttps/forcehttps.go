@@ -75,6 +75,10 @@ func (h *Redirector) Handle(w http.ResponseWriter, r *http.Request) bool {
 	return true
 }
 
+// Status is the redirect's status code, for the counts of answers given
+// before any route.
+func (h *Redirector) Status() int { return h.status }
+
 // HSTSHeader is the header name, in canonical form.
 const HSTSHeader = "Strict-Transport-Security"
 

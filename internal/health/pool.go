@@ -262,6 +262,9 @@ func (p *Pool) Record(h *Host, c outcome.Class, r *Request, now time.Time) {
 	switch {
 	case c == outcome.OK:
 		p.success(h, r, now)
+	case c.NotHosts():
+		// The client's doing or sturdy's own: counted, never evidence.
+		h.attempts[c].Add(1)
 	case !c.Sent():
 		p.connectFailed(h, c, now)
 	default:

@@ -40,6 +40,14 @@ const (
 	// REFUSED_STREAM (RFC 9113 section 8.7). Nothing was sent, as far as
 	// the backend's application is concerned: safe to retry.
 	StreamRefused
+	// ClientBodyError is an attempt abandoned because the client's own
+	// request body broke: bad chunking, a length that lies, a client that
+	// stopped sending. The client's fault, never the host's.
+	ClientBodyError
+	// LocalError is sturdy running out of its own resources while trying
+	// the host: file descriptors, socket buffers, memory, local ports.
+	// sturdy's fault, never the host's.
+	LocalError
 	NumClasses
 )
 
@@ -67,6 +75,8 @@ var names = [NumClasses]string{
 	BodyError:         "body_error",
 	ConnectError:      "connect_error",
 	StreamRefused:     "stream_refused",
+	ClientBodyError:   "client_body_error",
+	LocalError:        "local_error",
 }
 
 func (c Class) String() string {
@@ -82,14 +92,23 @@ func (c Class) String() string {
 // always safe to retry elsewhere.
 func (c Class) Sent() bool {
 	switch c {
-	case ConnectRefused, ConnectTimeout, DNSError, TLSError, ConnectError, StreamRefused:
+	case ConnectRefused, ConnectTimeout, DNSError, TLSError, ConnectError, StreamRefused, LocalError:
 		return false
 	}
 	return true
 }
 
-// Failure reports whether the class counts as a failed attempt.
-func (c Class) Failure() bool { return c != OK && c != ClientCancel }
+// Failure reports whether the class counts as a failed attempt of the
+// host's: not a success, and not caused by the client or by sturdy itself.
+func (c Class) Failure() bool { return c != OK && !c.NotHosts() }
+
+// NotHosts reports whether an attempt with this outcome says nothing about
+// the host: the client went away or broke its own request, or sturdy ran
+// out of its own resources. Such attempts are counted, never held against
+// the host, and never a reason to try another.
+func (c Class) NotHosts() bool {
+	return c == ClientCancel || c == ClientBodyError || c == LocalError
+}
 
 // ErrNotProcessed is wrapped by a client's error when the backend is
 // known not to have processed the request (an HTTP/2 GOAWAY or
@@ -104,6 +123,9 @@ func Classify(err error, clientGone bool) Class {
 	}
 	if errors.Is(err, ErrNotProcessed) {
 		return StreamRefused
+	}
+	if IsLocalExhaustion(err) {
+		return LocalError
 	}
 	var dnsErr *net.DNSError
 	if errors.As(err, &dnsErr) {
@@ -141,6 +163,44 @@ func Classify(err error, clientGone bool) Class {
 		return EOFBeforeResponse
 	}
 	return BadResponse
+}
+
+// IsLocalExhaustion reports whether err is sturdy's own machine running out
+// of something: file descriptors (EMFILE, ENFILE), socket buffers
+// (ENOBUFS), kernel memory (ENOMEM) or local ports for outgoing
+// connections (EADDRNOTAVAIL). No backend can cause these.
+func IsLocalExhaustion(err error) bool {
+	return LocalResource(err) != ""
+}
+
+// LocalResource names the resource err says sturdy ran out of
+// ("file_descriptors", "socket_buffers", "memory", "local_ports"), or ""
+// when err is not local exhaustion. The names are a fixed set, fit for
+// metric labels.
+func LocalResource(err error) string {
+	if err == nil {
+		return ""
+	}
+	var errno syscall.Errno
+	if !errors.As(err, &errno) {
+		return ""
+	}
+	switch errno {
+	case syscall.EMFILE, syscall.ENFILE:
+		return "file_descriptors"
+	case syscall.ENOBUFS:
+		return "socket_buffers"
+	case syscall.ENOMEM:
+		return "memory"
+	case syscall.EADDRNOTAVAIL:
+		return "local_ports"
+	}
+	return ""
+}
+
+// LocalResources lists every name LocalResource returns.
+func LocalResources() []string {
+	return []string{"file_descriptors", "socket_buffers", "memory", "local_ports"}
 }
 
 func isTLS(err error) bool {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"syscall"
 	"testing"
 	"time"
@@ -37,6 +38,12 @@ var classCases = []struct {
 	{"client left", context.Canceled, true, ClientCancel},
 	{"not processed", fmt.Errorf("http2 GOAWAY: %w", ErrNotProcessed), false, StreamRefused},
 	{"not processed, client left", fmt.Errorf("%w", ErrNotProcessed), true, ClientCancel},
+	// sturdy's own limits, whichever step hit them, are never the host's.
+	{"emfile on dial", &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("socket", syscall.EMFILE)}, false, LocalError},
+	{"enfile on dial", &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("socket", syscall.ENFILE)}, false, LocalError},
+	{"enobufs on write", fmt.Errorf("write: %w", &net.OpError{Op: "write", Err: os.NewSyscallError("write", syscall.ENOBUFS)}), false, LocalError},
+	{"enomem", &net.OpError{Op: "dial", Err: syscall.ENOMEM}, false, LocalError},
+	{"no local port", &net.OpError{Op: "dial", Err: os.NewSyscallError("connect", syscall.EADDRNOTAVAIL)}, false, LocalError},
 }
 
 func TestClassify(t *testing.T) {
@@ -49,7 +56,7 @@ func TestClassify(t *testing.T) {
 
 func TestSentAndFailure(t *testing.T) {
 	for _, c := range All() {
-		notSent := c == ConnectRefused || c == ConnectTimeout || c == DNSError || c == TLSError || c == ConnectError || c == StreamRefused
+		notSent := c == ConnectRefused || c == ConnectTimeout || c == DNSError || c == TLSError || c == ConnectError || c == StreamRefused || c == LocalError
 		if c.Sent() == notSent {
 			t.Errorf("%s: Sent() = %v", c, c.Sent())
 		}
@@ -57,8 +64,13 @@ func TestSentAndFailure(t *testing.T) {
 			t.Errorf("class %d has no name", c)
 		}
 	}
-	if OK.Failure() || ClientCancel.Failure() || !Reset.Failure() {
+	if OK.Failure() || ClientCancel.Failure() || ClientBodyError.Failure() || LocalError.Failure() || !Reset.Failure() || !ConnectError.Failure() {
 		t.Error("Failure() wrong")
+	}
+	for _, c := range All() {
+		if c.NotHosts() != (c == ClientCancel || c == ClientBodyError || c == LocalError) {
+			t.Errorf("%s: NotHosts() = %v", c, c.NotHosts())
+		}
 	}
 }
 

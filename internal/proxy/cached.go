@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/sturdyproxy/sturdy/internal/access"
+	"github.com/sturdyproxy/sturdy/internal/edge"
 	"github.com/sturdyproxy/sturdy/internal/health"
 	"github.com/sturdyproxy/sturdy/internal/outcome"
 )
@@ -44,7 +45,7 @@ func (f *forwarder) serveCached() {
 		f.status = 499
 		return
 	}
-	f.class, f.sameTwice = fe.class, fe.sameTwice
+	f.class, f.sameTwice, f.fault, f.bodyErr = fe.class, fe.sameTwice, fe.fault, fe.bodyErr
 	if fe.fl == failNoHost {
 		if resp := rt.Cache.ServeStale(r, rt.CachePolicy, "no backend available"); resp != nil {
 			f.answered(AnswerStale)
@@ -89,6 +90,8 @@ type fetchError struct {
 	fl        failure
 	class     outcome.Class
 	sameTwice bool
+	fault     edge.Reason // with failClientBody
+	bodyErr   error
 }
 
 func (e *fetchError) Error() string { return "no response from the backends: " + e.class.String() }
@@ -113,7 +116,7 @@ func (c *cacheFetcher) fetch(r *http.Request) (*http.Response, error) {
 		clientKey: c.clientKey, clientBit: c.clientBit, admission: c.admission, admitted: c.admitted}
 	resp, host, fl := fw.fetch()
 	if resp == nil {
-		return nil, &fetchError{fl: fl, class: fw.class, sameTwice: fw.sameTwice}
+		return nil, &fetchError{fl: fl, class: fw.class, sameTwice: fw.sameTwice, fault: fw.fault, bodyErr: fw.bodyErr}
 	}
 	removeHopHeaders(resp.Header)
 	resp.Body = &releasingBody{ReadCloser: resp.Body, fw: fw, host: host}

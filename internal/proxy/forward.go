@@ -26,13 +26,14 @@ const maxTries = 10
 type failure uint8
 
 const (
-	failNone     failure = iota
-	failNoHost           // no host in rotation, nor one to panic-route to
-	failFull             // hosts in rotation, all at their connection limit
-	failUpstream         // attempts were made and failed (see class, sameTwice)
-	failTooLarge         // the request body exceeded the route's limit
-	failCancel           // the client went away
-	failBadBody          // the request body was shorter than declared
+	failNone       failure = iota
+	failNoHost             // no host in rotation, nor one to panic-route to
+	failFull               // hosts in rotation, all at their connection limit
+	failUpstream           // attempts were made and failed (see class, sameTwice)
+	failTooLarge           // the request body exceeded the route's limit
+	failCancel             // the client went away
+	failClientBody         // the client's request body broke (see fault)
+	failLocal              // sturdy ran out of its own resources (fds, memory, ports)
 )
 
 // forwarder carries one request through its attempts. It lives on the
@@ -49,6 +50,8 @@ type forwarder struct {
 
 	admission access.Admission // the access controls' verdict, when admitted is set
 	admitted  bool
+	conn      *Conn     // the client connection's state; nil on HTTP/2 and in tests
+	dl        deadliner // the client connection's deadlines; nil when unsupported
 
 	// What the route's features need; nil and zero on routes without
 	// them. Shared state lives in heap objects of its own, so that the
@@ -62,8 +65,10 @@ type forwarder struct {
 	vars    *subst.Vars    // template values, made on first use
 	times   *upstreamTimes // the last attempt's times, when the access log wants them
 
-	body     *replayBody // the request body when it cannot be replayed
-	buffered []byte      // the request body when it was read for replay
+	body     *clientBody // the request body when it streams (and cannot be replayed)
+	buffered []byte      // the request body when it was read whole first
+	fault    edge.Reason // what the client did wrong, with failClientBody
+	bodyErr  error       // the request body's read error, with failClientBody
 	tried    balance.Tried
 	url      *url.URL // the outbound URL; attempts change its Host
 	out      *http.Request
@@ -196,13 +201,29 @@ func (f *forwarder) exchange(p *health.Pool) (*http.Response, *health.Host, fail
 			}
 			f.settle(p, &hr)
 			return resp, host, failNone
+		case isBodyTooLarge(err):
+			f.settle(p, &hr)
+			return nil, nil, failTooLarge
 		case class == outcome.ClientCancel:
 			p.Record(host, class, &hr, f.now)
 			f.settle(p, &hr)
 			return nil, nil, failCancel
-		case isBodyTooLarge(err):
+		case class == outcome.ClientBodyError:
+			// The client's body broke mid-stream: the attempt is abandoned
+			// (the backend sees its connection closed) and is the client's.
+			p.Record(host, class, &hr, f.now)
 			f.settle(p, &hr)
-			return nil, nil, failTooLarge
+			f.fault, f.bodyErr = bodyFault(err), err
+			return nil, nil, failClientBody
+		case class == outcome.LocalError:
+			// sturdy's own limits: no backend is to blame, and another
+			// host would fail the same way.
+			p.Record(host, class, &hr, f.now)
+			f.settle(p, &hr)
+			if f.snap.Local != nil {
+				f.snap.Local.UpstreamFailed(err)
+			}
+			return nil, nil, failLocal
 		case !class.Sent():
 			p.Record(host, class, &hr, f.now)
 			if f.body != nil && f.body.started() {
@@ -266,9 +287,12 @@ func (f *forwarder) answer(fl failure) int {
 	}
 	switch fl {
 	case failTooLarge:
+		f.snap.Edge.C.Add(edge.RejectTooLarge)
 		return writeEdgeError(f.w, http.StatusRequestEntityTooLarge, rt.Name, "the request body is larger than this route allows")
-	case failBadBody:
-		return writeEdgeError(f.w, http.StatusBadRequest, rt.Name, "the request body ended before its declared length")
+	case failClientBody:
+		return f.answerFault()
+	case failLocal:
+		return writeBusy(f.w, rt.Name, "sturdy itself ran out of resources (file descriptors, memory or local ports) reaching the backends; no backend was marked down")
 	case failFull:
 		f.answered(AnswerShed)
 		return writeBusy(f.w, rt.Name, "every backend is at its connection limit")
@@ -376,6 +400,7 @@ func (f *forwarder) prepare() failure {
 		Host:          r.Host,
 		Trailer:       r.Trailer,
 	}
+	f.identity(out.Header)
 	if f.grpc != nil {
 		f.grpcOutbound(out.Header)
 	}
@@ -398,23 +423,60 @@ func (f *forwarder) prepare() failure {
 		mirror.Stats.Skipped.Add(1)
 		mirror = nil
 	}
-	switch {
-	case !hasBody:
+	if !hasBody {
 		out.ContentLength = 0
-	case mirrorBody || isIdempotent(r.Method) && r.ContentLength > 0 && r.ContentLength <= f.rt.BufferBody:
-		// Small enough to keep: the request can be replayed on another host.
-		buf := make([]byte, r.ContentLength)
-		if _, err := io.ReadFull(r.Body, buf); err != nil {
-			if isBodyTooLarge(err) {
-				return failTooLarge
-			}
-			return failBadBody
-		}
-		f.buffered = buf
-	default:
-		f.body = &replayBody{rc: r.Body}
-		out.Body = f.body
+		return f.prepared(&out, mirror)
 	}
+	cb := &clientBody{rc: r.Body}
+	if t := f.rt.BodyTimeout; t > 0 && f.dl != nil {
+		cb.dl, cb.idle.timeout = f.dl, t
+	}
+	if f.conn != nil {
+		cb.fc = f.conn.Framing
+	}
+	// Bodies up to the bound are read whole before any backend is chosen:
+	// one that breaks is the client's, and no backend ever gets half a
+	// request. An idempotent request's body is also kept for a replay.
+	limit := f.rt.BufferRequest
+	if isIdempotent(r.Method) && f.rt.BufferBody > limit {
+		limit = f.rt.BufferBody
+	}
+	if mirrorBody && mirror.MaxBody > limit {
+		limit = mirror.MaxBody
+	}
+	if limit > 0 && r.ContentLength <= limit && bufferable(r) {
+		buf, more, err := readBody(cb, r.ContentLength, limit)
+		switch {
+		case err != nil:
+			return f.bodyFailed(err)
+		case more:
+			// Larger than the bound: what was read leads, the rest streams.
+			f.body = cb
+			out.Body, out.ContentLength = &prefixBody{prefix: buf, rest: cb}, -1
+			if mirror != nil {
+				mirror.Stats.Skipped.Add(1)
+				mirror = nil
+			}
+		case len(buf) == 0:
+			out.ContentLength, out.Trailer = 0, nil
+		default:
+			f.buffered = buf
+			out.ContentLength = int64(len(buf))
+			if len(r.Trailer) > 0 {
+				out.ContentLength = -1 // chunked again, to carry the trailers
+			} else {
+				out.Trailer = nil
+			}
+		}
+	} else {
+		f.body = cb
+		out.Body = cb
+	}
+	return f.prepared(&out, mirror)
+}
+
+// prepared finishes the outbound request once its body is settled.
+func (f *forwarder) prepared(out *http.Request, mirror *Mirror) failure {
 	f.out = out.WithContext(f.ctx)
 	if f.times != nil {
 		f.out = f.times.traced(f.out)
@@ -465,6 +527,10 @@ func (f *forwarder) attempt(host *health.Host) (*http.Response, outcome.Class, e
 	}
 	if err != nil {
 		host.Release()
+		if f.body != nil && f.body.failed() && f.r.Context().Err() == nil {
+			// The attempt failed because the client's body did.
+			return nil, outcome.ClientBodyError, f.body.err
+		}
 		return nil, outcome.Classify(err, f.r.Context().Err() != nil || f.callerGone()), err
 	}
 	return resp, outcome.OK, nil
@@ -483,24 +549,18 @@ func (f *forwarder) bodySent(c outcome.Class) int64 {
 	return 0
 }
 
-// replayBody lets the request body be offered to a second host when the
-// first attempt failed before reading any of it. http.Transport closes the
-// body it is given even on failure, so Close is a no-op here; the server
-// closes the real body when the handler returns.
-type replayBody struct {
-	rc   io.ReadCloser
-	read int64
+// bodyFailed is a request body that broke while being read whole, before
+// any backend was asked.
+func (f *forwarder) bodyFailed(err error) failure {
+	switch {
+	case isBodyTooLarge(err):
+		return failTooLarge
+	case f.r.Context().Err() != nil:
+		return failCancel
+	}
+	f.fault, f.bodyErr = bodyFault(err), err
+	return failClientBody
 }
-
-func (b *replayBody) Read(p []byte) (int, error) {
-	n, err := b.rc.Read(p)
-	b.read += int64(n)
-	return n, err
-}
-
-func (b *replayBody) Close() error { return nil }
-
-func (b *replayBody) started() bool { return b.read > 0 }
 
 func isBodyTooLarge(err error) bool {
 	var e *http.MaxBytesError

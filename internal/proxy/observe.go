@@ -31,6 +31,9 @@ func (rt *Route) Prepare() {
 	}
 	rt.single = Backend{Pool: rt.Pool, Upstream: rt.Upstream, Fallback: rt.Fallback,
 		HashKind: rt.HashKind, HashName: rt.HashName, Host: rt.HostHeader, Weight: 1}
+	for r, n := range faultNotes {
+		rt.faultNotes[r] = "route " + rt.Name + ": " + n
+	}
 }
 
 // answered counts a request answered some other way than by a backend in

@@ -54,6 +54,19 @@ type Route struct {
 	// BufferBody is the largest idempotent request body read into memory so
 	// that it can be replayed.
 	BufferBody int64
+	// BufferRequest is the largest request body read whole before a
+	// backend is chosen (any method), so that a body that breaks is the
+	// client's and no backend gets half a request; larger bodies stream.
+	// 0 means bodies stream (except BufferBody's).
+	BufferRequest int64
+	// BodyTimeout bounds the wait for each read of the request body, and
+	// SendTimeout for each write of the response to the client: a client
+	// that stalls that long is cut, one that moves is never. 0 means no
+	// limit.
+	BodyTimeout, SendTimeout time.Duration
+	// AllowEncodedSlashes lets paths with %2F or %5C through (routed on
+	// the decoded form, forwarded as sent); otherwise they get 400.
+	AllowEncodedSlashes bool
 	// Tracker watches the route's failures (route attribution) and
 	// RouteBit is the route's sketch bit in this config. Monitor knows
 	// which clients are attributed. All required.
@@ -99,8 +112,9 @@ type Route struct {
 	// pages (routing.go).
 	Routing *Routing
 
-	notes  [numAnswers]string // set by Prepare
-	single Backend            // Pool and its companions as a backend, set by Prepare
+	notes      [numAnswers]string      // set by Prepare
+	faultNotes [edge.NumReasons]string // set by Prepare
+	single     Backend                 // Pool and its companions as a backend, set by Prepare
 }
 
 // Sorry is a route's sorry page.
@@ -128,6 +142,16 @@ type Snapshot struct {
 	// records hold; nil means the default JSON fields.
 	Access       *accesslog.Logger
 	AccessFormat *accesslog.Format
+	// Untrusted lists the header fields (canonical) dropped from requests
+	// of peers that are not trusted proxies: identity and URL fields that
+	// frameworks believe (X-Original-URL, True-Client-IP, ...).
+	Untrusted []string
+	// Instance identifies this sturdy process in X-Sturdy-Hops, so that a
+	// request that comes back through it is recognised (a loop); "" turns
+	// loop detection off.
+	Instance string
+	// Local hears of sturdy's own resource exhaustion; nil drops it.
+	Local LocalErrors
 }
 
 // Listener is what one listener answers before and through its routes.
@@ -156,13 +180,26 @@ type Handler struct {
 	// Upgrades, when set, tracks upgraded (WebSocket) connections for the
 	// server's shutdown.
 	Upgrades *Upgrades
+	// Port is the listener's port, sent as X-Forwarded-Port; "" means the
+	// port of the connection's local address.
+	Port string
 }
 
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w = grpcWrap(w, r) // sturdy's own answers to gRPC calls are gRPC (grpc.go)
 	snap := h.Current()
 	ln := snap.Listeners[h.Listener]
-	if status, why := snap.Edge.Check(r); status != 0 {
+	conn, ok := h.checkConn(w, r, snap)
+	if !ok {
+		return
+	}
+	status, why, slashes := snap.Edge.Check(r)
+	if status == 0 && snap.Instance != "" && isLoop(r.Header, snap.Instance) {
+		snap.Edge.C.Add(edge.RejectLoop)
+		status, why = http.StatusLoopDetected, "this request has come through this sturdy "+strconv.Itoa(maxSelfPasses)+" times already; a pool probably points back at one of its own listeners"
+	}
+	if status != 0 {
+		snap.Edge.C.Answered(status)
 		writeText(w, status, strconv.Itoa(status)+" "+http.StatusText(status)+": "+why+".\n")
 		return
 	}
@@ -170,19 +207,26 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if ln.Redirect != nil && ln.Redirect.Handle(w, r) {
+		snap.Edge.C.Answered(ln.Redirect.Status())
 		return
 	}
 	if ln.HSTS != nil {
 		w.Header()["Strict-Transport-Security"] = ln.HSTS
 	}
-	e, ok := ln.Table.MatchRequest(r)
-	if !ok {
-		writeNoRoute(w)
+	e, found := ln.Table.MatchRequest(r)
+	if !found {
+		snap.Edge.C.Answered(writeNoRoute(w))
 		return
 	}
 	rt := e.Value
+	if slashes && !rt.AllowEncodedSlashes {
+		snap.Edge.C.Add(edge.RejectSlash)
+		rt.Stats.observe(writeEdgeError(w, http.StatusBadRequest, rt.Name, "encoded slashes (%2F, %5C) in the path are ambiguous, and this route does not allow them (allow_encoded_slashes)"), 0, time.Now().UnixNano(), false)
+		return
+	}
 	start := time.Now()
-	fw := forwarder{h: h, snap: snap, rt: rt, w: w, r: r, now: start}
+	fw := forwarder{h: h, snap: snap, rt: rt, w: w, r: r, now: start, conn: conn}
+	fw.dl, _ = w.(deadliner)
 	if snap.Access != nil && snap.AccessFormat.WantsUpstreamTimes() {
 		fw.times = new(upstreamTimes)
 	}
@@ -210,6 +254,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if rt.MaxBodyBytes > 0 && r.Body != nil && r.Body != http.NoBody {
 		if r.ContentLength > rt.MaxBodyBytes {
+			snap.Edge.C.Add(edge.RejectTooLarge)
 			fw.status = writeEdgeError(fw.w, http.StatusRequestEntityTooLarge, rt.Name, "the request body is larger than this route allows")
 			return
 		}

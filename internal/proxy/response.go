@@ -1,12 +1,16 @@
 package proxy
 
 import (
+	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"os"
 	"strings"
 	"sync"
 
+	"github.com/sturdyproxy/sturdy/internal/edge"
 	"github.com/sturdyproxy/sturdy/internal/health"
 	"github.com/sturdyproxy/sturdy/internal/outcome"
 )
@@ -65,20 +69,34 @@ func (f *forwarder) stream(resp *http.Response, pool *health.Pool, host *health.
 		return resp.StatusCode
 	}
 	flush := resp.ContentLength == -1 || isEventStream(resp.Header)
-	n, err := copyBody(w, resp.Body, flush)
+	sink := clientSink{w: w}
+	if t := f.rt.SendTimeout; t > 0 && f.dl != nil {
+		sink.dl, sink.idle.timeout, sink.conn = f.dl, t, f.conn
+	}
+	n, err := copyBody(&sink, resp.Body, flush)
 	f.bytes = n
 	if err != nil {
 		if err == errUpstreamBody {
-			// A late failure: counted against nobody, but counted.
+			// A late failure: counted against nobody, but counted. A
+			// request body that broke meanwhile is the client's.
 			if host != nil {
-				pool.Record(host, outcome.BodyError, nil, f.now)
+				class := outcome.BodyError
+				if f.body != nil && f.body.failed() {
+					class = outcome.ClientBodyError
+				}
+				pool.Record(host, class, nil, f.now)
 			}
 			f.status = http.StatusBadGateway
 			// Headers are gone already; abort so the client sees a broken
 			// response, not a short one that looks complete.
 			panic(http.ErrAbortHandler)
 		}
-		return 499 // the client went away
+		if isTimeout(err) {
+			// The client stopped reading: cut, and the backend's
+			// connection released at once (resp.Body.Close, above).
+			f.countFault(edge.FaultSendTimeout)
+		}
+		return 499 // the client went away, or stalled
 	}
 	if len(resp.Trailer) > 0 {
 		for k, vv := range resp.Trailer {
@@ -112,10 +130,32 @@ const spliceMin = 16 << 10
 
 var errUpstreamBody = fmt.Errorf("upstream body read failed")
 
+// clientSink is the client's side of a streamed response: each write is
+// bounded by the route's send timeout, armed before it, so that a client
+// that stops reading is cut while one that reads slowly is not.
+type clientSink struct {
+	w    http.ResponseWriter
+	dl   deadliner // nil: no timeout
+	idle idleDeadline
+	conn *Conn // told that a deadline is armed; nil on HTTP/2
+}
+
+func (s *clientSink) Write(p []byte) (int, error) {
+	if s.dl != nil {
+		if t := s.idle.due(); !t.IsZero() {
+			s.dl.SetWriteDeadline(t)
+			if s.conn != nil {
+				s.conn.writeArmed = true
+			}
+		}
+	}
+	return s.w.Write(p)
+}
+
 // copyBody copies the upstream body to the client and returns the bytes
 // written. It reports errUpstreamBody when reading from upstream failed and
 // the client's write error when writing failed.
-func copyBody(w http.ResponseWriter, src io.Reader, flush bool) (int64, error) {
+func copyBody(w *clientSink, src io.Reader, flush bool) (int64, error) {
 	if s, ok := src.(splicer); ok && !flush {
 		if n, rerr, werr, ok := s.SpliceTo(w, spliceMin); ok {
 			if rerr != nil {
@@ -129,7 +169,7 @@ func copyBody(w http.ResponseWriter, src io.Reader, flush bool) (int64, error) {
 	buf := *bp
 	var rc *http.ResponseController
 	if flush {
-		rc = http.NewResponseController(w)
+		rc = http.NewResponseController(w.w)
 	}
 	var total int64
 	for {
@@ -153,6 +193,11 @@ func copyBody(w http.ResponseWriter, src io.Reader, flush bool) (int64, error) {
 			return total, errUpstreamBody
 		}
 	}
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.Is(err, os.ErrDeadlineExceeded) || errors.As(err, &ne) && ne.Timeout()
 }
 
 // statusWriter remembers the status and the body bytes written by an

@@ -15,6 +15,7 @@ import (
 
 	"github.com/sturdyproxy/sturdy/internal/certs"
 	"github.com/sturdyproxy/sturdy/internal/config"
+	"github.com/sturdyproxy/sturdy/internal/framing"
 	"github.com/sturdyproxy/sturdy/internal/proxy"
 )
 
@@ -47,6 +48,11 @@ type serving struct {
 func (sv *serving) Accept() (net.Conn, error) {
 	select {
 	case c := <-sv.conns:
+		if sv.cfg.TLS == nil {
+			// Plain HTTP: follow the requests' framing, so that an
+			// ambiguous one is refused (see internal/framing).
+			return framing.Wrap(c), nil
+		}
 		return c, nil
 	case <-sv.done:
 		return nil, net.ErrClosed
@@ -116,7 +122,8 @@ func (s *Server) newServing(lc config.Listener, addr net.Addr, h3port int) *serv
 	lc.Listen = addr.String() // the bound address, for port 0
 	sv := &serving{cfg: lc, conns: make(chan net.Conn), done: make(chan struct{})}
 	sv.srv = &http.Server{
-		Handler:           &proxy.Handler{Listener: lc.Name, TLS: lc.TLS != nil, Current: s.snapshot, Upgrades: s.upgrades},
+		Handler:           &proxy.Handler{Listener: lc.Name, TLS: lc.TLS != nil, Current: s.snapshot, Upgrades: s.upgrades, Port: portOf(addr)},
+		ConnContext:       proxy.ConnContext,
 		ReadHeaderTimeout: lc.ReadHeaderTimeout.D(),
 		IdleTimeout:       lc.IdleTimeout.D(),
 		MaxHeaderBytes:    int(lc.MaxHeaderBytes),
@@ -143,7 +150,9 @@ func (s *Server) newServing(lc config.Listener, addr net.Addr, h3port int) *serv
 				return nil, fmt.Errorf("listener %s is no longer a TLS listener", name)
 			},
 		}
-		sv.srv.ConnContext = certs.ConnContext
+		sv.srv.ConnContext = func(ctx context.Context, c net.Conn) context.Context {
+			return proxy.ConnContext(certs.ConnContext(ctx, c), c)
+		}
 	}
 	return sv
 }
@@ -189,7 +198,9 @@ func (s *Server) acceptLoop(l *listener) {
 			// Out of file descriptors and the like: sturdy's own trouble,
 			// never a backend's. Back off as net/http does.
 			l.acceptErrors.Add(1)
-			s.agg.Add("accept errors on listener " + l.cfg.Name + " (" + errnoName(err) + ")")
+			if !s.local.AcceptFailed(err) { // which logs its own aggregated line
+				s.agg.Add("accept errors on listener " + l.cfg.Name + " (" + errnoName(err) + ")")
+			}
 			pause = min(max(2*pause, 5*time.Millisecond), time.Second)
 			time.Sleep(pause)
 			continue
@@ -256,6 +267,14 @@ func (s *Server) retire(l *listener, grace time.Duration) {
 			return nil
 		})
 	}
+}
+
+// portOf is the port of a listening address.
+func portOf(a net.Addr) string {
+	if _, p, err := net.SplitHostPort(a.String()); err == nil {
+		return p
+	}
+	return ""
 }
 
 // errnoName is a short, bounded name for an accept error, for the

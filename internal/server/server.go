@@ -23,6 +23,7 @@ import (
 	"github.com/sturdyproxy/sturdy/internal/config"
 	"github.com/sturdyproxy/sturdy/internal/edge"
 	"github.com/sturdyproxy/sturdy/internal/event"
+	"github.com/sturdyproxy/sturdy/internal/exhaust"
 	"github.com/sturdyproxy/sturdy/internal/health"
 	"github.com/sturdyproxy/sturdy/internal/logagg"
 	"github.com/sturdyproxy/sturdy/internal/proxy"
@@ -44,12 +45,16 @@ type Server struct {
 	monitor *health.Monitor
 	cache   *cache.Cache // shared by every route that opts in
 	edge    *edge.Counters
-	agg     *logagg.Aggregator
-	alerts  *alert.Dispatcher
-	access  *accesslog.Logger // nil when off
-	dns     *resolve.Resolver
-	acme    *acme.Manager // nil without an acme section
-	group   *supervise.Group
+	local   *exhaust.Tracker // sturdy's own resource exhaustion
+	// instance marks requests that pass through this process (loops).
+	instance  string
+	fileLimit atomic.Uint64 // the soft file-descriptor limit, once raised
+	agg       *logagg.Aggregator
+	alerts    *alert.Dispatcher
+	access    *accesslog.Logger // nil when off
+	dns       *resolve.Resolver
+	acme      *acme.Manager // nil without an acme section
+	group     *supervise.Group
 	// upgrades tracks WebSockets and other upgraded connections, which
 	// net/http's Shutdown does not wait for.
 	upgrades *proxy.Upgrades
@@ -121,6 +126,7 @@ func New(cfg *config.Config, log *slog.Logger, opts ...Option) (*Server, error) 
 		log: log, listeners: map[string]*listener{}, bus: bus,
 		cache:    newCache(cfg.Cache, bus),
 		edge:     new(edge.Counters),
+		instance: newInstance(),
 		agg:      logagg.New(log, logagg.Options{Interval: cfg.Log.AggregateInterval.D()}),
 		access:   access,
 		dns:      resolve.New(o.lookup, cfg.DNS.Refresh.D(), cfg.DNS.Timeout.D(), bus),
@@ -131,6 +137,7 @@ func New(cfg *config.Config, log *slog.Logger, opts ...Option) (*Server, error) 
 		started:  time.Now(),
 		demo:     o.demo,
 	}
+	s.local = exhaust.New(exhaust.Options{Agg: s.agg, Bus: bus})
 	s.monitor = health.NewMonitor(health.Options{
 		Bus:      bus,
 		Dial:     s.dns.DialContext,
@@ -159,7 +166,8 @@ func New(cfg *config.Config, log *slog.Logger, opts ...Option) (*Server, error) 
 
 // env is what every compile of this server builds on.
 func (s *Server) env() compile.Env {
-	return compile.Env{Monitor: s.monitor, Cache: s.cache, Agg: s.agg, Access: s.access, Edge: s.edge, Dial: s.dns.DialContext, ACME: s.acme, OnShared: s.sharedLimitsEvent}
+	return compile.Env{Monitor: s.monitor, Cache: s.cache, Agg: s.agg, Access: s.access, Edge: s.edge, Dial: s.dns.DialContext, ACME: s.acme, OnShared: s.sharedLimitsEvent,
+		Instance: s.instance, Local: s.local}
 }
 
 func (s *Server) snapshot() *proxy.Snapshot { return s.cur.Load().Proxy }
@@ -221,6 +229,7 @@ func (s *Server) Start() error {
 	defer s.mu.Unlock()
 	rt := s.cur.Load()
 	cfg := rt.Config
+	s.raiseFileLimit()
 	s.group.Start(context.Background())
 	for _, lc := range rt.Listeners {
 		l, err := s.bind(lc.Listener)
@@ -244,6 +253,7 @@ func (s *Server) Start() error {
 	s.group.Go("log aggregator", s.agg.Run)
 	s.group.Go("webhooks", s.alerts.Run)
 	s.group.Go("access log", s.access.Run)
+	s.group.Go("resource exhaustion", s.local.Run)
 	if s.acme != nil {
 		s.acme.SetNames(rt.ACMENames())
 		s.group.Go("acme", s.acme.Run)

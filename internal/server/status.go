@@ -95,10 +95,14 @@ func (s *Server) Status() view.Status {
 	for _, n := range s.dns.Names() {
 		st.DNS = append(st.DNS, view.DNSName{Name: n.Name, Addresses: n.Addresses, Failing: n.Failing, Failures: n.Failures, LastOK: n.LastOK, LastError: n.LastError})
 	}
-	e := s.edge
-	st.Edge = view.Edge{Denied: e.Denied.Load(), Rejected: e.Rejected.Load(), Reencoded: e.Reencoded.Load(), Normalized: e.Normalized.Load()}
+	st.Edge = edgeView(s.edge)
 	view.Judge(&st)
 	st.NotReady = notReady(cfg.Admin.ReadyRoutes, st.Routes)
+	var localReason string
+	st.Local, localReason = s.localView(now)
+	if localReason != "" {
+		st.NotReady = append(st.NotReady, localReason)
+	}
 	if st.Draining {
 		st.NotReady = append([]string{"shutting down: draining in-flight requests"}, st.NotReady...)
 	}

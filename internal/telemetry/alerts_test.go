@@ -45,6 +45,8 @@ func emitted(t *testing.T) map[string]bool {
 		ConnLimits: []view.ConnLimit{{Route: "site", Zone: "c", Key: "client_ip"}},
 		Auth:       []view.Auth{{Route: "site", Kind: "basic", Results: map[string]uint64{"ok": 1}}},
 	}
+	st.Edge = view.Edge{Requests: map[string]uint64{"4xx": 1}, Decisions: map[string]map[string]uint64{"client_fault": {"malformed_body": 1}}}
+	st.Local = view.Local{Failures: map[string]map[string]uint64{"upstream": {"file_descriptors": 1}}, AcceptErrors: map[string]uint64{"web": 1}}
 	reg := prometheus.NewPedanticRegistry()
 	reg.MustRegister(NewCollector(func() view.Status { return st }))
 	mfs, err := reg.Gather()

@@ -65,6 +65,36 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	}
 	c.attribution(e, &st)
 	c.sinks(e, &st)
+	c.edge(e, &st)
+}
+
+// edge emits what was decided without a backend, and sturdy's own
+// exhaustion. Every label comes from a fixed list (see internal/edge and
+// internal/exhaust) or the config.
+func (c *Collector) edge(e emitter, st *view.Status) {
+	d := c.d
+	for _, class := range sortedKeys(st.Edge.Requests) {
+		if class == "other" {
+			continue // nothing answers outside 1xx..5xx before a route
+		}
+		e.counter(d.requests, float64(st.Edge.Requests[class]), view.EdgeRoute, class)
+	}
+	for _, kind := range sortedKeys(st.Edge.Decisions) {
+		m := st.Edge.Decisions[kind]
+		for _, reason := range sortedKeys(m) {
+			e.counter(d.edgeDecisions, float64(m[reason]), kind, reason)
+		}
+	}
+	for _, op := range sortedKeys(st.Local.Failures) {
+		m := st.Local.Failures[op]
+		for _, res := range sortedKeys(m) {
+			e.counter(d.localErrors, float64(m[res]), op, res)
+		}
+	}
+	e.gauge(d.localExhausted, b2f(st.Local.Exhausted))
+	for _, name := range sortedKeys(st.Local.AcceptErrors) {
+		e.counter(d.acceptErrors, float64(st.Local.AcceptErrors[name]), name)
+	}
 }
 
 func (c *Collector) process(e emitter, st *view.Status) {

@@ -35,6 +35,7 @@ type descs struct {
 	panics, certExpiry, edge                                         *prometheus.Desc
 	rateDecisions, rateKeys, rateSize, rateEvicted, rateSharedUp     *prometheus.Desc
 	connDecisions, authResults                                       *prometheus.Desc
+	edgeDecisions, localErrors, localExhausted, acceptErrors         *prometheus.Desc
 }
 
 func newDescs() *descs {
@@ -93,18 +94,22 @@ func newDescs() *descs {
 		whRetries: d("webhook_retries_total", "Delivery attempts after the first.", "webhook"),
 		whQueue:   d("webhook_queue_length", "Events waiting to be sent.", "webhook"),
 
-		accessRecords: d("access_log_records_total", "Access log records by result (written, dropped because the writer fell behind).", "result"),
-		accessErrors:  d("access_log_write_errors_total", "Access log write errors."),
-		certExpiry:    d("tls_certificate_expiry_timestamp_seconds", "Unix time a served certificate stops being valid, by listener, names and source (file or acme).", "listener", "names", "source"),
-		rateDecisions: d("rate_limit_decisions_total", "Rate-limit decisions by route, zone, key kind and result (allowed, delayed, rejected, strict, no_key, untracked, fallback).", "route", "zone", "key", "result"),
-		rateKeys:      d("rate_limit_zone_keys", "Keys a rate-limit zone remembers now.", "zone"),
-		rateSize:      d("rate_limit_zone_size", "Keys a rate-limit zone can remember (its table size).", "zone"),
-		rateEvicted:   d("rate_limit_zone_evictions_total", "Idle keys a full rate-limit zone forgot to make room.", "zone"),
-		rateSharedUp:  d("rate_limit_zone_shared_up", "1 while a shared zone uses the shared store, 0 while it falls back to local buckets.", "zone"),
-		connDecisions: d("conn_limit_decisions_total", "Concurrency-limit decisions by route, zone, key kind and result (passed, rejected).", "route", "zone", "key", "result"),
-		authResults:   d("auth_results_total", "Basic and forward auth answers by route, kind and result.", "route", "kind", "result"),
-		panics:        d("component_panics_total", "Panics recovered in a background component (which then restarted): a bug in sturdy, always worth a report.", "component"),
-		edge:          d("edge_requests_total", "Requests the edge refused or rewrote before any backend was asked: denied (403, deny list), rejected (400, malformed target), reencoded (raw non-ASCII bytes percent-encoded), normalized (dot segments resolved).", "decision"),
+		accessRecords:  d("access_log_records_total", "Access log records by result (written, dropped because the writer fell behind).", "result"),
+		accessErrors:   d("access_log_write_errors_total", "Access log write errors."),
+		certExpiry:     d("tls_certificate_expiry_timestamp_seconds", "Unix time a served certificate stops being valid, by listener, names and source (file or acme).", "listener", "names", "source"),
+		edgeDecisions:  d("edge_decisions_total", "Decisions about requests that no backend made, by decision (denied, rewritten, rejected, client_fault) and reason (deny_list, reencoded, encoded_slash, loop, malformed_body, body_timeout, send_timeout, ambiguous_framing, ...); never charged to a backend.", "decision", "reason"),
+		localErrors:    d("local_errors_total", "Failures on sturdy's own limits (never a backend's), by operation (upstream, accept) and resource (file_descriptors, socket_buffers, memory, local_ports).", "op", "resource"),
+		localExhausted: d("resources_exhausted", "1 while sturdy is out of its own resources (a local failure in the last 10s)."),
+		acceptErrors:   d("listener_accept_errors_total", "Failed accepts on the listener's socket, whatever the cause.", "listener"),
+		rateDecisions:  d("rate_limit_decisions_total", "Rate-limit decisions by route, zone, key kind and result (allowed, delayed, rejected, strict, no_key, untracked, fallback).", "route", "zone", "key", "result"),
+		rateKeys:       d("rate_limit_zone_keys", "Keys a rate-limit zone remembers now.", "zone"),
+		rateSize:       d("rate_limit_zone_size", "Keys a rate-limit zone can remember (its table size).", "zone"),
+		rateEvicted:    d("rate_limit_zone_evictions_total", "Idle keys a full rate-limit zone forgot to make room.", "zone"),
+		rateSharedUp:   d("rate_limit_zone_shared_up", "1 while a shared zone uses the shared store, 0 while it falls back to local buckets.", "zone"),
+		connDecisions:  d("conn_limit_decisions_total", "Concurrency-limit decisions by route, zone, key kind and result (passed, rejected).", "route", "zone", "key", "result"),
+		authResults:    d("auth_results_total", "Basic and forward auth answers by route, kind and result.", "route", "kind", "result"),
+		panics:         d("component_panics_total", "Panics recovered in a background component (which then restarted): a bug in sturdy, always worth a report.", "component"),
+		edge:           d("edge_requests_total", "Requests the edge refused or rewrote before any backend was asked: denied (403, deny list), rejected (400, malformed target), reencoded (raw non-ASCII bytes percent-encoded), normalized (dot segments resolved).", "decision"),
 	}
 }
 
@@ -120,5 +125,6 @@ func (d *descs) all() []*prometheus.Desc {
 		d.whSent, d.whFailed, d.whDropped, d.whRetries, d.whQueue,
 		d.accessRecords, d.accessErrors, d.panics, d.certExpiry, d.edge,
 		d.rateDecisions, d.rateKeys, d.rateSize, d.rateEvicted, d.rateSharedUp, d.connDecisions, d.authResults,
+		d.edgeDecisions, d.localErrors, d.localExhausted, d.acceptErrors,
 	}
 }

@@ -45,17 +45,49 @@ type Status struct {
 	// Panics counts panics recovered per background component (see
 	// internal/supervise); empty when there were none.
 	Panics map[string]uint64 `json:"panics,omitempty"`
-	// Edge counts what the edge decided before any backend was asked
-	// (from edge.Counters), since start.
+	// Edge counts what was decided about requests without any backend.
 	Edge Edge `json:"edge"`
+	// Local is sturdy's own resource exhaustion.
+	Local Local `json:"local"`
 }
 
-// Edge counts requests the edge refused or rewrote, since start.
+// EdgeRoute is the route label of the answers given before any route was
+// chosen (config refuses a route of that name).
+const EdgeRoute = "_edge"
+
+// Edge counts decisions about requests that no backend made, since start.
 type Edge struct {
-	Denied     uint64 `json:"denied"`     // 403 by the deny list
-	Rejected   uint64 `json:"rejected"`   // 400 for a malformed request target
-	Reencoded  uint64 `json:"reencoded"`  // raw non-ASCII bytes percent-encoded, then forwarded
-	Normalized uint64 `json:"normalized"` // dot segments resolved, then forwarded
+	// Requests counts answers given before any route was chosen (edge
+	// refusals, loops, ambiguous framing, no route, redirects to HTTPS) by
+	// status class "1xx".."5xx"; metrics show them as route "_edge".
+	Requests map[string]uint64 `json:"requests"`
+	// Decisions counts by kind ("denied", "rewritten", "rejected",
+	// "client_fault") and reason (see internal/edge): e.g.
+	// rejected/encoded_slash, client_fault/malformed_body.
+	Decisions map[string]map[string]uint64 `json:"decisions"`
+	// The status page's totals, from Decisions: denied (403 by the deny
+	// list), rejected (400 for a malformed or ambiguous target),
+	// reencoded (raw non-ASCII bytes percent-encoded, then forwarded),
+	// normalized (dot segments resolved, then forwarded).
+	Denied     uint64 `json:"denied"`
+	Rejected   uint64 `json:"rejected"`
+	Reencoded  uint64 `json:"reencoded"`
+	Normalized uint64 `json:"normalized"`
+}
+
+// Local is sturdy's own resource exhaustion: failures no backend caused.
+type Local struct {
+	// Exhausted is set while an episode lasts (see internal/exhaust).
+	Exhausted bool      `json:"exhausted"`
+	Since     time.Time `json:"since,omitzero"`
+	// Failures counts by operation ("upstream", "accept") and resource
+	// ("file_descriptors", "socket_buffers", "memory", "local_ports").
+	Failures map[string]map[string]uint64 `json:"failures"`
+	// AcceptErrors counts every failed accept per listener, exhaustion
+	// or not.
+	AcceptErrors map[string]uint64 `json:"accept_errors"`
+	// FileLimit is the process's soft file-descriptor limit (0: unknown).
+	FileLimit uint64 `json:"file_limit"`
 }
 
 // Verdict levels, from the thresholds in judge.go.

@@ -1,0 +1,71 @@
+package proxy
+
+import (
+	"net"
+	"net/http"
+	"strings"
+)
+
+// identity finishes the outbound header's forwarding fields: from a peer
+// that is not trusted, the fields in snap.Untrusted are dropped;
+// X-Forwarded-Port is set to the listener's port (a trusted proxy's is
+// kept); X-Sturdy-Hops gets this instance's mark, for loop detection.
+func (f *forwarder) identity(out http.Header) {
+	r := f.r
+	peer, _ := clientAddr(r.RemoteAddr)
+	trusted := isTrusted(peer, f.snap.Trusted)
+	if !trusted {
+		for _, k := range f.snap.Untrusted {
+			delete(out, k)
+		}
+	}
+	if !trusted || len(out["X-Forwarded-Port"]) == 0 {
+		out["X-Forwarded-Port"] = []string{f.h.port(r)}
+	}
+	if tok := f.snap.Instance; tok != "" {
+		if prior := out[hopsHeader]; len(prior) > 0 {
+			out[hopsHeader] = append(prior[:len(prior):len(prior)], tok)
+		} else {
+			out[hopsHeader] = []string{tok}
+		}
+	}
+}
+
+// port is the port the client connected to.
+func (h *Handler) port(r *http.Request) string {
+	if h.Port != "" {
+		return h.Port
+	}
+	if a, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok {
+		if _, p, err := net.SplitHostPort(a.String()); err == nil {
+			return p
+		}
+	}
+	if r.TLS != nil {
+		return "443"
+	}
+	return "80"
+}
+
+// hopsHeader carries one mark per pass through a sturdy, so that a
+// request that comes back to the instance that sent it is recognised.
+const hopsHeader = "X-Sturdy-Hops"
+
+// maxSelfPasses is how many times a request may already have passed
+// through this instance before it is refused with 508: once is a route
+// that proxies to another route of the same sturdy, more is a loop.
+const maxSelfPasses = 2
+
+// isLoop reports whether the request carries this instance's mark
+// maxSelfPasses times or more.
+func isLoop(h http.Header, token string) bool {
+	vv := h[hopsHeader]
+	if len(vv) == 0 {
+		return false
+	}
+	n := 0
+	for _, v := range vv {
+		n += strings.Count(v, token)
+	}
+	return n >= maxSelfPasses
+}
