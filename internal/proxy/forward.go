@@ -461,6 +461,7 @@ func (f *forwarder) prepare() failure {
 			out.ContentLength, out.Trailer = 0, nil
 		default:
 			f.buffered = buf
+			out.GetBody = f.replay // for the upstream's stale-connection retry
 			out.ContentLength = int64(len(buf))
 			if len(r.Trailer) > 0 {
 				out.ContentLength = -1 // chunked again, to carry the trailers
@@ -547,6 +548,11 @@ func (f *forwarder) bodySent(c outcome.Class) int64 {
 		return f.body.read
 	}
 	return 0
+}
+
+// replay is the buffered body once more.
+func (f *forwarder) replay() (io.ReadCloser, error) {
+	return io.NopCloser(bytes.NewReader(f.buffered)), nil
 }
 
 // bodyFailed is a request body that broke while being read whole, before

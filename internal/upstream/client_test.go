@@ -410,8 +410,11 @@ func TestServerClosesIdle(t *testing.T) {
 }
 
 // TestServerClosesAfterRequest: the backend reads the request and closes.
-// The caller sees an EOF-class error and the request is not sent again,
-// on a fresh connection and on a reused one.
+// The caller sees an EOF-class error. On a fresh connection the request
+// is not sent again; on a reused one an idempotent request is sent once
+// more on a new connection (the backend may have closed an idle
+// connection just as it went out), and a POST whose body was sent never
+// is.
 func TestServerClosesAfterRequest(t *testing.T) {
 	s := newRawServer(t, func(s *rawServer, c net.Conn) {
 		br := bufio.NewReader(c)
@@ -424,9 +427,9 @@ func TestServerClosesAfterRequest(t *testing.T) {
 		}
 	})
 	c := New(Options{})
-	check := func(wantReused bool) {
+	check := func(method string, body io.Reader, wantReused bool) {
 		t.Helper()
-		_, err := c.RoundTrip(newRequest(t, context.Background(), "GET", s.url("/die"), nil))
+		_, err := c.RoundTrip(newRequest(t, context.Background(), method, s.url("/die"), body))
 		if !errors.Is(err, io.EOF) {
 			t.Fatalf("err = %v, want io.EOF", err)
 		}
@@ -438,14 +441,24 @@ func TestServerClosesAfterRequest(t *testing.T) {
 			t.Errorf("err = %#v, want PhaseHeader, reused %v", err, wantReused)
 		}
 	}
-	check(false)
+	check("GET", nil, false)
 	if n, a := s.requests.Load(), s.accepted.Load(); n != 1 || a != 1 {
 		t.Fatalf("server got %d requests on %d connections, want 1 on 1", n, a)
 	}
 	do(t, c, "GET", s.url("/"))
-	check(true)
-	if n, a := s.requests.Load(), s.accepted.Load(); n != 3 || a != 2 {
-		t.Fatalf("server got %d requests on %d connections, want 3 on 2", n, a)
+	// Reused, then once more on a fresh connection, which fails the same
+	// way and is not tried again.
+	check("GET", nil, false)
+	if n, a := s.requests.Load(), s.accepted.Load(); n != 4 || a != 3 {
+		t.Fatalf("server got %d requests on %d connections, want 4 on 3", n, a)
+	}
+	if c.StaleRetries() != 1 {
+		t.Errorf("stale retries %d, want 1", c.StaleRetries())
+	}
+	do(t, c, "GET", s.url("/"))
+	check("POST", strings.NewReader("order=1"), true)
+	if n, a := s.requests.Load(), s.accepted.Load(); n != 6 || a != 4 {
+		t.Fatalf("server got %d requests on %d connections, want 6 on 4: a POST was sent twice", n, a)
 	}
 }
 

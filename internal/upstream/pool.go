@@ -15,6 +15,7 @@ import (
 type conn struct {
 	hp     *hostPool
 	nc     net.Conn
+	wire   wire            // nc as the buffers see it, counting bytes
 	raw    syscall.RawConn // for the liveness check; nil when unavailable
 	br     *bufio.Reader
 	bw     *bufio.Writer
@@ -34,6 +35,26 @@ type conn struct {
 	peekRes int                // result of the last peek: see alive
 	peekBuf [1]byte
 	probe   [1]byte // the first byte of a request body of unknown length
+}
+
+// wire is the connection under the buffers: it counts the bytes each way,
+// so that a failed exchange knows whether any of the response arrived and
+// any of the request left (see Client.roundTrip's retry).
+type wire struct {
+	nc      net.Conn
+	in, out atomic.Int64
+}
+
+func (w *wire) Read(p []byte) (int, error) {
+	n, err := w.nc.Read(p)
+	w.in.Add(int64(n))
+	return n, err
+}
+
+func (w *wire) Write(p []byte) (int, error) {
+	n, err := w.nc.Write(p)
+	w.out.Add(int64(n))
+	return n, err
 }
 
 // abort expires the connection's deadlines so that a blocked read or write
@@ -68,15 +89,23 @@ func (c *Client) hostPool(addr string) *hostPool {
 }
 
 // get returns a connection to the host: an idle one that passed the
-// liveness check, or a new one. reused reports the former.
-func (hp *hostPool) get(ctx context.Context) (pc *conn, err error) {
+// liveness check, or a new one. fresh skips the idle ones.
+func (hp *hostPool) get(ctx context.Context, fresh bool) (pc *conn, err error) {
 	c := hp.c
 	for {
 		hp.mu.Lock()
-		if n := len(hp.idle); n > 0 {
+		full := c.o.MaxConnsPerHost > 0 && hp.open >= c.o.MaxConnsPerHost
+		if n := len(hp.idle); n > 0 && (!fresh || full) {
 			pc = hp.idle[n-1]
 			hp.idle[n-1] = nil
 			hp.idle = hp.idle[:n-1]
+			if fresh {
+				// A fresh connection is wanted and the host is full: close
+				// an idle one to make room.
+				hp.mu.Unlock()
+				hp.discard(pc)
+				continue
+			}
 			if c.o.IdleTimeout > 0 && time.Since(pc.idleAt) > c.o.IdleTimeout {
 				// The newest is too old: so are all the others.
 				stale := hp.idle
@@ -119,7 +148,7 @@ func (hp *hostPool) get(ctx context.Context) (pc *conn, err error) {
 				return nil, ctx.Err()
 			}
 			if pc != nil {
-				if pc.alive() {
+				if !fresh && pc.alive() {
 					return pc, nil
 				}
 				hp.discard(pc)
@@ -167,6 +196,7 @@ func (hp *hostPool) dial(ctx context.Context) (*conn, error) {
 		return nil, err
 	}
 	pc := &conn{hp: hp, nc: nc}
+	pc.wire.nc = nc
 	if sc, ok := nc.(syscall.Conn); ok {
 		if raw, err := sc.SyscallConn(); err == nil {
 			pc.raw = raw
@@ -174,15 +204,15 @@ func (hp *hostPool) dial(ctx context.Context) (*conn, error) {
 	}
 	if v := c.rbufs.Get(); v != nil {
 		pc.br = v.(*bufio.Reader)
-		pc.br.Reset(nc)
+		pc.br.Reset(&pc.wire)
 	} else {
-		pc.br = bufio.NewReaderSize(nc, c.o.ReadBufferSize)
+		pc.br = bufio.NewReaderSize(&pc.wire, c.o.ReadBufferSize)
 	}
 	if v := c.wbufs.Get(); v != nil {
 		pc.bw = v.(*bufio.Writer)
-		pc.bw.Reset(nc)
+		pc.bw.Reset(&pc.wire)
 	} else {
-		pc.bw = bufio.NewWriterSize(nc, c.o.WriteBufferSize)
+		pc.bw = bufio.NewWriterSize(&pc.wire, c.o.WriteBufferSize)
 	}
 	pc.abortFn = pc.abort
 	pc.peekFn = pc.peek

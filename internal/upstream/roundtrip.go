@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"syscall"
 	"time"
 )
 
@@ -84,16 +85,47 @@ func (x *exchange) writerError() error {
 	}
 }
 
+// roundTrip makes the exchange, and makes it once more on a new
+// connection when a reused one failed as an idle connection the backend
+// closed just as the request went out does (see staleFailure). That
+// second try is the connection's, not a retry of the proxy's: no backend
+// did anything wrong, and it costs no retry budget.
 func (c *Client) roundTrip(req *http.Request) (*http.Response, error) {
+	resp, err, again := c.exchange(req, false)
+	if !again {
+		return resp, err
+	}
+	if req.Body != nil && req.Body != http.NoBody {
+		body, gerr := req.GetBody()
+		if gerr != nil {
+			return nil, err
+		}
+		r2 := new(http.Request)
+		*r2 = *req
+		r2.Body = body
+		req = r2
+	}
+	c.staleRetries.Add(1)
+	resp, err, _ = c.exchange(req, true)
+	return resp, err
+}
+
+// StaleRetries counts the requests sent again on a new connection after
+// a reused one turned out closed before any of the response arrived.
+func (c *Client) StaleRetries() uint64 { return c.staleRetries.Load() }
+
+// exchange is one try of a round trip, on a new connection when fresh. again
+// reports a failure that may be tried once more on a new connection.
+func (c *Client) exchange(req *http.Request, fresh bool) (_ *http.Response, _ error, again bool) {
 	ctx := req.Context()
 	if req.URL.Host == "" {
 		closeBody(req)
-		return nil, errors.New("upstream: no host in request URL")
+		return nil, errors.New("upstream: no host in request URL"), false
 	}
 	addr := hostPort(req.URL.Host)
 	if err := ctx.Err(); err != nil {
 		closeBody(req)
-		return nil, &Error{Phase: PhaseConnect, Addr: addr, Err: err}
+		return nil, &Error{Phase: PhaseConnect, Addr: addr, Err: err}, false
 	}
 	// How the body goes: none, Content-Length, or chunked.
 	body := req.Body
@@ -104,7 +136,7 @@ func (c *Client) roundTrip(req *http.Request) (*http.Response, error) {
 	switch {
 	case body == nil:
 		if cl > 0 {
-			return nil, errors.New("upstream: request ContentLength > 0 with no body")
+			return nil, errors.New("upstream: request ContentLength > 0 with no body"), false
 		}
 	case cl > 0:
 		mode = bodyFixed
@@ -112,12 +144,12 @@ func (c *Client) roundTrip(req *http.Request) (*http.Response, error) {
 		mode = bodyChunked
 	}
 
-	pc, err := c.hostPool(addr).get(ctx)
+	pc, err := c.hostPool(addr).get(ctx, fresh)
 	if err != nil {
 		if body != nil {
 			body.Close()
 		}
-		return nil, &Error{Phase: PhaseConnect, Addr: addr, Err: err}
+		return nil, &Error{Phase: PhaseConnect, Addr: addr, Err: err}, false
 	}
 	var first []byte // what was read from a body of unknown length
 	if body != nil && cl == 0 {
@@ -134,24 +166,28 @@ func (c *Client) roundTrip(req *http.Request) (*http.Response, error) {
 		default:
 			body.Close()
 			pc.hp.put(pc) // nothing was written on it
-			return nil, err
+			return nil, err, false
 		}
 	}
+	in0, out0 := pc.wire.in.Load(), pc.wire.out.Load()
 	r := &response{}
 	x := &r.x
 	x.pc, x.ctx, x.reused = pc, ctx, pc.used
 	if ctx.Done() != nil {
 		x.stop = context.AfterFunc(ctx, pc.abortFn)
 	}
-	fail := func(phase Phase, err error) (*http.Response, error) {
+	fail := func(phase Phase, err error) (*http.Response, error, bool) {
 		x.finish(false)
 		if e := x.writerError(); e != nil {
-			return nil, e
+			return nil, e, false
 		}
 		if _, ok := err.(*BadResponseError); !ok {
 			err = ctxErr(ctx, err)
 		}
-		return nil, &Error{Phase: phase, Addr: addr, Reused: x.reused, Err: err}
+		again := x.reused && ctx.Err() == nil && closedEarly(err) && pc.wire.in.Load() == in0 &&
+			(body == nil || req.GetBody != nil) &&
+			(idempotent(req) || pc.wire.out.Load() == out0)
+		return nil, &Error{Phase: phase, Addr: addr, Reused: x.reused, Err: err}, again
 	}
 
 	wantsClose, err := pc.writeHead(req, mode, cl)
@@ -160,7 +196,7 @@ func (c *Client) roundTrip(req *http.Request) (*http.Response, error) {
 		if body != nil {
 			body.Close()
 		}
-		return nil, err
+		return nil, err, false
 	}
 	timeout := c.o.ResponseHeaderTimeout
 	if mode == bodyNone || mode == bodyFixed && cl <= syncBodyMax {
@@ -169,7 +205,7 @@ func (c *Client) roundTrip(req *http.Request) (*http.Response, error) {
 			body.Close()
 			if srcErr != nil {
 				x.finish(false)
-				return nil, srcErr
+				return nil, srcErr, false
 			}
 			if wireErr != nil {
 				return fail(PhaseWrite, wireErr)
@@ -217,7 +253,27 @@ func (c *Client) roundTrip(req *http.Request) (*http.Response, error) {
 		r.body.x = x
 		r.Body = &r.body
 	}
-	return &r.Response, nil
+	return &r.Response, nil, false
+}
+
+// closedEarly reports whether err is the connection closing under the
+// request (EOF, reset, broken pipe), as a backend that closes an idle
+// connection just as a request arrives makes it look; not a timeout, not
+// a response that broke the rules.
+func closedEarly(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNABORTED)
+}
+
+// idempotent reports whether sending req twice is harmless (RFC 9110
+// 9.2.2), or the client said so with an Idempotency-Key.
+func idempotent(req *http.Request) bool {
+	switch req.Method {
+	case "", "GET", "HEAD", "OPTIONS", "TRACE", "PUT", "DELETE":
+		return true
+	}
+	_, ok := req.Header["Idempotency-Key"]
+	return ok
 }
 
 // readSome reads into p until it gets a byte or an error.

@@ -10,9 +10,15 @@
 // bodies over 64 KiB or of unknown length are written by a goroutine of
 // their own (see syncBodyMax).
 //
-// The client never retries. A request that fails on a reused connection is
-// reported as the failure it is; stale idle connections are caught before
-// use by a non-blocking liveness check instead.
+// The client never retries on another host, and never retries a request
+// that may have reached the backend's application. Stale idle connections
+// are caught before use by a non-blocking liveness check; the race that
+// check cannot see (the backend closes an idle connection just as the
+// request goes out) is the one case sent again, once, on a new
+// connection: the connection was reused, not one byte of the response
+// arrived, the connection closed or reset, and the request is idempotent
+// (or nothing of it was written) with a body that is empty or can be had
+// again (Request.GetBody). net/http's Transport and nginx do the same.
 //
 // Responses are parsed strictly, so that the proxy and the backend can
 // never disagree about where a response ends (response smuggling): see
@@ -90,6 +96,8 @@ type Client struct {
 
 	hosts sync.Map // addr → *hostPool
 
+	staleRetries atomic.Uint64 // see StaleRetries
+
 	closed    atomic.Bool
 	janitorOn atomic.Bool // an idle-connection janitor goroutine is running
 	janitorWG sync.WaitGroup
@@ -122,7 +130,8 @@ func New(o Options) *Client {
 
 // RoundTrip sends req and returns the response once its head has arrived;
 // the caller reads and closes the body. It implements http.RoundTripper
-// and never retries. Errors from the connection are *Error values that
+// and never retries, but for the stale-connection race (see the package
+// doc). Errors from the connection are *Error values that
 // wrap what the network said (a *net.OpError from dialing, a timeout,
 // syscall.ECONNRESET, io.EOF or io.ErrUnexpectedEOF when the backend
 // closed first) or a *BadResponseError. An error reading req.Body is
