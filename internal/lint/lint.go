@@ -17,17 +17,22 @@ type Warning = config.Error
 
 // Check returns the warnings for a validated config, in file order of the
 // objects they concern.
-func Check(c *config.Config) []Warning {
-	l := &linter{c: c}
+func Check(c *config.Config) []Warning { return check(c, machine()) }
+
+func check(c *config.Config, e env) []Warning {
+	l := &linter{c: c, env: e}
 	l.admin()
 	l.routes()
 	l.routing()
 	l.pools()
+	l.selfLoops()
+	l.fileLimit()
 	return l.out
 }
 
 type linter struct {
 	c   *config.Config
+	env env
 	out []Warning
 }
 

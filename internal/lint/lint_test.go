@@ -1,6 +1,8 @@
 package lint
 
 import (
+	"net/netip"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -53,7 +55,90 @@ pools:
 	if err != nil {
 		t.Fatal(err)
 	}
-	if w := Check(c); len(w) != 0 {
+	if w := check(c, fakeEnv(1<<20, 1<<20)); len(w) != 0 {
 		t.Fatalf("warnings for a sound config: %v", w)
+	}
+}
+
+// fakeEnv is a machine with the given file limits and one address of its
+// own, 192.0.2.10.
+func fakeEnv(soft, hard uint64) env {
+	return env{
+		fileLimit:  func() (uint64, uint64, error) { return soft, hard, nil },
+		localAddrs: func() []netip.Addr { return []netip.Addr{netip.MustParseAddr("192.0.2.10")} },
+	}
+}
+
+// A pool host that is one of sturdy's own listeners (or its admin
+// listener) is a loop; one on the same port elsewhere is not.
+func TestPoolPointingAtSturdyItself(t *testing.T) {
+	c, err := config.Parse([]byte(`
+admin: { listen: 127.0.0.1:9901 }
+listeners:
+  - { name: web, listen: 0.0.0.0:8080 }
+  - { name: api, listen: 10.1.1.1:8443 }
+routes: [ { name: all, default: true, pool: web } ]
+pools:
+  - name: web
+    hosts:
+      - { addr: 127.0.0.1:8080 }
+      - { addr: "localhost:8080" }
+      - { addr: 192.0.2.10:8080 }
+      - { addr: 10.1.1.1:8443 }
+      - { addr: 127.0.0.1:9901 }
+      - { addr: 192.0.2.99:8080 }
+      - { addr: 10.1.1.2:8443 }
+      - { addr: 127.0.0.1:9902 }
+    health: { active: { path: /healthz } }
+`), "self.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	loops := map[string]bool{}
+	for _, w := range check(c, fakeEnv(1<<20, 1<<20)) {
+		if strings.Contains(w.Msg, "a loop") {
+			loops[w.Path] = true
+		}
+	}
+	for i, want := range []bool{true, true, true, true, true, false, false, false} {
+		if p := "pools[0].hosts[" + strconv.Itoa(i) + "].addr"; loops[p] != want {
+			t.Errorf("%s: loop warning %v, want %v", p, loops[p], want)
+		}
+	}
+}
+
+// A low file-descriptor limit is a warning, at check and at start; the
+// hard limit counts, since sturdy raises the soft one to it.
+func TestLowFileLimit(t *testing.T) {
+	c, err := config.Parse([]byte(`
+listeners: [ { name: web, listen: 127.0.0.1:8080 } ]
+routes: [ { name: all, default: true, pool: web } ]
+pools:
+  - name: web
+    max_conns_per_host: 2000
+    hosts: [ { addr: 127.0.0.1:9001 }, { addr: 127.0.0.1:9002 } ]
+    health: { active: { path: /healthz } }
+`), "fd.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		soft, hard uint64
+		warn       bool
+	}{
+		{1024, 1024, true},
+		{1024, 1 << 20, false}, // raised at start
+		{4096, 4096, true},     // 2 hosts x 2000 connections want more
+		{16384, 16384, false},
+	} {
+		got := false
+		for _, w := range check(c, fakeEnv(tc.soft, tc.hard)) {
+			if strings.Contains(w.Msg, "file descriptor limit") {
+				got = true
+			}
+		}
+		if got != tc.warn {
+			t.Errorf("soft %d hard %d: warning %v, want %v", tc.soft, tc.hard, got, tc.warn)
+		}
 	}
 }
