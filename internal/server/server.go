@@ -45,16 +45,12 @@ type Server struct {
 	monitor *health.Monitor
 	cache   *cache.Cache // shared by every route that opts in
 	edge    *edge.Counters
-	local   *exhaust.Tracker // sturdy's own resource exhaustion
-	// instance marks requests that pass through this process (loops).
-	instance  string
-	fileLimit atomic.Uint64 // the soft file-descriptor limit, once raised
-	agg       *logagg.Aggregator
-	alerts    *alert.Dispatcher
-	access    *accesslog.Logger // nil when off
-	dns       *resolve.Resolver
-	acme      *acme.Manager // nil without an acme section
-	group     *supervise.Group
+	agg     *logagg.Aggregator
+	alerts  *alert.Dispatcher
+	access  *accesslog.Logger // nil when off
+	dns     *resolve.Resolver
+	acme    *acme.Manager // nil without an acme section
+	group   *supervise.Group
 	// upgrades tracks WebSockets and other upgraded connections, which
 	// net/http's Shutdown does not wait for.
 	upgrades *proxy.Upgrades
@@ -73,6 +69,13 @@ type Server struct {
 	// handedOver is set when a new process took over the listeners: the
 	// shutdown needs no delay, the new process serves already.
 	handedOver atomic.Bool
+
+	// local counts sturdy's own resource exhaustion; instance marks the
+	// requests that pass through this process (loops); fileLimit is the
+	// soft file-descriptor limit once raised.
+	local     *exhaust.Tracker
+	instance  string
+	fileLimit atomic.Uint64
 
 	// mu guards the fields below. Start, Reload and Shutdown take it,
 	// never the request path.
