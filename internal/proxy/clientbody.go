@@ -53,10 +53,20 @@ func (b *clientBody) Read(p []byte) (int, error) {
 		b.end()
 	case err != nil:
 		b.err = err
+		if b.dl != nil && clientBroke(err) {
+			// Leave the connection's reads failing: net/http would
+			// otherwise wait for the rest of the body, forever, to skip it
+			// before closing.
+			b.ended = true
+			b.dl.SetReadDeadline(aLongTimeAgo)
+		}
 		b.end()
 	}
 	return n, err
 }
+
+// aLongTimeAgo is a deadline in the past: reads fail at once.
+var aLongTimeAgo = time.Unix(1, 0)
 
 // end clears the read deadline: net/http reads the connection in the
 // background once the body is done, and a deadline left armed there would
@@ -96,6 +106,16 @@ func bodyFault(err error) edge.Reason {
 		return edge.FaultShortBody
 	}
 	return edge.FaultMalformedBody
+}
+
+// clientBroke reports whether a body read error is the client's doing
+// even though the request's context ended with it: net/http ends the
+// context on any error reading the connection, a stall (the deadline) or
+// a client that closed its side mid-body included. Those clients may
+// still read an answer.
+func clientBroke(err error) bool {
+	var ne net.Error
+	return errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, os.ErrDeadlineExceeded) || errors.As(err, &ne) && ne.Timeout()
 }
 
 // readBody reads the whole body into memory when it is at most limit

@@ -528,7 +528,7 @@ func (f *forwarder) attempt(host *health.Host) (*http.Response, outcome.Class, e
 	}
 	if err != nil {
 		host.Release()
-		if f.body != nil && f.body.failed() && (f.r.Context().Err() == nil || errors.Is(f.body.err, io.ErrUnexpectedEOF)) {
+		if f.body != nil && f.body.failed() && (f.r.Context().Err() == nil || clientBroke(f.body.err)) {
 			// The attempt failed because the client's body did.
 			return nil, outcome.ClientBodyError, f.body.err
 		}
@@ -561,9 +561,8 @@ func (f *forwarder) bodyFailed(err error) failure {
 	switch {
 	case isBodyTooLarge(err):
 		return failTooLarge
-	case f.r.Context().Err() != nil && !errors.Is(err, io.ErrUnexpectedEOF):
-		// Gone, not broken (an HTTP/2 reset, ...). A body cut short by the
-		// client closing its side is answered still: it may read.
+	case f.r.Context().Err() != nil && !clientBroke(err):
+		// Gone, not broken (an HTTP/2 reset, ...).
 		return failCancel
 	}
 	f.fault, f.bodyErr = bodyFault(err), err
