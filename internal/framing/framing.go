@@ -22,6 +22,7 @@ package framing
 import (
 	"bytes"
 	"context"
+	"errors"
 	"net"
 	"sync/atomic"
 )
@@ -54,7 +55,17 @@ func Wrap(c net.Conn) *Conn {
 	return fc
 }
 
+// ErrMalformedBody is what reads return once a chunked body was found
+// malformed: nothing after the fault can be framed, and net/http would
+// otherwise wait for bytes that may never come (a trailer section cut
+// short by a bare LF, a chunk the client declared larger than it sends)
+// before the handler hears of it.
+var ErrMalformedBody = errors.New("malformed chunked request body; the connection's reads are over")
+
 func (c *Conn) Read(b []byte) (int, error) {
+	if c.body.Load() >= 0 {
+		return 0, ErrMalformedBody
+	}
 	n, err := c.Conn.Read(b)
 	if n > 0 {
 		c.p.feed(b[:n])

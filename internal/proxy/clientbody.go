@@ -111,11 +111,14 @@ func bodyFault(err error) edge.Reason {
 // clientBroke reports whether a body read error is the client's doing
 // even though the request's context ended with it: net/http ends the
 // context on any error reading the connection, a stall (the deadline) or
-// a client that closed its side mid-body included. Those clients may
-// still read an answer.
+// a client that closed its side mid-body and a chunked body the framing
+// tracker stopped reading (framing.ErrMalformedBody) included. Those
+// clients may still read an answer.
 func clientBroke(err error) bool {
 	var ne net.Error
-	return errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, os.ErrDeadlineExceeded) || errors.As(err, &ne) && ne.Timeout()
+	var me *malformedError
+	return errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, os.ErrDeadlineExceeded) || errors.As(err, &ne) && ne.Timeout() ||
+		errors.As(err, &me) || errors.Is(err, framing.ErrMalformedBody)
 }
 
 // readBody reads the whole body into memory when it is at most limit

@@ -53,6 +53,13 @@ var malformedBodies = []struct{ name, req string }{
 	{"control byte in extension", chunkedPost("/bad", "3;x=\x01\r\nabc\r\n0\r\n\r\n")},
 	{"junk after size", chunkedPost("/bad", "3 x\r\nabc\r\n0\r\n\r\n")},
 	{"trailer without colon", chunkedPost("/bad", "3\r\nabc\r\n0\r\nnot a field\r\n\r\n")},
+	{"bare CR in a size line", chunkedPost("/bad", "3\rabc\r\n0\r\n\r\n")},
+	{"space before the size", chunkedPost("/bad", " 3\r\nabc\r\n0\r\n\r\n")},
+	{"empty size line", chunkedPost("/bad", "\r\nabc\r\n0\r\n\r\n")},
+	{"size line too long", chunkedPost("/bad", "3;"+strings.Repeat("e", 4000)+"\r\nabc\r\n0\r\n\r\n")},
+	{"LF only after data", chunkedPost("/bad", "3\r\nabc\n0\r\n\r\n")},
+	{"bare LF ending the trailers", chunkedPost("/bad", "3\r\nabc\r\n0\r\n\n")},
+	{"DEL in a trailer", chunkedPost("/bad", "3\r\nabc\r\n0\r\nX-T: a\x7fb\r\n\r\n")},
 	{"valid chunks then a bad one", chunkedPost("/bad", "3\r\nabc\r\n4\r\ndefg\r\nzz\r\nxyz\r\n0\r\n\r\n")},
 }
 
@@ -133,7 +140,8 @@ func TestMalformedStreamedBodyAbortsTheAttempt(t *testing.T) {
 	t.Parallel()
 	s, addr, rec := startFaults(t)
 	chunk := strings.Repeat("a", 2048)
-	for i, bad := range []string{"zz\r\n", "5\nhello\n", "3\r\nabcdef\r\n", "0\r\nX-T: \x01\r\n\r\n"} {
+	streamedBad := []string{"zz\r\n", "5\nhello\n", "3\r\nabcdef\r\n", "0\r\nX-T: \x01\r\n\r\n", "0\r\n\n", "-1\r\n", "3\rabc\r\n"}
+	for i, bad := range streamedBad {
 		req := chunkedPost("/big/upload", fmt.Sprintf("800\r\n%s\r\n800\r\n%s\r\n%s", chunk, chunk, bad))
 		r := rawSend(t, "127.0.12.20", addr, req, 5*time.Second)
 		if r.first() != 400 || !r.closed {
@@ -173,8 +181,8 @@ func TestMalformedStreamedBodyAbortsTheAttempt(t *testing.T) {
 			}
 		}
 	}
-	if n := attempts(s, outcome.ClientBodyError); n != 4 {
-		t.Errorf("%d attempts classed client_body_error, want 4", n)
+	if n := attempts(s, outcome.ClientBodyError); n != uint64(len(streamedBad)) {
+		t.Errorf("%d attempts classed client_body_error, want %d", n, len(streamedBad))
 	}
 	hostsClean(t, s)
 	// A good upload of the same size still goes through, streamed.

@@ -29,6 +29,26 @@ var smuggle = []struct{ name, req string }{
 		"GET /smuggled HTTP/1.1\r\nHost: shop.example\r\n\r\n"},
 	{"TE list", "POST /front HTTP/1.1\r\nHost: shop.example\r\nTransfer-Encoding: identity, chunked\r\nContent-Length: 5\r\n\r\n0\r\n\r\n" +
 		"GET /smuggled HTTP/1.1\r\nHost: shop.example\r\n\r\n"},
+	{"two TE fields", "POST /front HTTP/1.1\r\nHost: shop.example\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n" +
+		"GET /smuggled HTTP/1.1\r\nHost: shop.example\r\n\r\n"},
+	{"TE.TE obfuscated", "POST /front HTTP/1.1\r\nHost: shop.example\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: x\r\nContent-Length: 4\r\n\r\n0\r\n\r\n" +
+		"GET /smuggled HTTP/1.1\r\nHost: shop.example\r\n\r\n"},
+	{"TE xchunked with CL", "POST /front HTTP/1.1\r\nHost: shop.example\r\nTransfer-Encoding: xchunked\r\nContent-Length: 4\r\n\r\n0\r\n\r\n" +
+		"GET /smuggled HTTP/1.1\r\nHost: shop.example\r\n\r\n"},
+	{"TE chunked, identity", "POST /front HTTP/1.1\r\nHost: shop.example\r\nTransfer-Encoding: chunked, identity\r\n\r\n0\r\n\r\n" +
+		"GET /smuggled HTTP/1.1\r\nHost: shop.example\r\n\r\n"},
+	{"TE with space before colon", "POST /front HTTP/1.1\r\nHost: shop.example\r\nTransfer-Encoding : chunked\r\nContent-Length: 4\r\n\r\n0\r\n\r\n" +
+		"GET /smuggled HTTP/1.1\r\nHost: shop.example\r\n\r\n"},
+	{"TE behind a vertical tab", "POST /front HTTP/1.1\r\nHost: shop.example\r\nTransfer-Encoding:\x0bchunked\r\nContent-Length: 4\r\n\r\n0\r\n\r\n" +
+		"GET /smuggled HTTP/1.1\r\nHost: shop.example\r\n\r\n"},
+	{"CL with a sign", "POST /front HTTP/1.1\r\nHost: shop.example\r\nContent-Length: +45\r\n\r\n" +
+		"GET /smuggled HTTP/1.1\r\nHost: shop.example\r\n\r\n"},
+	{"CL list", "POST /front HTTP/1.1\r\nHost: shop.example\r\nContent-Length: 45, 0\r\n\r\n" +
+		"GET /smuggled HTTP/1.1\r\nHost: shop.example\r\n\r\n"},
+	{"CL folded", "POST /front HTTP/1.1\r\nHost: shop.example\r\nContent-Length: 0\r\n 45\r\n\r\n" +
+		"GET /smuggled HTTP/1.1\r\nHost: shop.example\r\n\r\n"},
+	{"CL.TE on a GET", "GET /front HTTP/1.1\r\nHost: shop.example\r\nContent-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n" +
+		"GET /smuggled HTTP/1.1\r\nHost: shop.example\r\n\r\n"},
 	{"after a good request", "GET /first HTTP/1.1\r\nHost: shop.example\r\n\r\n" +
 		"POST /front HTTP/1.1\r\nHost: shop.example\r\nContent-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n" +
 		"GET /smuggled HTTP/1.1\r\nHost: shop.example\r\n\r\n"},
