@@ -27,7 +27,10 @@ import (
 
 // Upstream sends one request to one backend. *http.Transport is one; the
 // seam exists so that a stricter, faster HTTP/1.1 client can replace it.
-// An Upstream must not retry on its own.
+// An Upstream must not retry on its own, but for the keep-alive race: a
+// request that failed on a reused connection before any of the response
+// arrived, idempotent or not written at all, may go once more on a new
+// connection (as http.Transport and internal/upstream do).
 type Upstream interface {
 	RoundTrip(*http.Request) (*http.Response, error)
 }
