@@ -1,0 +1,169 @@
+//go:build linux
+
+package server
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/sturdyproxy/sturdy/internal/event"
+	"github.com/sturdyproxy/sturdy/internal/outcome"
+	"github.com/sturdyproxy/sturdy/internal/testutil"
+)
+
+// exhaustChild is set in the environment of the process that runs the
+// scenario under a file-descriptor limit of its own.
+const exhaustChild = "STURDY_TEST_EXHAUST_CHILD"
+
+// Item 5: when sturdy runs out of file descriptors, its failed dials to a
+// healthy backend are local_error, charged to no host; clients get 503
+// saying so; the failures are counted by operation and resource, logged
+// as one aggregated warning, announced as resource_exhausted, and fail
+// readiness. Once descriptors are free the same clients are served.
+//
+// The limit is the process's, so the scenario runs in a child process
+// (this test binary again) with RLIMIT_NOFILE lowered to 1024.
+func TestOwnExhaustionIsNotTheHosts(t *testing.T) {
+	if os.Getenv(exhaustChild) == "" {
+		t.Parallel()
+		cmd := exec.Command(os.Args[0], "-test.run=^TestOwnExhaustionIsNotTheHosts$", "-test.count=1", "-test.v")
+		cmd.Env = append(os.Environ(), exhaustChild+"=1")
+		out, err := cmd.CombinedOutput()
+		if err != nil || !strings.Contains(string(out), "--- PASS: TestOwnExhaustionIsNotTheHosts") {
+			t.Fatalf("the scenario under a 1024-descriptor limit failed: %v\n%s", err, out)
+		}
+		for _, l := range strings.Split(string(out), "\n") {
+			if strings.Contains(l, "faults_exhaust_test.go") {
+				t.Log(strings.TrimSpace(l))
+			}
+		}
+		return
+	}
+	lim := syscall.Rlimit{Cur: 1024, Max: 1024}
+	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
+		t.Fatalf("lowering the file descriptor limit: %v", err)
+	}
+	// The backend closes every connection after answering, so every
+	// request needs a new dial (a new descriptor).
+	b := backend(t, "127.1.13.60", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Connection", "close")
+		io.WriteString(w, "ok")
+	}))
+	var events []event.Event
+	s, url, logs := startSturdy(t, parseConfig(t, `
+admin: { listen: "off" }
+log: { aggregate_interval: 1h }
+listeners: [ { name: web, listen: "127.0.0.1:0" } ]
+routes: [ { name: app, default: true, pool: app } ]
+pools:
+  - name: app
+    hosts: [ { addr: "{{b}}" } ]
+    health: { passive: { window: 30s, min_requests: 5, min_clients: 1 } }
+`, map[string]string{"b": addr(b)}))
+	evs := make(chan event.Event, 64)
+	s.Events().Subscribe(func(e event.Event) {
+		select {
+		case evs <- e:
+		default:
+		}
+	})
+	// Keep-alive client connections from several addresses, opened while
+	// descriptors are free.
+	type client struct {
+		c  net.Conn
+		br *bufio.Reader
+	}
+	var clients []client
+	for i := range 4 {
+		c := rawDial(t, fmt.Sprintf("127.0.13.%d", 60+i), strings.TrimPrefix(url, "http://"))
+		defer c.Close()
+		clients = append(clients, client{c, bufio.NewReader(c)})
+	}
+	ask := func(cl client) int {
+		cl.c.SetDeadline(time.Now().Add(5 * time.Second))
+		if _, err := io.WriteString(cl.c, "GET /x HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
+			t.Fatal(err)
+		}
+		resp, err := http.ReadResponse(cl.br, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	for _, cl := range clients {
+		if st := ask(cl); st != 200 {
+			t.Fatalf("before the exhaustion: %d", st)
+		}
+	}
+	// Take every free descriptor.
+	var fill []*os.File
+	for {
+		f, err := os.Open(os.DevNull)
+		if err != nil {
+			break
+		}
+		fill = append(fill, f)
+	}
+	const each = 8
+	n503 := 0
+	for range each {
+		for _, cl := range clients {
+			if ask(cl) == http.StatusServiceUnavailable {
+				n503++
+			}
+		}
+	}
+	reason := func() string { _, r := s.localView(time.Now()); return r }()
+	for _, f := range fill {
+		f.Close()
+	}
+	if n503 != each*len(clients) {
+		t.Errorf("%d of %d requests got 503 while sturdy had no descriptors", n503, each*len(clients))
+	}
+	if got := s.local.Counts()["upstream"]["file_descriptors"]; got != uint64(each*len(clients)) {
+		t.Errorf("upstream file_descriptors failures counted %d, want %d", got, each*len(clients))
+	}
+	if got := attempts(s, outcome.LocalError); got != uint64(each*len(clients)) {
+		t.Errorf("%d attempts classed local_error, want %d", got, each*len(clients))
+	}
+	hostsClean(t, s)
+	if !strings.Contains(reason, "out of resources") || !strings.Contains(reason, "file_descriptors") {
+		t.Errorf("readiness reason while exhausted: %q", reason)
+	}
+	if !testutil.Eventually(5*time.Second, func() bool {
+		for {
+			select {
+			case e := <-evs:
+				events = append(events, e)
+				if e.Type == event.ResourceExhausted {
+					return true
+				}
+			default:
+				return false
+			}
+		}
+	}) {
+		t.Errorf("no %s event; events: %v", event.ResourceExhausted, events)
+	}
+	s.agg.Flush()
+	if !strings.Contains(logs.String(), "sturdy ran out of file descriptors") || !strings.Contains(logs.String(), "level=WARN") {
+		t.Errorf("no aggregated warning about sturdy's own descriptors:\n%s", logs.String())
+	}
+	for _, cl := range clients {
+		if st := ask(cl); st != 200 {
+			t.Errorf("after descriptors were freed: %d", st)
+		}
+	}
+	t.Logf("limit 1024: %d descriptors taken, %d requests answered 503 as local_error, host healthy", len(fill), n503)
+}
