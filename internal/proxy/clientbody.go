@@ -43,6 +43,11 @@ func (b *clientBody) Read(p []byte) (int, error) {
 	}
 	n, err := b.rc.Read(p)
 	b.read += int64(n)
+	if err != nil && err != io.EOF && b.dl != nil && b.idle.expired(time.Now()) {
+		// The deadline fired, whatever net/http made of it: a stalled
+		// trailer section comes back as "suspiciously long trailer".
+		err = &stallError{err}
+	}
 	if b.fc != nil {
 		if why := b.fc.BodyError(); why != "" {
 			err = &malformedError{why}
@@ -87,6 +92,17 @@ func (b *clientBody) started() bool { return b.read > 0 }
 
 // failed reports whether reading the body failed.
 func (b *clientBody) failed() bool { return b.err != nil }
+
+// stallError is a body read that failed because the client sent nothing
+// for the route's client_body timeout.
+type stallError struct{ err error }
+
+func (e *stallError) Error() string {
+	return "the client stopped sending the request body: " + e.err.Error()
+}
+func (e *stallError) Unwrap() error   { return e.err }
+func (e *stallError) Timeout() bool   { return true }
+func (e *stallError) Temporary() bool { return true }
 
 // malformedError is a chunked body the framing tracker found malformed.
 type malformedError struct{ why string }

@@ -56,6 +56,11 @@ type idleDeadline struct {
 	armed   time.Time
 }
 
+// expired reports whether the deadline armed last has passed at now.
+func (d *idleDeadline) expired(now time.Time) bool {
+	return !d.armed.IsZero() && !now.Before(d.armed.Add(d.timeout))
+}
+
 // due returns the deadline to arm now, or the zero time when the one armed
 // is recent enough.
 func (d *idleDeadline) due() time.Time {
