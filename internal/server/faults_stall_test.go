@@ -90,7 +90,10 @@ func TestStalledClientsAreCut(t *testing.T) {
 	b1, b2 := newFileBackend(t, "127.1.12.41"), newFileBackend(t, "127.1.12.42")
 	s, url, logs := startSturdy(t, parseConfig(t, stallConfig, map[string]string{"b1": b1.addr, "b2": b2.addr}))
 	addr := strings.TrimPrefix(url, "http://")
-	const n = 20
+	n := 20
+	if testing.Short() {
+		n = 8
+	}
 	var wg sync.WaitGroup
 	replies := make(chan rawReply, 2*n)
 	var held []net.Conn
@@ -133,7 +136,7 @@ func TestStalledClientsAreCut(t *testing.T) {
 		}
 	})
 	if !testutil.Eventually(10*time.Second, func() bool {
-		return b1.cut.Load()+b2.cut.Load() == n && b1.open.Load()+b2.open.Load() == 0
+		return b1.cut.Load()+b2.cut.Load() == int64(n) && b1.open.Load()+b2.open.Load() == 0
 	}) {
 		t.Fatalf("downloads cut %d of %d; backend connections open %d", b1.cut.Load()+b2.cut.Load(), n, b1.open.Load()+b2.open.Load())
 	}
@@ -144,13 +147,13 @@ func TestStalledClientsAreCut(t *testing.T) {
 			}
 		}
 	}
-	if got := s.edge.Count(edge.FaultBodyTimeout); got != n+1 {
+	if got := s.edge.Count(edge.FaultBodyTimeout); got != uint64(n+1) {
 		t.Errorf("body_timeout counted %d, want %d", got, n+1)
 	}
-	if got := s.edge.Count(edge.FaultSendTimeout); got != n {
+	if got := s.edge.Count(edge.FaultSendTimeout); got != uint64(n) {
 		t.Errorf("send_timeout counted %d, want %d", got, n)
 	}
-	if got := attempts(s, outcome.ClientBodyError); got != n {
+	if got := attempts(s, outcome.ClientBodyError); got != uint64(n) {
 		t.Errorf("%d attempts classed client_body_error, want %d", got, n)
 	}
 	s.agg.Flush()
