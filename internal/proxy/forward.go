@@ -17,6 +17,7 @@ import (
 	"github.com/sturdyproxy/sturdy/internal/health"
 	"github.com/sturdyproxy/sturdy/internal/outcome"
 	"github.com/sturdyproxy/sturdy/internal/subst"
+	"github.com/sturdyproxy/sturdy/internal/upstream"
 )
 
 // maxTries bounds Route.Tries; it sizes the per-request failure list.
@@ -78,6 +79,7 @@ type forwarder struct {
 	fails     [maxTries]health.Failure
 	nfails    int
 	sameTwice bool
+	noResend  bool // the outbound request may not be sent again after the keep-alive race
 
 	status      int           // what the client was answered
 	bytes       int64         // response body bytes sent
@@ -244,6 +246,14 @@ func (f *forwarder) exchange(p *health.Pool) (*http.Response, *health.Host, fail
 		}
 		f.fails[f.nfails] = health.Failure{Host: host, Class: class, Status: status}
 		f.nfails++
+		var ue *upstream.Error
+		if errors.As(err, &ue) && ue.Resent {
+			// Sent twice already, after the keep-alive race and on a new
+			// connection, and no answer either time: as good as the same
+			// failure on two hosts, and a third send would give a request
+			// that kills backends a third one.
+			f.sameTwice = true
+		}
 		replayable := f.body == nil
 		if f.sameTwice || !idempotent || !replayable || rt.Tracker.Degraded() || rt.Monitor.Attributed(f.clientKey) {
 			// Failed the same way twice: it is the request, not the hosts.
@@ -252,6 +262,12 @@ func (f *forwarder) exchange(p *health.Pool) (*http.Response, *health.Host, fail
 			// the failures are their own, and retrying only spends
 			// capacity others need.
 			break
+		}
+		if !f.noResend {
+			// The retry goes to one more host, once: not twice on it after
+			// the keep-alive race as well.
+			f.noResend = true
+			f.out = f.out.WithContext(upstream.WithoutResend(f.out.Context()))
 		}
 	}
 	f.settle(p, &hr)

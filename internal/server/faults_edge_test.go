@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/sturdyproxy/sturdy/internal/edge"
+	"github.com/sturdyproxy/sturdy/internal/health"
 	"github.com/sturdyproxy/sturdy/internal/view"
 )
 
@@ -354,4 +355,101 @@ func staleRetries(s *Server) uint64 {
 		}
 	}
 	return n
+}
+
+// dyingBackend keeps connections alive, but reads a request for /die and
+// closes the connection without an answer: a request that kills
+// backends.
+type dyingBackend struct {
+	addr string
+	dies atomic.Int64
+}
+
+func newDyingBackend(t *testing.T, ip string) *dyingBackend {
+	ln, err := net.Listen("tcp", ip+":0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := &dyingBackend{addr: ln.Addr().String()}
+	var wg sync.WaitGroup
+	t.Cleanup(func() { ln.Close(); wg.Wait() })
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer c.Close()
+				c.SetDeadline(time.Now().Add(10 * time.Second))
+				br := bufio.NewReader(c)
+				for {
+					req, err := http.ReadRequest(br)
+					if err != nil {
+						return
+					}
+					io.Copy(io.Discard, req.Body)
+					if req.URL.Path == "/die" {
+						b.dies.Add(1)
+						return
+					}
+					io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+				}
+			}()
+		}
+	}()
+	return b
+}
+
+// Item 6's limit: the keep-alive race's second send never multiplies a
+// request that kills backends. Every connection is warm (reused), so each
+// send of /die meets a reused connection first; still each request
+// reaches backends at most twice in all, gets 502, and is charged to no
+// host.
+func TestKillerRequestIsNotMultipliedByResends(t *testing.T) {
+	t.Parallel()
+	b1, b2 := newDyingBackend(t, "127.1.13.71"), newDyingBackend(t, "127.1.13.72")
+	s, url, _ := startSturdy(t, parseConfig(t, `
+admin: { listen: "off" }
+listeners: [ { name: web, listen: "127.0.0.1:0" } ]
+routes: [ { name: app, default: true, pool: app, retry: { tries: 3 } } ]
+pools:
+  - name: app
+    hosts: [ { addr: "{{b1}}" }, { addr: "{{b2}}" } ]
+    health: { passive: { window: 30s, min_requests: 5, min_clients: 1 } }
+`, map[string]string{"b1": b1.addr, "b2": b2.addr}))
+	const killers = 10
+	for i := range killers {
+		cl := clientFrom(fmt.Sprintf("127.0.13.%d", 80+i))
+		// Warm connections to both hosts.
+		for range 4 {
+			if resp, _ := get(t, cl, url+"/ok"); resp.StatusCode != 200 {
+				t.Fatalf("warm-up: %d", resp.StatusCode)
+			}
+		}
+		if resp, _ := get(t, cl, url+"/die"); resp.StatusCode != http.StatusBadGateway {
+			t.Errorf("a request that kills backends: %d, want 502", resp.StatusCode)
+		}
+	}
+	if n := b1.dies.Load() + b2.dies.Load(); n > 2*killers {
+		t.Errorf("the killing requests reached backends %d times, at most %d (two each)", n, 2*killers)
+	}
+	t.Logf("%d killing requests reached backends %d times; %d sent again after a race", killers, b1.dies.Load()+b2.dies.Load(), staleRetries(s))
+	// The attempts are counted (they happened) but held against no host:
+	// each is the request's.
+	for _, h := range s.Runtime().Pools[0].Hosts {
+		if h.Mode() != health.Healthy || h.Window(time.Now()).Failures != 0 {
+			t.Errorf("host %s: %s, %d failures in its window", h.Addr, h.Mode(), h.Window(time.Now()).Failures)
+		}
+	}
+	if n := s.Monitor().AttributedCount(health.AttrHost); n != 0 {
+		t.Errorf("%d failures attributed to hosts", n)
+	}
+	if n := s.Monitor().AttributedCount(health.AttrRequest); n != killers {
+		t.Errorf("%d failures attributed to the request, want %d", n, killers)
+	}
 }

@@ -455,10 +455,28 @@ func TestServerClosesAfterRequest(t *testing.T) {
 	if c.StaleRetries() != 1 {
 		t.Errorf("stale retries %d, want 1", c.StaleRetries())
 	}
+	var ue *Error
+	do(t, c, "GET", s.url("/"))
+	_, err := c.RoundTrip(newRequest(t, context.Background(), "GET", s.url("/die"), nil))
+	if !errors.As(err, &ue) || !ue.Resent {
+		t.Errorf("the second send's failure: %#v, want Resent", err)
+	}
+	if n, a := s.requests.Load(), s.accepted.Load(); n != 7 || a != 5 {
+		t.Fatalf("server got %d requests on %d connections, want 7 on 5", n, a)
+	}
+	// A caller that sent the request elsewhere already asks for one send.
+	do(t, c, "GET", s.url("/"))
+	_, err = c.RoundTrip(newRequest(t, WithoutResend(context.Background()), "GET", s.url("/die"), nil))
+	if !errors.As(err, &ue) || ue.Resent || !ue.Reused {
+		t.Errorf("with WithoutResend: %#v, want one send on the reused connection", err)
+	}
+	if n, a := s.requests.Load(), s.accepted.Load(); n != 9 || a != 6 {
+		t.Fatalf("server got %d requests on %d connections, want 9 on 6: WithoutResend sent again", n, a)
+	}
 	do(t, c, "GET", s.url("/"))
 	check("POST", strings.NewReader("order=1"), true)
-	if n, a := s.requests.Load(), s.accepted.Load(); n != 6 || a != 4 {
-		t.Fatalf("server got %d requests on %d connections, want 6 on 4: a POST was sent twice", n, a)
+	if n, a := s.requests.Load(), s.accepted.Load(); n != 11 || a != 7 {
+		t.Fatalf("server got %d requests on %d connections, want 11 on 7: a POST was sent twice", n, a)
 	}
 }
 

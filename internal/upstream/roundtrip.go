@@ -92,7 +92,7 @@ func (x *exchange) writerError() error {
 // did anything wrong, and it costs no retry budget.
 func (c *Client) roundTrip(req *http.Request) (*http.Response, error) {
 	resp, err, again := c.exchange(req, false)
-	if !again {
+	if !again || req.Context().Value(noResendKey{}) != nil {
 		return resp, err
 	}
 	if req.Body != nil && req.Body != http.NoBody {
@@ -107,7 +107,22 @@ func (c *Client) roundTrip(req *http.Request) (*http.Response, error) {
 	}
 	c.staleRetries.Add(1)
 	resp, err, _ = c.exchange(req, true)
+	var ue *Error
+	if errors.As(err, &ue) {
+		ue.Resent = true
+	}
 	return resp, err
+}
+
+type noResendKey struct{}
+
+// WithoutResend returns ctx marked so that a request made with it is never
+// sent a second time after the keep-alive race: for a caller that has
+// already sent the request elsewhere (a retry on another host), so that a
+// request that kills backends reaches no more of them than the caller
+// chose.
+func WithoutResend(ctx context.Context) context.Context {
+	return context.WithValue(ctx, noResendKey{}, true)
 }
 
 // StaleRetries counts the requests sent again on a new connection after

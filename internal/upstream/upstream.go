@@ -235,6 +235,12 @@ type Error struct {
 	// request: a failure there may be the backend closing an idle
 	// connection just as the request went out.
 	Reused bool
+	// Resent reports that this failure is the request's second send: the
+	// first, on a reused connection, failed before any of the response
+	// arrived (the keep-alive race), and the request went again on a new
+	// connection and failed too. Twice on two connections, it is likely
+	// the request that fails, not the connection.
+	Resent bool
 	Err    error
 }
 
