@@ -23,6 +23,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"net"
 	"sync/atomic"
 )
@@ -72,6 +73,22 @@ func (c *Conn) Read(b []byte) (int, error) {
 	}
 	return n, err
 }
+
+// ReadFrom passes the connection's own ReadFrom on (splice and sendfile
+// on Linux): net/http looks for it on the connection it serves, and the
+// tracker follows only what is read.
+func (c *Conn) ReadFrom(r io.Reader) (int64, error) {
+	if rf, ok := c.Conn.(io.ReaderFrom); ok {
+		return rf.ReadFrom(r)
+	}
+	return io.Copy(writerOnly{c.Conn}, r)
+}
+
+// writerOnly hides every method but Write, so io.Copy does not call
+// ReadFrom again.
+type writerOnly struct{ io.Writer }
+
+var _ io.ReaderFrom = (*Conn)(nil)
 
 // NetConn returns the wrapped connection.
 func (c *Conn) NetConn() net.Conn { return c.Conn }

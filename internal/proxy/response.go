@@ -9,6 +9,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/sturdyproxy/sturdy/internal/edge"
 	"github.com/sturdyproxy/sturdy/internal/health"
@@ -141,6 +142,11 @@ type clientSink struct {
 }
 
 func (s *clientSink) Write(p []byte) (int, error) {
+	s.arm()
+	return s.w.Write(p)
+}
+
+func (s *clientSink) arm() {
 	if s.dl != nil {
 		if t := s.idle.due(); !t.IsZero() {
 			s.dl.SetWriteDeadline(t)
@@ -149,7 +155,62 @@ func (s *clientSink) Write(p []byte) (int, error) {
 			}
 		}
 	}
-	return s.w.Write(p)
+}
+
+// Pieces of a spliced body, between which the send timeout is armed
+// again: a splice is one call however long it takes, so a body spliced
+// whole would be bounded by the send timeout as a whole. A piece that
+// takes more than an eighth of the timeout halves the next, so a slow
+// reader that keeps reading stays well inside it.
+const (
+	splicePiece    = 256 << 10
+	spliceMinPiece = 16 << 10
+)
+
+// ReadFrom lets a backend's body be spliced to the client connection
+// (see splicer), in pieces when a send timeout is set.
+func (s *clientSink) ReadFrom(r io.Reader) (int64, error) {
+	rf, ok := s.w.(io.ReaderFrom)
+	if !ok {
+		return io.Copy(writerOnly{s}, r)
+	}
+	if s.dl == nil {
+		return rf.ReadFrom(r)
+	}
+	// Limit the underlying reader itself: the splice recognises an
+	// *io.LimitedReader over a TCP connection, not one over another.
+	src, left := r, int64(-1)
+	if lr, ok := r.(*io.LimitedReader); ok {
+		src, left = lr.R, lr.N
+	}
+	piece := int64(splicePiece)
+	var total int64
+	for left != 0 {
+		n := piece
+		if left > 0 && left < n {
+			n = left
+		}
+		s.arm()
+		start := time.Now()
+		m, err := rf.ReadFrom(&io.LimitedReader{R: src, N: n})
+		total += m
+		if left > 0 {
+			left -= m
+		}
+		if err != nil || m < n {
+			if lr, ok := r.(*io.LimitedReader); ok {
+				lr.N = left
+			}
+			return total, err // an error, or the end of r
+		}
+		if time.Since(start) > s.idle.timeout>>3 && piece > spliceMinPiece {
+			piece >>= 1
+		}
+	}
+	if lr, ok := r.(*io.LimitedReader); ok {
+		lr.N = 0
+	}
+	return total, nil
 }
 
 // copyBody copies the upstream body to the client and returns the bytes
