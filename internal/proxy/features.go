@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"net/http"
 	"strconv"
 
 	"github.com/sturdyproxy/sturdy/internal/access"
@@ -40,9 +41,20 @@ func (f *forwarder) admit() bool {
 // request goes on to the pool.
 func (f *forwarder) serveFile() bool {
 	sw := &statusWriter{ResponseWriter: f.w}
+	if t := f.rt.SendTimeout; t > 0 && f.dl != nil {
+		// A client that stops reading a file is cut as one that stops
+		// reading a backend's answer.
+		sw.send = clientSink{w: f.w, dl: f.dl, idle: idleDeadline{timeout: t}, conn: f.conn}
+	}
 	if !f.rt.Static.Serve(sw, f.r, f.r.URL.Path) {
 		return false
 	}
 	f.status, f.bytes = sw.status, sw.bytes
+	if sw.send.cut {
+		// Cut: closed, not kept for another request (see stream).
+		f.countFault(edge.FaultSendTimeout)
+		f.status = 499
+		panic(http.ErrAbortHandler)
+	}
 	return true
 }

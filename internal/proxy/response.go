@@ -95,9 +95,14 @@ func (f *forwarder) stream(resp *http.Response, pool *health.Pool, host *health.
 		if isTimeout(err) {
 			// The client stopped reading: cut, and the backend's
 			// connection released at once (resp.Body.Close, above).
+			// Abort, so that net/http closes the connection: a spliced
+			// write's error never reaches it, and it would keep the
+			// connection for another request.
 			f.countFault(edge.FaultSendTimeout)
+			f.status = 499
+			panic(http.ErrAbortHandler)
 		}
-		return 499 // the client went away, or stalled
+		return 499 // the client went away
 	}
 	if len(resp.Trailer) > 0 {
 		for k, vv := range resp.Trailer {
@@ -139,6 +144,7 @@ type clientSink struct {
 	dl   deadliner // nil: no timeout
 	idle idleDeadline
 	conn *Conn // told that a deadline is armed; nil on HTTP/2
+	cut  bool  // a write ran into the deadline
 }
 
 func (s *clientSink) Write(p []byte) (int, error) {
@@ -200,6 +206,9 @@ func (s *clientSink) ReadFrom(r io.Reader) (int64, error) {
 		if err != nil || m < n {
 			if lr, ok := r.(*io.LimitedReader); ok {
 				lr.N = left
+			}
+			if err != nil && isTimeout(err) {
+				s.cut = true
 			}
 			return total, err // an error, or the end of r
 		}
@@ -268,6 +277,7 @@ type statusWriter struct {
 	http.ResponseWriter
 	status int
 	bytes  int64
+	send   clientSink // the send timeout, when send.dl is set
 }
 
 func (w *statusWriter) WriteHeader(code int) {
@@ -281,8 +291,12 @@ func (w *statusWriter) Write(p []byte) (int, error) {
 	if w.status == 0 {
 		w.status = http.StatusOK
 	}
+	w.send.arm()
 	n, err := w.ResponseWriter.Write(p)
 	w.bytes += int64(n)
+	if err != nil && isTimeout(err) {
+		w.send.cut = true
+	}
 	return n, err
 }
 
@@ -297,7 +311,9 @@ func (w *statusWriter) ReadFrom(r io.Reader) (int64, error) {
 	}
 	var n int64
 	var err error
-	if rf, ok := w.ResponseWriter.(io.ReaderFrom); ok {
+	if w.send.dl != nil {
+		n, err = w.send.ReadFrom(r)
+	} else if rf, ok := w.ResponseWriter.(io.ReaderFrom); ok {
 		n, err = rf.ReadFrom(r)
 	} else {
 		n, err = io.Copy(writerOnly{w.ResponseWriter}, r)

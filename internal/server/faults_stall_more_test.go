@@ -1,8 +1,12 @@
 package server
 
 import (
+	"bytes"
 	"fmt"
 	"io"
+	"net"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -125,5 +129,66 @@ func TestStallsEverywhereAreCut(t *testing.T) {
 	// moment after the client's 408.
 	if !testutil.Eventually(5*time.Second, func() bool { return rs[0].Open()+rs[1].Open() == 0 }) {
 		t.Errorf("%d backend connections still open after the stalls were cut", rs[0].Open()+rs[1].Open())
+	}
+}
+
+// Item 4 for files: a client that stops reading a file sturdy serves
+// itself (sent with sendfile) is cut after the send timeout too, and
+// counted; one that reads slowly but steadily gets the file whole.
+func TestStalledFileReadersAreCut(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	const size = 24 << 20
+	if err := os.WriteFile(filepath.Join(root, "big.bin"), bytes.Repeat([]byte("f"), size), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s, url, _ := startSturdy(t, parseConfig(t, `
+admin: { listen: "off" }
+log: { aggregate_interval: 1h }
+listeners: [ { name: web, listen: "127.0.0.1:0" } ]
+routes:
+  - name: files
+    default: true
+    static: { root: "{{root}}" }
+    timeouts: { client_send: 300ms }
+pools: [ { name: unused, hosts: [ { addr: "{{dead}}" } ] } ]
+`, map[string]string{"root": root, "dead": deadAddr(t)}))
+	addr := strings.TrimPrefix(url, "http://")
+	const stalled = 4
+	var held []net.Conn
+	for i := range stalled {
+		c := rawDial(t, fmt.Sprintf("127.0.13.%d", 120+i), addr)
+		defer c.Close()
+		io.WriteString(c, "GET /big.bin HTTP/1.1\r\nHost: x\r\n\r\n")
+		held = append(held, c)
+	}
+	if !testutil.Eventually(10*time.Second, func() bool { return s.edge.Count(edge.FaultSendTimeout) == stalled }) {
+		t.Fatalf("send_timeout counted %d, want %d", s.edge.Count(edge.FaultSendTimeout), stalled)
+	}
+	// Cut: once the client reads again it gets what the sockets held,
+	// then the end, far short of the file.
+	for _, c := range held {
+		r := rawRead(c, 5*time.Second)
+		if !r.closed || len(r.text) >= size {
+			t.Errorf("a stalled file reader got %d bytes, closed %v: not cut", len(r.text), r.closed)
+		}
+	}
+	// Slow but moving: 24 MiB read 256 KiB at a time every 5 ms.
+	c := rawDial(t, "127.0.13.130", addr)
+	defer c.Close()
+	io.WriteString(c, "GET /big.bin HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+	c.SetReadDeadline(time.Now().Add(20 * time.Second))
+	buf := make([]byte, 256<<10)
+	total := 0
+	for {
+		n, err := c.Read(buf)
+		total += n
+		if err != nil {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if total < size {
+		t.Errorf("a slow reader got %d of %d bytes (and the head): cut while moving", total, size)
 	}
 }
