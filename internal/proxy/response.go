@@ -165,12 +165,15 @@ func (s *clientSink) arm() {
 
 // Pieces of a spliced body, between which the send timeout is armed
 // again: a splice is one call however long it takes, so a body spliced
-// whole would be bounded by the send timeout as a whole. A piece that
-// takes more than an eighth of the timeout halves the next, so a slow
-// reader that keeps reading stays well inside it.
+// whole would be bounded by the send timeout as a whole. A piece starts
+// at splicePiece, halves when it took more than an eighth of the timeout
+// and doubles when it took less than a 64th, within the bounds: a reader
+// that keeps taking splicePiece per timeout is never cut, and a fast one
+// moves a megabyte per call.
 const (
-	splicePiece    = 256 << 10
+	splicePiece    = 64 << 10
 	spliceMinPiece = 16 << 10
+	spliceMaxPiece = 1 << 20
 )
 
 // ReadFrom lets a backend's body be spliced to the client connection
@@ -212,8 +215,11 @@ func (s *clientSink) ReadFrom(r io.Reader) (int64, error) {
 			}
 			return total, err // an error, or the end of r
 		}
-		if time.Since(start) > s.idle.timeout>>3 && piece > spliceMinPiece {
+		switch d := time.Since(start); {
+		case d > s.idle.timeout>>3 && piece > spliceMinPiece:
 			piece >>= 1
+		case d < s.idle.timeout>>6 && piece < spliceMaxPiece:
+			piece <<= 1
 		}
 	}
 	if lr, ok := r.(*io.LimitedReader); ok {
