@@ -171,6 +171,9 @@ const (
 	stStopped            // not following any more (ambiguity or upgrade)
 )
 
+// h2Preface is the first line of an HTTP/2 connection preface.
+var h2Preface = []byte("PRI * HTTP/2.0")
+
 // maxLine is the most of a line the parser keeps; the fields it looks at
 // fit well within, and a longer framing line is itself suspicious.
 const maxLine = 256
@@ -275,6 +278,12 @@ func (p *parser) onLine() {
 	}
 	switch p.st {
 	case stRequestLine:
+		if p.req < 0 && bytes.Equal(line, h2Preface) {
+			// HTTP/2 with prior knowledge (h2c): binary frames follow,
+			// framed by HTTP/2 itself; nothing here to follow.
+			p.st = stStopped
+			return
+		}
 		p.req++
 		p.http10 = bytes.HasSuffix(line, []byte(" HTTP/1.0"))
 		p.cl, p.clSeen, p.te, p.chunked, p.upgrade, p.lastFrame = -1, false, 0, false, false, false

@@ -1,6 +1,8 @@
 package framing
 
 import (
+	"errors"
+	"io"
 	"net"
 	"strings"
 	"testing"
@@ -92,5 +94,34 @@ func BenchmarkFollowGet(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		fc.p.feed(req)
+	}
+}
+
+// After a malformed chunked body the connection's reads fail at once
+// (net/http would otherwise wait for bytes that may never come); an
+// HTTP/2 connection (h2c, prior knowledge) is not followed at all, so
+// that bytes in its frames that look like HTTP/1 never trip it.
+func TestReadsAfterAFault(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		in   string
+		fail bool
+	}{
+		{"malformed chunk", "POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n", true},
+		{"h2c preface then HTTP/1 look-alikes", "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\x00\x00\x10\x00POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n", false},
+	} {
+		a, b := net.Pipe()
+		fc := Wrap(b)
+		go func() { a.Write([]byte(c.in)); a.Write([]byte("more")) }()
+		buf := make([]byte, len(c.in))
+		if _, err := io.ReadFull(fc, buf); err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		_, err := fc.Read(buf)
+		if c.fail != errors.Is(err, ErrMalformedBody) {
+			t.Errorf("%s: the next read: %v", c.name, err)
+		}
+		a.Close()
+		b.Close()
 	}
 }

@@ -181,7 +181,7 @@ func TestMalformedStreamedBodyAbortsTheAttempt(t *testing.T) {
 			}
 		}
 	}
-	if n := attempts(s, outcome.ClientBodyError); n != uint64(len(streamedBad)) {
+	if n := allAttempts(s, outcome.ClientBodyError); n != uint64(len(streamedBad)) {
 		t.Errorf("%d attempts classed client_body_error, want %d", n, len(streamedBad))
 	}
 	hostsClean(t, s)

@@ -134,7 +134,7 @@ pools:
 	if got := s.local.Counts()["upstream"]["file_descriptors"]; got != uint64(each*len(clients)) {
 		t.Errorf("upstream file_descriptors failures counted %d, want %d", got, each*len(clients))
 	}
-	if got := attempts(s, outcome.LocalError); got != uint64(each*len(clients)) {
+	if got := allAttempts(s, outcome.LocalError); got != uint64(each*len(clients)) {
 		t.Errorf("%d attempts classed local_error, want %d", got, each*len(clients))
 	}
 	hostsClean(t, s)

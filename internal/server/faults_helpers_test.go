@@ -114,8 +114,8 @@ func hostsClean(t testing.TB, s *Server) {
 	}
 }
 
-// attempts sums a class's attempts over every host.
-func attempts(s *Server, c outcome.Class) uint64 {
+// allAttempts sums a class's attempts over every host.
+func allAttempts(s *Server, c outcome.Class) uint64 {
 	var n uint64
 	for _, p := range s.Runtime().Pools {
 		for _, h := range p.Hosts {

@@ -121,7 +121,7 @@ func TestStallsEverywhereAreCut(t *testing.T) {
 	if got := s.edge.Count(edge.FaultBodyTimeout); got != uint64(2*(len(cases)-2)) {
 		t.Errorf("body_timeout counted %d, want %d", got, 2*(len(cases)-2))
 	}
-	if got := attempts(s, outcome.ClientBodyError); got != uint64(2*streamed) {
+	if got := allAttempts(s, outcome.ClientBodyError); got != uint64(2*streamed) {
 		t.Errorf("%d attempts classed client_body_error, want %d (the streamed ones)", got, 2*streamed)
 	}
 	hostsClean(t, s)

@@ -153,7 +153,7 @@ func TestStalledClientsAreCut(t *testing.T) {
 	if got := s.edge.Count(edge.FaultSendTimeout); got != uint64(n) {
 		t.Errorf("send_timeout counted %d, want %d", got, n)
 	}
-	if got := attempts(s, outcome.ClientBodyError); got != uint64(n) {
+	if got := allAttempts(s, outcome.ClientBodyError); got != uint64(n) {
 		t.Errorf("%d attempts classed client_body_error, want %d", got, n)
 	}
 	s.agg.Flush()
