@@ -192,6 +192,15 @@ func (c *Client) exchange(req *http.Request, fresh bool) (_ *http.Response, _ er
 		x.stop = context.AfterFunc(ctx, pc.abortFn)
 	}
 	fail := func(phase Phase, err error) (*http.Response, error, bool) {
+		if x.w != nil && ctx.Err() != nil {
+			// The context ended, perhaps because reading the request
+			// body failed (net/http ends it on any error reading the
+			// client's connection, a stalled upload's deadline
+			// included): give the body goroutine a moment to say so, so
+			// that the caller learns the body's error, not a
+			// cancellation.
+			x.w.finished(maxWriteWait)
+		}
 		x.finish(false)
 		if e := x.writerError(); e != nil {
 			return nil, e, false
