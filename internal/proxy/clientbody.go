@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/sturdyproxy/sturdy/internal/edge"
@@ -27,8 +28,8 @@ type clientBody struct {
 	dl    deadliner // nil: no timeout
 	idle  idleDeadline
 	fc    *framing.Conn // nil: not followed
-	read  int64
-	err   error // the first error other than io.EOF
+	read  atomic.Int64  // counted by the transport's goroutine, read by the handler's
+	err   error         // the first error other than io.EOF
 	ended bool
 }
 
@@ -42,7 +43,7 @@ func (b *clientBody) Read(p []byte) (int, error) {
 		}
 	}
 	n, err := b.rc.Read(p)
-	b.read += int64(n)
+	b.read.Add(int64(n))
 	if err != nil && err != io.EOF && b.dl != nil && b.idle.expired(time.Now()) {
 		// The deadline fired, whatever net/http made of it: a stalled
 		// trailer section comes back as "suspiciously long trailer".
@@ -88,7 +89,7 @@ func (b *clientBody) end() {
 
 func (b *clientBody) Close() error { return nil }
 
-func (b *clientBody) started() bool { return b.read > 0 }
+func (b *clientBody) started() bool { return b.read.Load() > 0 }
 
 // failed reports whether reading the body failed.
 func (b *clientBody) failed() bool { return b.err != nil }

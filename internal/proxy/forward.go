@@ -561,7 +561,7 @@ func (f *forwarder) bodySent(c outcome.Class) int64 {
 	case f.buffered != nil:
 		return int64(len(f.buffered))
 	case f.body != nil:
-		return f.body.read
+		return f.body.read.Load()
 	}
 	return 0
 }

@@ -115,7 +115,7 @@ func (f *forwarder) extendRecord(rec *accesslog.Record, fm *accesslog.Format) {
 	case f.buffered != nil:
 		rec.BytesIn = int64(len(f.buffered))
 	case f.body != nil:
-		rec.BytesIn = f.body.read
+		rec.BytesIn = f.body.read.Load()
 	}
 	if t := f.times; t != nil && rec.Attempts > 0 {
 		rec.UpstreamConnect = time.Duration(t.connect.Load())
