@@ -39,12 +39,19 @@ type PoolConfig struct {
 
 // HostSpec is one configured host.
 type HostSpec struct {
-	// Addr is the host as configured (host:port or unix:/path).
+	// Addr is the host as configured (host:port or unix:/path), or an IP
+	// address and port when the host came from a DNS name.
 	Addr string
 	// Target is what requests are sent to (see resolve.Target); "" means
 	// Addr.
 	Target string
+	// Name is the name:port the address came from, "" when the host was
+	// configured by address.
+	Name   string
 	Weight int
+	// Backup hosts take requests only while no other host is healthy (an
+	// SRV record of a later priority).
+	Backup bool
 }
 
 // Probe is an active readiness check, parsed.
@@ -85,12 +92,36 @@ type Pool struct {
 	rot    atomic.Pointer[rotation]
 }
 
-// rotation is the hosts in rotation and a policy built over them, as of
-// one version of the pool's modes.
+// rotation is the hosts in rotation, in tiers, each with a policy built
+// over its hosts, as of one version of the pool's modes. A request goes to
+// the first tier that has a host for it: healthy hosts first, then backup
+// hosts, and hosts under suspicion (failing, kept in rotation by
+// max_ejected, or waiting for their probe) only as a last resort.
 type rotation struct {
 	version uint64
-	hosts   []*Host
-	policy  *balance.Policy
+	tiers   [numTiers]tier
+}
+
+type tier struct {
+	hosts  []*Host
+	policy *balance.Policy
+}
+
+const (
+	tierHealthy = iota
+	tierBackup
+	tierSuspect
+	numTiers
+)
+
+func tierOf(h *Host) int {
+	switch {
+	case h.Mode() == Suspect:
+		return tierSuspect
+	case h.Backup:
+		return tierBackup
+	}
+	return tierHealthy
 }
 
 // poolShared is the part of a pool's health that outlives reloads.
@@ -153,7 +184,7 @@ func NewPool(m *Monitor, attr *Attributing, cfg PoolConfig, prev *Pool) (*Pool, 
 		if target == "" {
 			target = hs.Addr
 		}
-		p.Hosts[i] = &Host{Addr: hs.Addr, Target: target, Weight: max(hs.Weight, 1), index: i, hostState: st}
+		p.Hosts[i] = &Host{Addr: hs.Addr, Target: target, Name: hs.Name, Weight: max(hs.Weight, 1), Backup: hs.Backup, index: i, hostState: st}
 	}
 	if _, err := p.rebuild(p.shared.version.Load()); err != nil {
 		return nil, fmt.Errorf("pool %s: %w", cfg.Name, err)
@@ -183,43 +214,54 @@ func (p *Pool) rotation() *rotation {
 // request rebuilds again.
 func (p *Pool) rebuild(v uint64) (*rotation, error) {
 	r := &rotation{version: v}
-	var members []balance.Member
+	var members [numTiers][]balance.Member
 	for _, h := range p.Hosts {
 		if h.Mode().InRotation() {
-			r.hosts = append(r.hosts, h)
-			members = append(members, balance.Member{Key: h.Addr, Weight: h.Weight})
+			t := tierOf(h)
+			r.tiers[t].hosts = append(r.tiers[t].hosts, h)
+			members[t] = append(members[t], balance.Member{Key: h.Addr, Weight: h.Weight})
 		}
 	}
-	pol, err := balance.New(p.cfg.Balance, members)
-	if err != nil {
-		return nil, err
+	for t := range r.tiers {
+		pol, err := balance.New(p.cfg.Balance, members[t])
+		if err != nil {
+			return nil, err
+		}
+		r.tiers[t].policy = pol
 	}
-	r.policy = pol
 	p.rot.Store(r)
 	return r, nil
 }
 
 // Next returns the host to try for a request that has tried the hosts in
 // tried: the policy's choice among the hosts in rotation, under their
-// connection cap, slow start permitting; nil when none is left. key feeds
-// hash balancing.
+// connection cap, slow start permitting, healthy hosts before the others;
+// nil when none is left. key feeds hash balancing.
 func (p *Pool) Next(key uint64, tried *balance.Tried, now time.Time) *Host {
 	r := p.rotation()
 	ns := now.UnixNano()
 	free := func(h *Host) bool {
 		return !tried.Has(h.index) && (p.MaxInFlight == 0 || h.InFlight() < p.MaxInFlight) && h.Mode().InRotation()
 	}
-	i := r.policy.Pick(key,
-		func(i int) bool { h := r.hosts[i]; return free(h) && h.slowStartAllows(ns) },
-		func(i int) int64 { return r.hosts[i].InFlight() })
-	if i >= 0 {
-		return r.hosts[i]
+	for t := range r.tiers {
+		tr := &r.tiers[t]
+		if len(tr.hosts) == 0 {
+			continue
+		}
+		i := tr.policy.Pick(key,
+			func(i int) bool { h := tr.hosts[i]; return free(h) && h.slowStartAllows(ns) },
+			func(i int) int64 { return tr.hosts[i].InFlight() })
+		if i >= 0 {
+			return tr.hosts[i]
+		}
 	}
 	// Slow start only shifts load to peers; with no peer to take it, a
 	// host in slow start takes the request.
-	for _, h := range r.hosts {
-		if free(h) {
-			return h
+	for t := range r.tiers {
+		for _, h := range r.tiers[t].hosts {
+			if free(h) {
+				return h
+			}
 		}
 	}
 	return nil
@@ -263,7 +305,7 @@ func (p *Pool) Record(h *Host, c outcome.Class, r *Request, now time.Time) {
 	case c == outcome.OK:
 		p.success(h, r, now)
 	case !c.Sent():
-		p.connectFailed(h, c, now)
+		p.connectFailed(h, c, r, now)
 	default:
 		h.attempts[c].Add(1)
 	}
@@ -273,6 +315,10 @@ func (p *Pool) success(h *Host, r *Request, now time.Time) {
 	h.attempts[outcome.OK].Add(1)
 	if h.connectFailures.Load() != 0 {
 		h.connectFailures.Store(0)
+	}
+	if h.streak.Load() != 0 {
+		h.streak.Store(0)
+		h.streakClients.Store(0)
 	}
 	if p.cfg.Passive.On() {
 		h.window.Success(now, r.ClientBit, r.RouteBit)
@@ -288,19 +334,25 @@ func (p *Pool) success(h *Host, r *Request, now time.Time) {
 // connectFailed records an attempt that failed before anything was sent.
 // That is evidence against the host alone; enough of them in a row make it
 // suspect at once.
-func (p *Pool) connectFailed(h *Host, class outcome.Class, now time.Time) {
+func (p *Pool) connectFailed(h *Host, class outcome.Class, r *Request, now time.Time) {
 	h.attempts[class].Add(1)
 	h.lastFailure.Store(now.UnixNano())
 	p.m.attributed[AttrHost].Add(1)
 	if !p.cfg.Passive.On() {
 		return
 	}
-	h.window.Failure(now, 0, 0, class)
+	var c uint64
+	if r != nil {
+		c = r.ClientBit
+	}
+	h.window.Failure(now, c, 0, class)
 	n := h.connectFailures.Add(1)
 	if int(n) >= p.cfg.Passive.ConsecutiveConnectFailures && h.Mode() == Healthy {
 		p.suspect(h, "connection failures in a row",
 			fmt.Sprintf("%d consecutive %s", n, class), now)
+		return
 	}
+	p.hostFailed(h, c, class, now)
 }
 
 // Budget is the pool's retry budget, shared across reloads.

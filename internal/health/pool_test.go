@@ -140,3 +140,18 @@ func BenchmarkNext(b *testing.B) {
 		})
 	}
 }
+
+// A host in slow start takes its weight times its ramp (10% at first); the
+// share it does not take goes to the others by weight, not all to its
+// neighbour in the round-robin order.
+func TestSlowStartShedsItsShareByWeight(t *testing.T) {
+	for _, kind := range []string{balance.RoundRobin, balance.LeastConn, balance.RandomTwo} {
+		p := newTestPool(t, kind, []int{1, 1, 1}, nil)
+		p.Hosts[0].slowStart(t0, time.Hour)
+		got := shares(p, 21000)
+		// Effective weights 0.1, 1, 1: 1000, 10000, 10000.
+		if got[0] < 600 || got[0] > 1400 || got[1] < 9300 || got[1] > 10700 || got[2] < 9300 || got[2] > 10700 {
+			t.Fatalf("%s: shares %v, want about 1000/10000/10000", kind, got)
+		}
+	}
+}

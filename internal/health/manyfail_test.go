@@ -1,0 +1,194 @@
+package health
+
+import (
+	"fmt"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/sturdyproxy/sturdy/internal/balance"
+	"github.com/sturdyproxy/sturdy/internal/event"
+	"github.com/sturdyproxy/sturdy/internal/outcome"
+)
+
+// browse sends one request from each of n clients through the pool, as the
+// proxy would: Next picks the host, fails decides whether it fails (reset),
+// and a failed GET is retried once on another host.
+func browse(p *Pool, rt testRoute, n int, fails func(*Host) bool) (failed int) {
+	now := time.Now()
+	for c := range n {
+		r := req(rt, fmt.Sprintf("192.0.2.%d", c+1))
+		var tried balance.Tried
+		var fl []Failure
+		ok := false
+		for range 2 {
+			h := p.Next(0, &tried, now)
+			if h == nil {
+				break
+			}
+			tried.Add(h.Index())
+			if !fails(h) {
+				p.Record(h, outcome.OK, r, now)
+				ok = true
+				break
+			}
+			fl = append(fl, Failure{Host: h, Class: outcome.Reset})
+		}
+		if len(fl) > 0 {
+			p.Settle(r, fl, len(fl) == 2, now)
+		}
+		if !ok {
+			failed++
+		}
+	}
+	return failed
+}
+
+// Three of four hosts reset everything. Each failing host has peers that
+// fail as badly, yet they are outliers: one peer is clearly well. Two are
+// ejected (max_ejected 50%), the third stays in rotation behind the
+// healthy host, and no innocent client is blamed, not even in the first
+// second, when the successes from before the outage are all the window
+// holds.
+func TestMajorityFailureIsTheHostsNotTheClients(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m, p, rec := setup(t, 4, "{ window: 10s }", nil)
+		rt := route(m, "a", 0)
+		set := set(p, rt)
+		tick := func() { m.Tick(set, time.Now()) }
+		for range 20 { // two seconds of normal traffic
+			if f := browse(p, rt, 6, func(*Host) bool { return false }); f != 0 {
+				t.Fatalf("%d failures before the outage", f)
+			}
+			time.Sleep(100 * time.Millisecond)
+			tick()
+		}
+		bad := func(h *Host) bool { return h.Index() < 3 }
+		failed, total := 0, 0
+		for i := range 60 { // six seconds of outage
+			failed += browse(p, rt, 6, bad)
+			total += 6
+			if i == 9 && m.Clients() != nil {
+				t.Fatalf("clients attributed one second into the outage: %v", m.Clients())
+			}
+			time.Sleep(100 * time.Millisecond)
+			tick()
+		}
+		if n := rec.count(event.ClientAttributed); n != 0 {
+			t.Fatalf("%d innocent clients attributed", n)
+		}
+		modes := map[Mode]int{}
+		for _, h := range p.Hosts[:3] {
+			modes[h.Mode()]++
+		}
+		if modes[Ejected] != 2 || modes[Suspect] != 1 || p.Hosts[3].Mode() != Healthy {
+			t.Fatalf("modes %v, healthy host %s; want 2 ejected, 1 suspect held by max_ejected", modes, p.Hosts[3].Mode())
+		}
+		if failed > total/20 {
+			t.Fatalf("%d of %d requests failed", failed, total)
+		}
+		// While the cap keeps the suspect host in rotation, the healthy
+		// host takes every first attempt.
+		for range 100 {
+			var tried balance.Tried
+			if h := p.Next(0, &tried, time.Now()); h != p.Hosts[3] {
+				t.Fatalf("first attempt on %s (%s), want the healthy host", h.Addr, h.Mode())
+			}
+		}
+		// The held host is not restored by its window going quiet: it
+		// returns when an ejection would have ended (10s after it was found
+		// out, early in the outage), or on success.
+		var held *Host
+		for _, h := range p.Hosts[:3] {
+			if h.Mode() == Suspect {
+				held = h
+			}
+		}
+		time.Sleep(2 * time.Second) // the window is quiet: nothing tried it
+		tick()
+		if held.Mode() != Suspect {
+			t.Fatalf("the held host is %s 8s into its 10s", held.Mode())
+		}
+		p.Record(held, outcome.OK, req(rt, "192.0.2.1"), time.Now())
+		tick()
+		if held.Mode() != Healthy {
+			t.Fatalf("the held host is %s after it succeeded again", held.Mode())
+		}
+	})
+}
+
+// Failed requests in a row from several clients make a host suspect at
+// once, while its peers succeed: no tick, no window to fill.
+func TestFailuresInARowFromSeveralClientsMakeSuspectAtOnce(t *testing.T) {
+	_, p, rec := setup(t, 3, "{ max_ejected: 100% }", nil)
+	rt := route(p.m, "a", 0)
+	for _, h := range p.Hosts {
+		for c := range 5 {
+			p.Record(h, outcome.OK, req(rt, fmt.Sprintf("192.0.2.%d", c)), t0)
+		}
+	}
+	h := p.Hosts[0]
+	for c := range 2 {
+		p.Settle(req(rt, fmt.Sprintf("192.0.2.%d", c)), []Failure{{h, outcome.ResponseTimeout, 0}}, false, t0)
+	}
+	if h.Mode() != Healthy {
+		t.Fatalf("suspect after 2 failures")
+	}
+	// One client alone cannot do it, however often.
+	for range 10 {
+		p.Settle(req(rt, "192.0.2.1"), []Failure{{h, outcome.ResponseTimeout, 0}}, false, t0)
+	}
+	if h.Mode() != Healthy {
+		t.Fatalf("one client's failures in a row made the host %s", h.Mode())
+	}
+	p.Settle(req(rt, "192.0.2.4"), []Failure{{h, outcome.ResponseTimeout, 0}}, false, t0)
+	if h.Mode() != Ejected || rec.count(event.HostSuspect) != 1 {
+		t.Fatalf("host %s after failures in a row from 3 clients", h.Mode())
+	}
+	// A success ends a streak.
+	h2 := p.Hosts[1]
+	for c := range 2 {
+		p.Settle(req(rt, fmt.Sprintf("192.0.2.%d", c)), []Failure{{h2, outcome.ResponseTimeout, 0}}, false, t0)
+	}
+	p.Record(h2, outcome.OK, req(rt, "192.0.2.9"), t0)
+	p.Settle(req(rt, "192.0.2.4"), []Failure{{h2, outcome.ResponseTimeout, 0}}, false, t0)
+	if h2.Mode() != Healthy {
+		t.Fatalf("host %s: the streak survived a success", h2.Mode())
+	}
+}
+
+// The same failure on two hosts is the request's while those hosts serve
+// other requests (incident 003), and the hosts' own when they fail
+// everything.
+func TestTheSameFailureTwiceIsTheRequestsOnlyWhileTheHostsServeOthers(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m, p, _ := setup(t, 2, "{ min_requests: 1000 }", nil)
+		rt := route(m, "a", 0)
+		h0, h1 := p.Hosts[0], p.Hosts[1]
+		twice := func(client string) Attribution {
+			return p.Settle(req(rt, client), []Failure{{h0, outcome.EOFBeforeResponse, 0}, {h1, outcome.EOFBeforeResponse, 0}}, true, time.Now())
+		}
+		// Poisoned requests among normal traffic: the request's.
+		for i := range 30 {
+			for c := range 3 {
+				p.Record(p.Hosts[(i+c)%2], outcome.OK, req(rt, fmt.Sprintf("192.0.2.%d", c)), time.Now())
+			}
+			if a := twice(fmt.Sprintf("198.51.100.%d", i)); a != AttrRequest {
+				t.Fatalf("poisoned request %d among successes: %s", i, a)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		// Both hosts now fail everything for everyone.
+		time.Sleep(10 * time.Second)
+		hosts := 0
+		for i := range 30 {
+			if twice(fmt.Sprintf("198.51.100.%d", i)) == AttrHost {
+				hosts++
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		if hosts < 28 {
+			t.Fatalf("%d of 30 failures on hosts that fail everything were charged to them", hosts)
+		}
+	})
+}
