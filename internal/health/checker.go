@@ -177,6 +177,9 @@ func (p *Pool) checkResult(h *Host, ok bool, detail string, now time.Time) {
 		n := h.checkOK.Add(1)
 		switch h.Mode() {
 		case Suspect:
+			if p.probeDisagrees(h, detail, now) {
+				return
+			}
 			p.restore(h, "readiness probe passed ("+detail+"); passive evidence cleared", now)
 		case Down:
 			if int(n) >= a.Rise && h.transition(Down, Healthy, "readiness probes passed", detail, now) {
@@ -205,4 +208,57 @@ func (p *Pool) checkResult(h *Host, ok bool, detail string, now time.Time) {
 		})
 		p.trackEmpty(now)
 	}
+}
+
+// probeDisagrees handles a passing probe of a suspect host: the probe and
+// the traffic disagree. A host that passes its probe while failing real
+// requests would loop suspect, restored, suspect forever and keep its
+// share; after gray_failure.disagreements such times within
+// gray_failure.within it is announced (probe_disagrees, with both sides of
+// the evidence) and taken out like a passive ejection: for eject_time,
+// doubling on repeats, within max_ejected. It reports whether the host
+// stays out of rotation or suspect (true), or may be restored (false).
+func (p *Pool) probeDisagrees(h *Host, detail string, now time.Time) bool {
+	g := p.cfg.Passive.GrayFailure
+	if !g.On() || !p.cfg.Passive.On() {
+		return false
+	}
+	ns := now.UnixNano()
+	h.mu.Lock()
+	if h.grayHeld {
+		h.mu.Unlock()
+		return true // held in rotation as suspect; the tick decides when it returns
+	}
+	h.disagreed[h.ndisagree%len(h.disagreed)] = ns
+	h.ndisagree++
+	n := 0
+	for _, t := range h.disagreed[:min(h.ndisagree, len(h.disagreed))] {
+		if ns-t <= int64(g.Within) {
+			n++
+		}
+	}
+	reason, traffic := h.reason, h.evidence
+	if n < g.Disagreements {
+		h.mu.Unlock()
+		return false
+	}
+	h.ndisagree = 0
+	h.mu.Unlock()
+	p.m.emit(event.Event{
+		Type: event.ProbeDisagrees, Severity: event.Warning, Pool: p.Name, Host: h.Addr,
+		Message: fmt.Sprintf("the readiness probe passes but real traffic fails: %d times in %s; taking the host out", n, g.Within),
+		Evidence: map[string]any{
+			"traffic": reason + ": " + traffic, "probe": fmt.Sprintf("%s %s: %s", p.cfg.Probe.Method, p.cfg.Probe.Path, detail),
+			"disagreements": n, "within_seconds": g.Within.D().Seconds(),
+		},
+	})
+	p.eject(h, "the readiness probe passes but real traffic fails", traffic, now)
+	if h.Mode() == Suspect {
+		// max_ejected leaves no room: it stays in rotation, tried only
+		// when the healthy hosts cannot take a request.
+		h.mu.Lock()
+		h.grayHeld = true
+		h.mu.Unlock()
+	}
+	return true
 }

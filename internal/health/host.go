@@ -91,11 +91,16 @@ type hostState struct {
 	checkFail       atomic.Int32 // consecutive failing probes
 	traffic         traffic      // header times, bytes, the last minute (traffic.go)
 
-	mu       sync.Mutex // guards since, reason, evidence, check
+	mu       sync.Mutex // guards since, reason, evidence, check, disagreed, grayHeld
 	since    time.Time
 	reason   string
 	evidence string
 	check    CheckResult
+	// disagreed holds when a passing probe last cleared the host of what
+	// its traffic said (unix nanos, a ring), for gray failure detection.
+	disagreed [8]int64
+	ndisagree int
+	grayHeld  bool // suspect, kept in rotation by max_ejected after disagreements
 }
 
 // CheckResult is the outcome of the last active check.

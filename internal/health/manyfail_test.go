@@ -192,3 +192,56 @@ func TestTheSameFailureTwiceIsTheRequestsOnlyWhileTheHostsServeOthers(t *testing
 		}
 	})
 }
+
+var testProbe = &Probe{Method: "GET", Path: "/healthz", ExpectLo: 200, ExpectHi: 399, Interval: time.Hour, FastInterval: time.Second, Timeout: time.Second, Rise: 2, Fall: 3}
+
+// A host whose probe passes while its traffic fails: after three such
+// disagreements within two minutes it is announced and taken out, with
+// both sides of the evidence; with gray_failure off it loops suspect,
+// restored, as before.
+func TestProbeAndTrafficDisagreeing(t *testing.T) {
+	for _, on := range []bool{true, false} {
+		synctest.Test(t, func(t *testing.T) {
+			passive := "{ eject_time: 30s, max_eject_time: 1m }"
+			if !on {
+				passive = "{ gray_failure: { enabled: false } }"
+			}
+			m, p, rec := setup(t, 3, passive, testProbe)
+			rt := route(m, "a", 0)
+			h := p.Hosts[0]
+			for round := range 5 {
+				for c := range 3 {
+					p.Record(p.Hosts[1], outcome.OK, req(rt, "192.0.2.9"), time.Now())
+					p.Settle(req(rt, fmt.Sprintf("192.0.2.%d", c)), []Failure{{h, outcome.Status5xx, 503}}, false, time.Now())
+				}
+				if h.Mode() == Suspect {
+					p.checkResult(h, true, "status 200", time.Now())
+				}
+				if on && round == 2 {
+					break
+				}
+				time.Sleep(10 * time.Second)
+			}
+			if !on {
+				if h.Mode() != Healthy || rec.count(event.ProbeDisagrees) != 0 || rec.count(event.HostRestored) != 5 {
+					t.Fatalf("off: host %s, %d probe_disagrees, %d restored", h.Mode(), rec.count(event.ProbeDisagrees), rec.count(event.HostRestored))
+				}
+				return
+			}
+			if h.Mode() != Ejected || rec.count(event.ProbeDisagrees) != 1 || rec.count(event.HostRestored) != 2 {
+				t.Fatalf("host %s, %d probe_disagrees, %d restored", h.Mode(), rec.count(event.ProbeDisagrees), rec.count(event.HostRestored))
+			}
+			for _, e := range rec.evs {
+				if e.Type == event.ProbeDisagrees && (e.Evidence["traffic"] == "" || e.Evidence["probe"] != "GET /healthz: status 200") {
+					t.Fatalf("evidence %v", e.Evidence)
+				}
+			}
+			// Out for eject_time, then back on trial (slow start).
+			time.Sleep(31 * time.Second)
+			p.tick(time.Now())
+			if h.Mode() != Healthy {
+				t.Fatalf("host %s after its eject time", h.Mode())
+			}
+		})
+	}
+}

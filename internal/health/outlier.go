@@ -69,8 +69,16 @@ func (p *Pool) detectOutliers(now time.Time) {
 			// healthy hosts could not take: it returns once it has
 			// succeeded again, or when an ejection would have ended.
 			p.restore(s.h, "the evidence against it has cleared", now)
+		case s.h.Mode() == Suspect && p.HasActiveChecks() && s.h.isGrayHeld() && now.UnixNano() >= s.h.ejectUntil.Load():
+			p.restore(s.h, "held after its probe and traffic disagreed; that time is over", now)
 		}
 	}
+}
+
+func (s *hostState) isGrayHeld() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.grayHeld
 }
 
 // hostStat is one host's window at a tick.

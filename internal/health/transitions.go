@@ -84,6 +84,9 @@ func (p *Pool) restore(h *Host, why string, now time.Time) {
 	}
 	h.window.Reset()
 	h.connectFailures.Store(0)
+	h.mu.Lock()
+	h.grayHeld = false
+	h.mu.Unlock()
 	if from == Ejected {
 		h.slowStart(now, p.cfg.Passive.SlowStart.D())
 	}
