@@ -117,7 +117,7 @@ func (rt *Runtime) Route(name string) *proxy.Route { return rt.routeBy[name] }
 // clients for what the two configs share; prev itself is not changed. On
 // failure the error is a config.ErrorList.
 func Compile(cfg *config.Config, prev *Runtime, env Env) (*Runtime, error) {
-	c := &compiler{cfg: cfg, prev: prev, env: env, poolTLS: map[string]poolTLS{}}
+	c := &compiler{cfg: cfg, prev: prev, env: env, poolTLS: map[string]poolTLS{}, cutters: map[string]*cutter{}}
 	if c.env.Monitor == nil {
 		c.env.Monitor = health.NewMonitor(health.Options{})
 	}
@@ -225,6 +225,7 @@ type compiler struct {
 	matches  []route.Match      // by route index
 	poolHost []*subst.Template  // by pool index: host_header
 	built    map[string]*route.Table[*proxy.Route]
+	cutters  map[string]*cutter // by pool name
 }
 
 func (c *compiler) errorf(path, format string, args ...any) {

@@ -36,6 +36,9 @@ func (c *compiler) pool(i int, attr *health.Attributing) *health.Pool {
 	if pc.UsesHTTP2() {
 		hc.MaxInFlight, hc.Protocol = h2InFlight(pc), pc.Protocol
 	}
+	cut := &cutter{}
+	c.cutters[pc.Name] = cut
+	hc.Cut = cut.cut
 	if pc.TLS != nil {
 		tc, id := c.upstreamTLS(p+".tls", pc.TLS)
 		hc.Scheme, hc.TLS = "https", tc
@@ -64,6 +67,35 @@ func (c *compiler) pool(i int, attr *health.Attributing) *health.Pool {
 		return nil
 	}
 	return hp
+}
+
+// cutter ends the requests waiting on a host of one pool, in every
+// upstream client of the pool (routes with different timeouts have their
+// own). It is filled while the routes compile and fixed once the runtime
+// is published.
+type cutter struct{ clients []waitCutter }
+
+// waitCutter is an upstream client that can end the waits on a host (the
+// HTTP/1.1 client; HTTP/2 streams end with their connection's fate).
+type waitCutter interface{ Cut(addr string) int }
+
+func (k *cutter) cut(addr string) {
+	for _, u := range k.clients {
+		u.Cut(addr)
+	}
+}
+
+func (k *cutter) add(c upstreamClient) {
+	u, ok := c.(waitCutter)
+	if !ok {
+		return
+	}
+	for _, o := range k.clients {
+		if o == u {
+			return
+		}
+	}
+	k.clients = append(k.clients, u)
 }
 
 // poolTLS is a pool's upstream TLS config and its identity.
@@ -128,6 +160,7 @@ func (c *compiler) upstream(rc config.Route, pc config.Pool) upstreamClient {
 	if u := c.rt.upstreams[k]; u != nil {
 		return u
 	}
+	defer func() { c.cutters[pc.Name].add(c.rt.upstreams[k]) }()
 	var u upstreamClient
 	if c.prev != nil {
 		u = c.prev.upstreams[k]

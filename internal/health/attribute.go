@@ -78,7 +78,7 @@ func (p *Pool) Settle(r *Request, fails []Failure, sameTwice bool, now time.Time
 		m.attributed[a].Add(1)
 		if a == AttrHost && p.cfg.Passive.On() {
 			h.window.Failure(now, r.ClientBit, r.RouteBit, f.Class)
-			p.hostFailed(h, r.ClientBit, f.Class, now)
+			p.hostFailed(h, r.ClientBit, r.RouteBit, f.Class, now)
 		} else {
 			h.window.Attempt(now, r.ClientBit)
 		}

@@ -206,6 +206,7 @@ func (p *Pool) checkResult(h *Host, ok bool, detail string, now time.Time) {
 			Message:  fmt.Sprintf("host down: readiness probe failed (%s)", detail),
 			Evidence: map[string]any{"was": from.String(), "failed_probes": n, "check": fmt.Sprintf("%s %s", a.Method, a.Path)},
 		})
+		p.cut(h) // requests waiting on it go elsewhere now, not at their timeout
 		p.trackEmpty(now)
 	}
 }

@@ -80,11 +80,18 @@ type hostState struct {
 	lastFailOK    atomic.Uint64 // successes at the last sent failure
 	// streak counts host-attributed failures in a row, and streakClients
 	// sketches whose they were; a success ends the streak.
-	streak          atomic.Int32
-	streakClients   atomic.Uint64
-	suspectOK       atomic.Uint64 // successes when it became suspect
-	connectFailures atomic.Int32  // in a row
-	lastFailure     atomic.Int64  // unix nanos, for panic routing's order
+	streak        atomic.Int32
+	streakClients atomic.Uint64
+	streakRoutes  atomic.Uint64
+	suspectOK     atomic.Uint64 // successes when it became suspect
+	// tickOK and quietSince: the success count at the last tick that saw
+	// it change, and when (unix nanos); trialAt: when a failing pool may
+	// next send this host a trial request.
+	tickOK          atomic.Uint64
+	quietSince      atomic.Int64
+	trialAt         atomic.Int64
+	connectFailures atomic.Int32 // in a row
+	lastFailure     atomic.Int64 // unix nanos, for panic routing's order
 	ejections       atomic.Uint64
 	ejectUntil      atomic.Int64 // unix nanos
 	checkOK         atomic.Int32 // consecutive passing probes

@@ -245,3 +245,77 @@ func TestProbeAndTrafficDisagreeing(t *testing.T) {
 		})
 	}
 }
+
+// A pool is known to be failing only when no host in rotation has
+// succeeded for a fifth of the window and every one of them failed, for
+// min_clients clients; then each host gets one trial per trial_interval,
+// and the first success ends it.
+func TestAPoolIsKnownToBeFailingOnlyWhenEveryHostFailsForSeveralClients(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		clients int
+		healthy bool // one host keeps succeeding
+		want    bool
+	}{
+		{"every host fails for 5 clients", 5, false, true},
+		{"one client fails everywhere", 1, false, false},
+		{"one host still succeeds", 5, true, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				m, p, rec := setup(t, 3, "{ window: 10s, trial_interval: 3s }", nil)
+				rt := route(m, "a", 0)
+				for i := range 40 {
+					for c := range tc.clients {
+						h := p.Hosts[(i+c)%3]
+						r := req(rt, fmt.Sprintf("192.0.2.%d", 10+c))
+						if tc.healthy && h.Index() == 0 {
+							p.Record(h, outcome.OK, r, time.Now())
+						} else {
+							p.Settle(r, []Failure{{h, outcome.ResponseTimeout, 0}}, false, time.Now())
+						}
+					}
+					time.Sleep(100 * time.Millisecond)
+					m.Tick(set(p, rt), time.Now())
+				}
+				if p.Failing() != tc.want || rec.count(event.PoolFailing) != b2i(tc.want) {
+					t.Fatalf("failing=%v, want %v", p.Failing(), tc.want)
+				}
+				if !tc.want {
+					return
+				}
+				var tried balance.Tried
+				trials := 0
+				for range 10 {
+					if h := p.Next(0, &tried, time.Now()); h != nil {
+						trials++
+						tried.Add(h.Index())
+					}
+				}
+				if trials != 3 {
+					t.Fatalf("%d trials, want one per host", trials)
+				}
+				time.Sleep(time.Second)
+				if h := p.Next(0, &balance.Tried{}, time.Now()); h != nil {
+					t.Fatalf("a second trial on %s within trial_interval", h.Addr)
+				}
+				time.Sleep(2 * time.Second)
+				h := p.Next(0, &balance.Tried{}, time.Now())
+				if h == nil {
+					t.Fatal("no trial after trial_interval")
+				}
+				p.Record(h, outcome.OK, req(rt, "192.0.2.10"), time.Now())
+				if p.Failing() || rec.count(event.PoolRecovered) != 1 {
+					t.Fatal("a successful trial did not end the episode")
+				}
+			})
+		})
+	}
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}

@@ -100,15 +100,26 @@ func healthyPeer(stats []hostStat, i, minRequests int, rate float64) bool {
 }
 
 // hostFailed follows a host-attributed failure on h by the client with
-// sketch bit c. Failures in a row from several clients, while another host
-// of the pool succeeds, make the host suspect at once: an outage that
-// starts now should not have to outweigh the window's successes from
-// before it, request by request, while clients see the errors.
-func (p *Pool) hostFailed(h *Host, c uint64, class outcome.Class, now time.Time) {
+// sketch bit c on the route with bit r (0: not known). Failures in a row
+// from several clients, while another host of the pool succeeds, make the
+// host suspect at once: an outage that starts now should not have to
+// outweigh the window's successes from before it, request by request,
+// while clients see the errors. A host that serves several routes needs
+// them from two routes: concurrent requests of one slow route fail
+// together, and that is the route's problem until proven otherwise
+// (incident 002).
+func (p *Pool) hostFailed(h *Host, c, r uint64, class outcome.Class, now time.Time) {
 	n := h.streak.Add(1)
 	clients := Count(h.streakClients.Or(c) | c)
+	routes := Count(h.streakRoutes.Or(r) | r)
 	ps := p.cfg.Passive
-	if int(n) < max(ps.ConsecutiveConnectFailures, ps.MinClients) || clients < ps.MinClients || h.Mode() != Healthy || !p.peerSucceeds(h) {
+	if int(n) < max(ps.ConsecutiveConnectFailures, ps.MinClients) || clients < ps.MinClients || h.Mode() != Healthy {
+		return
+	}
+	if t := h.window.Sum(now); Count(t.OKRoutes|t.FailRoutes) >= 2 && routes < 2 {
+		return
+	}
+	if !p.peerSucceeds(h) {
 		return
 	}
 	p.suspect(h, "failed requests in a row from several clients while its peers succeed",

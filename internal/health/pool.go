@@ -35,6 +35,11 @@ type PoolConfig struct {
 	Passive      config.Passive
 	// Probe is the active readiness check; nil means none.
 	Probe *Probe
+	// Cut, when set, ends the requests waiting for a response from the
+	// host at addr (with an error the proxy tells apart): the health model
+	// calls it when a probe marks a host down and when the pool is found
+	// failing, so that nobody waits for a timeout on a host known dead.
+	Cut func(addr string)
 }
 
 // HostSpec is one configured host.
@@ -131,7 +136,9 @@ type poolShared struct {
 	version      atomic.Uint64
 	panic        atomic.Bool
 	empty        atomic.Bool
-	mu           sync.Mutex // guards emptySince, emptyTotal
+	failing      atomic.Bool  // every host fails everything (see failing.go)
+	failingSince atomic.Int64 // unix nanos
+	mu           sync.Mutex   // guards emptySince, emptyTotal
 	emptySince   time.Time
 	emptyTotal   time.Duration
 	budget       Budget
@@ -179,6 +186,7 @@ func NewPool(m *Monitor, attr *Attributing, cfg PoolConfig, prev *Pool) (*Pool, 
 		if st == nil {
 			st = &hostState{pool: p.shared}
 			st.window.SetSpan(cfg.Passive.Window.D())
+			st.quietSince.Store(time.Now().UnixNano()) // no success yet, since now
 		}
 		target := hs.Target
 		if target == "" {
@@ -238,8 +246,11 @@ func (p *Pool) rebuild(v uint64) (*rotation, error) {
 // connection cap, slow start permitting, healthy hosts before the others;
 // nil when none is left. key feeds hash balancing.
 func (p *Pool) Next(key uint64, tried *balance.Tried, now time.Time) *Host {
-	r := p.rotation()
 	ns := now.UnixNano()
+	if p.shared.failing.Load() {
+		return p.trial(tried, ns)
+	}
+	r := p.rotation()
 	free := func(h *Host) bool {
 		return !tried.Has(h.index) && (p.MaxInFlight == 0 || h.InFlight() < p.MaxInFlight) && h.Mode().InRotation()
 	}
@@ -319,11 +330,15 @@ func (p *Pool) success(h *Host, r *Request, now time.Time) {
 	if h.streak.Load() != 0 {
 		h.streak.Store(0)
 		h.streakClients.Store(0)
+		h.streakRoutes.Store(0)
 	}
 	if p.cfg.Passive.On() {
 		h.window.Success(now, r.ClientBit, r.RouteBit)
 	}
 	r.Route.success(now)
+	if p.shared.failing.Load() {
+		p.recovered(h, now)
+	}
 	if h.Mode() == Ejected && p.shared.panic.Load() {
 		// A panic-routed request got through: the host is back, whatever
 		// its eject timer says.
@@ -352,7 +367,7 @@ func (p *Pool) connectFailed(h *Host, class outcome.Class, r *Request, now time.
 			fmt.Sprintf("%d consecutive %s", n, class), now)
 		return
 	}
-	p.hostFailed(h, c, class, now)
+	p.hostFailed(h, c, 0, class, now)
 }
 
 // Budget is the pool's retry budget, shared across reloads.

@@ -108,6 +108,7 @@ func (p *Pool) tick(now time.Time) {
 	}
 	if p.cfg.Passive.On() {
 		p.detectOutliers(now)
+		p.trackFailing(now)
 	}
 	p.trackEmpty(now)
 }

@@ -170,20 +170,26 @@ func TestAnOutHostsShareIsSpreadEvenly(t *testing.T) {
 	t.Parallel()
 	const n = 1200
 	for _, balance := range []string{"round_robin", "least_conn", "random_two"} {
+		// least_conn evens out requests in flight, not counts: its shares
+		// wander more.
+		tol := 0.1
+		if balance == "least_conn" {
+			tol = 0.2
+		}
 		t.Run(balance, func(t *testing.T) {
 			t.Run("3 hosts, one ejected", func(t *testing.T) {
 				s, url, bs := sharesSetup(t, 3, balance, "1h")
 				ejectStopped(t, s, url, bs[1], 1)
 				got, bad := spread(t, url, bs, n)
 				t.Logf("measured: %s 3 hosts, one ejected: %v (%s), %d not 200", balance, got, percents(got), bad)
-				evenly(t, got, []bool{true, false, true}, 0.1)
+				evenly(t, got, []bool{true, false, true}, tol)
 			})
 			t.Run("4 hosts, one ejected", func(t *testing.T) {
 				s, url, bs := sharesSetup(t, 4, balance, "1h")
 				ejectStopped(t, s, url, bs[2], 2)
 				got, bad := spread(t, url, bs, n)
 				t.Logf("measured: %s 4 hosts, one ejected: %v (%s), %d not 200", balance, got, percents(got), bad)
-				evenly(t, got, []bool{true, true, false, true}, 0.12)
+				evenly(t, got, []bool{true, true, false, true}, tol+0.02)
 			})
 			t.Run("3 hosts, one drained", func(t *testing.T) {
 				s, url, bs := sharesSetup(t, 3, balance, "1h")
@@ -192,7 +198,7 @@ func TestAnOutHostsShareIsSpreadEvenly(t *testing.T) {
 				}
 				got, bad := spread(t, url, bs, n)
 				t.Logf("measured: %s 3 hosts, one drained: %v (%s), %d not 200", balance, got, percents(got), bad)
-				evenly(t, got, []bool{false, true, true}, 0.1)
+				evenly(t, got, []bool{false, true, true}, tol)
 			})
 			t.Run("3 hosts, one in slow start", func(t *testing.T) {
 				s, url, bs := sharesSetup(t, 3, balance, "200ms")
@@ -209,7 +215,7 @@ func TestAnOutHostsShareIsSpreadEvenly(t *testing.T) {
 				if got[0] > n/3/2 {
 					t.Errorf("the host in slow start got %d of %d requests", got[0], n)
 				}
-				evenly(t, []int64{0, got[1], got[2]}, []bool{false, true, true}, 0.12)
+				evenly(t, []int64{0, got[1], got[2]}, []bool{false, true, true}, tol+0.02)
 			})
 		})
 	}

@@ -68,6 +68,12 @@ func (s *Server) Status() view.Status {
 			}
 		}
 		hp := pr.Pool // nil for a route that only serves files
+		if hp != nil && hp.Failing() && r.Serving == "normal" {
+			r.Serving = "sorry"
+			if pr.Fallback != nil && pr.Fallback.AvailableCount() > 0 && !pr.Fallback.Failing() {
+				r.Serving = "fallback"
+			}
+		}
 		if empty, since, _ := hp.Empty(); hp != nil && empty && r.Serving == "normal" {
 			switch {
 			case hp.InPanic():
@@ -112,6 +118,7 @@ func poolView(p *health.Pool, now time.Time, up time.Duration) view.Pool {
 	v := view.Pool{
 		Name: p.Name, Balance: p.Balance(), Available: p.AvailableCount(),
 		Empty: empty, EmptySecs: total.Seconds(), Panic: hp.InPanic(), ActiveCheck: hp.ActiveCheck(),
+		Failing: hp.Failing(),
 	}
 	if empty {
 		v.EmptySince = since
@@ -126,7 +133,7 @@ func hostView(h *health.Host, now time.Time, up time.Duration) view.Host {
 	since, reason, evidence := h.Describe()
 	t := h.Window(now)
 	v := view.Host{
-		Addr: h.Addr, Weight: h.Weight, State: h.Mode().String(), Since: since,
+		Addr: h.Addr, Name: h.Name, Weight: h.Weight, State: h.Mode().String(), Since: since,
 		Reason: reason, Evidence: evidence, InFlight: h.InFlight(),
 		WindowRequests: t.Requests, WindowFailures: t.Failures, Ejections: h.Ejections(),
 		Attempts: make(map[string]uint64, outcome.NumClasses),

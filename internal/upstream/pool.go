@@ -29,6 +29,14 @@ type conn struct {
 	// buffers are then left to the garbage collector, not pooled.
 	async bool
 
+	// prev and next link the connections in use (hostPool.busy), under
+	// hostPool.mu; awaiting is set while a request waits for its response
+	// head; cut is set when Client.Cut ended that wait.
+	prev, next *conn
+	inUse      bool
+	awaiting   atomic.Bool
+	cut        atomic.Bool
+
 	abortFn func()             // c.abort, made once per connection
 	peekFn  func(uintptr) bool // c.peek, made once per connection
 	peekRes int                // result of the last peek: see alive
@@ -48,10 +56,37 @@ type hostPool struct {
 	c    *Client
 	addr string
 
-	mu      sync.Mutex // guards idle, open and waiters
+	mu      sync.Mutex // guards idle, open, waiters and busy
 	idle    []*conn    // LIFO: the most recently used is last
 	open    int        // connections dialing, in use or idle
 	waiters []*waiter  // FIFO of requests waiting for MaxConnsPerHost
+	busy    *conn      // connections in use, linked through conn.next
+	retired bool       // the address left its pool: close connections as they come back
+}
+
+// use links pc into the connections in use; hp.mu is held.
+func (hp *hostPool) use(pc *conn) {
+	pc.inUse, pc.prev, pc.next = true, nil, hp.busy
+	if hp.busy != nil {
+		hp.busy.prev = pc
+	}
+	hp.busy = pc
+}
+
+// unuse unlinks pc from the connections in use; hp.mu is held.
+func (hp *hostPool) unuse(pc *conn) {
+	if !pc.inUse {
+		return
+	}
+	if pc.prev != nil {
+		pc.prev.next = pc.next
+	} else {
+		hp.busy = pc.next
+	}
+	if pc.next != nil {
+		pc.next.prev = pc.prev
+	}
+	pc.inUse, pc.prev, pc.next = false, nil, nil
 }
 
 // waiter is a request waiting for a connection when its host is full. It
@@ -91,6 +126,7 @@ func (hp *hostPool) get(ctx context.Context) (pc *conn, err error) {
 				hp.wakeAfterClose(len(stale) + 1)
 				continue
 			}
+			hp.use(pc)
 			hp.mu.Unlock()
 			if pc.alive() {
 				return pc, nil
@@ -135,6 +171,9 @@ func (hp *hostPool) get(ctx context.Context) (pc *conn, err error) {
 			hp.release()
 			return nil, err
 		}
+		hp.mu.Lock()
+		hp.use(pc)
+		hp.mu.Unlock()
 		return pc, nil
 	}
 }
@@ -195,7 +234,7 @@ func (hp *hostPool) put(pc *conn) {
 	c := hp.c
 	pc.used = true
 	hp.mu.Lock()
-	if len(hp.waiters) > 0 {
+	if len(hp.waiters) > 0 && !hp.retired {
 		w := hp.waiters[0]
 		copy(hp.waiters, hp.waiters[1:])
 		hp.waiters[len(hp.waiters)-1] = nil
@@ -204,7 +243,8 @@ func (hp *hostPool) put(pc *conn) {
 		w.ch <- pc
 		return
 	}
-	if c.closed.Load() || len(hp.idle) >= c.maxIdle {
+	hp.unuse(pc)
+	if c.closed.Load() || hp.retired || len(hp.idle) >= c.maxIdle {
 		hp.mu.Unlock()
 		hp.discard(pc)
 		return
@@ -222,8 +262,27 @@ func (hp *hostPool) put(pc *conn) {
 
 // discard closes a connection that is not idle and frees its slot.
 func (hp *hostPool) discard(pc *conn) {
+	hp.mu.Lock()
+	hp.unuse(pc)
+	hp.mu.Unlock()
 	pc.closeNow()
 	hp.release()
+}
+
+// cutWaiting ends the exchanges waiting for a response head on the host's
+// connections, and reports how many it ended.
+func (hp *hostPool) cutWaiting() int {
+	n := 0
+	hp.mu.Lock()
+	for pc := hp.busy; pc != nil; pc = pc.next {
+		if pc.awaiting.Load() {
+			pc.cut.Store(true)
+			pc.abort()
+			n++
+		}
+	}
+	hp.mu.Unlock()
+	return n
 }
 
 // release frees one connection slot: a waiter gets it, or the count drops.

@@ -143,19 +143,25 @@ func (c *Client) roundTrip(req *http.Request) (*http.Response, error) {
 	if ctx.Done() != nil {
 		x.stop = context.AfterFunc(ctx, pc.abortFn)
 	}
+	pc.awaiting.Store(true)
 	fail := func(phase Phase, err error) (*http.Response, error) {
+		pc.awaiting.Store(false)
 		x.finish(false)
-		if e := x.writerError(); e != nil {
+		if e := x.writerError(); e != nil && !pc.cut.Load() {
 			return nil, e
 		}
 		if _, ok := err.(*BadResponseError); !ok {
 			err = ctxErr(ctx, err)
+		}
+		if pc.cut.Load() && ctx.Err() == nil {
+			err = ErrCut
 		}
 		return nil, &Error{Phase: phase, Addr: addr, Reused: x.reused, Err: err}
 	}
 
 	wantsClose, err := pc.writeHead(req, mode, cl)
 	if err != nil {
+		pc.awaiting.Store(false)
 		x.finish(false)
 		if body != nil {
 			body.Close()
@@ -168,6 +174,7 @@ func (c *Client) roundTrip(req *http.Request) (*http.Response, error) {
 			srcErr, wireErr := pc.writeFixed(body, cl)
 			body.Close()
 			if srcErr != nil {
+				pc.awaiting.Store(false)
 				x.finish(false)
 				return nil, srcErr
 			}
@@ -192,6 +199,7 @@ func (c *Client) roundTrip(req *http.Request) (*http.Response, error) {
 	}
 
 	err = readResponse(pc.br, &pc.head, req.Method, r)
+	pc.awaiting.Store(false)
 	if cap(pc.head.buf) > 64<<10 {
 		pc.head.buf = nil // a huge head: do not keep its buffer
 	}
