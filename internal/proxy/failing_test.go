@@ -12,7 +12,6 @@ import (
 	"github.com/sturdyproxy/sturdy/internal/health"
 )
 
-
 // A pool whose every host fails everything, for several clients, is known
 // to be failing: the sorry page answers at once, with Retry-After, while
 // one trial request per host goes through every trial_interval; the first
