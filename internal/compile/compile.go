@@ -52,6 +52,9 @@ type Env struct {
 	// Dial makes the dial function of upstream clients (the background
 	// DNS resolver's); probes get theirs from the monitor.
 	Dial health.Dialer
+	// Names has the addresses of the pools' host and SRV names; nil
+	// compiles each host as written.
+	Names Names
 	// OnShared receives the shared rate-limit store's reachability
 	// changes; nil drops them.
 	OnShared func(ratelimit.SharedEvent)
@@ -82,6 +85,7 @@ type Runtime struct {
 	Warnings []config.Error
 
 	poolBy        map[string]*health.Pool
+	serverNames   map[string]*serverNames // by pool name: TLS pools with hosts from names
 	routeBy       map[string]*proxy.Route
 	upstreams     map[upstreamKey]upstreamClient
 	authTransport *http.Transport // forward auth to a URL (not a pool)
@@ -122,10 +126,11 @@ func Compile(cfg *config.Config, prev *Runtime, env Env) (*Runtime, error) {
 		c.env.Monitor = health.NewMonitor(health.Options{})
 	}
 	rt := &Runtime{
-		Config:    cfg,
-		poolBy:    map[string]*health.Pool{},
-		routeBy:   map[string]*proxy.Route{},
-		upstreams: map[upstreamKey]upstreamClient{},
+		Config:      cfg,
+		poolBy:      map[string]*health.Pool{},
+		routeBy:     map[string]*proxy.Route{},
+		upstreams:   map[upstreamKey]upstreamClient{},
+		serverNames: map[string]*serverNames{},
 	}
 	c.rt = rt
 	attr := c.attributing()
@@ -196,11 +201,27 @@ func (rt *Runtime) Close() {
 	}
 }
 
-// Retire closes what rt has and next, which replaces it, does not share.
+// Retire closes what rt has and next, which replaces it, does not share,
+// and stops the upstream clients they share from reusing connections to
+// addresses next's pools no longer have (a DNS name that moved).
 func (rt *Runtime) Retire(next *Runtime) {
 	for k, u := range rt.upstreams {
 		if next.upstreams[k] != u {
 			u.Close()
+			continue
+		}
+		old, cur := rt.poolBy[k.pool], next.poolBy[k.pool]
+		if old == nil || cur == nil {
+			continue
+		}
+		f, ok := u.(addrForgetter)
+		if !ok {
+			continue
+		}
+		for _, h := range old.Hosts {
+			if cur.Host(h.Addr) == nil {
+				f.Forget(h.Addr)
+			}
 		}
 	}
 	if rt.authTransport != nil && rt.authTransport != next.authTransport {
@@ -212,6 +233,10 @@ func (rt *Runtime) Retire(next *Runtime) {
 		m.Close()
 	}
 }
+
+// addrForgetter is an upstream client that can stop reusing connections
+// to one address (the HTTP/1.1 client).
+type addrForgetter interface{ Forget(addr string) }
 
 // compiler collects the errors of one compile.
 type compiler struct {

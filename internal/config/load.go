@@ -143,7 +143,7 @@ func (c *Config) setDefaults() {
 			p.IdleConnTimeout = Duration(DefaultIdleConnTimeout)
 		}
 		for j := range p.Hosts {
-			if p.Hosts[j].Weight == 0 && !c.Has(fmt.Sprintf("pools[%d].hosts[%d].weight", i, j)) {
+			if p.Hosts[j].Weight == 0 && !c.Has(fmt.Sprintf("pools[%d].hosts[%d].weight", i, j)) && p.Hosts[j].SRV == "" {
 				p.Hosts[j].Weight = 1
 			}
 		}
@@ -200,6 +200,7 @@ func (c *Config) validate() ErrorList {
 	v.observability()
 	v.health()
 	v.degraded(pools)
+	v.dns()
 	v.tls()
 	v.access(pools)
 	v.static()
@@ -264,8 +265,12 @@ func (v *validator) pools() map[string]bool {
 		seen := map[string]int{}
 		for j, h := range pl.Hosts {
 			hp := fmt.Sprintf("%s.hosts[%d]", p, j)
+			if h.SRV != "" {
+				v.srvHost(hp, h, seen, j)
+				continue
+			}
 			if h.Addr == "" {
-				v.errorf(hp+".addr", "missing; expected host:port, like 127.0.0.1:9001 or app.internal:8080, or unix:/run/app.sock")
+				v.errorf(hp+".addr", "missing; expected host:port, like 127.0.0.1:9001 or app.internal:8080, unix:/run/app.sock, or srv: a DNS SRV name")
 			} else if v.checkHostAddr(hp+".addr", h.Addr) {
 				if k, dup := seen[h.Addr]; dup {
 					v.errorf(hp+".addr", "%s is already listed as hosts[%d] of this pool", h.Addr, k)

@@ -2,6 +2,7 @@ package health
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -33,19 +34,48 @@ func newChecker(m *Monitor, p *Pool) *checker {
 	if m.o.Dial != nil {
 		dial = m.o.Dial(d)
 	}
+	tr := &http.Transport{
+		Proxy:               nil,
+		DialContext:         dial,
+		MaxIdleConnsPerHost: 1,
+		DisableCompression:  true,
+		TLSClientConfig:     p.TLS,
+		Protocols:           probeProtocols(p.cfg.Protocol), // grpccheck.go
+	}
+	if p.TLS != nil && p.TLS.ServerName == "" {
+		// A host dialled at an address of its name is still that name to
+		// its certificate.
+		names := map[string]string{}
+		for _, h := range p.Hosts {
+			if name, _, err := net.SplitHostPort(h.Name); err == nil {
+				names[h.Addr] = name
+			}
+		}
+		if len(names) > 0 {
+			tr.DialTLSContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+				raw, err := dial(ctx, network, addr)
+				if err != nil {
+					return nil, err
+				}
+				tc := p.TLS.Clone()
+				if tc.ServerName = names[addr]; tc.ServerName == "" {
+					tc.ServerName, _, _ = net.SplitHostPort(addr)
+				}
+				conn := tls.Client(raw, tc)
+				if err := conn.HandshakeContext(ctx); err != nil {
+					raw.Close()
+					return nil, err
+				}
+				return conn, nil
+			}
+		}
+	}
 	c := &checker{
 		m: m, p: p, cfg: cfg,
 		// Probes use their own connections: a probe must not queue behind
 		// traffic, nor traffic behind probes.
 		client: &http.Client{
-			Transport: &http.Transport{
-				Proxy:               nil,
-				DialContext:         dial,
-				MaxIdleConnsPerHost: 1,
-				DisableCompression:  true,
-				TLSClientConfig:     p.TLS,
-				Protocols:           probeProtocols(p.cfg.Protocol), // grpccheck.go
-			},
+			Transport:     tr,
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 		},
 		kicks: map[string]chan struct{}{},
@@ -138,8 +168,11 @@ func (c *checker) probe(parent context.Context, h *Host) (bool, string) {
 	if err != nil {
 		return false, err.Error()
 	}
-	if c.cfg.Host != "" {
+	switch {
+	case c.cfg.Host != "":
 		req.Host = c.cfg.Host
+	case h.Name != "":
+		req.Host = h.Name // as configured, not the address it resolved to
 	}
 	req.Header.Set("User-Agent", "sturdy-health-check")
 	resp, err := c.client.Do(req)

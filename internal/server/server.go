@@ -123,7 +123,6 @@ func New(cfg *config.Config, log *slog.Logger, opts ...Option) (*Server, error) 
 		edge:     new(edge.Counters),
 		agg:      logagg.New(log, logagg.Options{Interval: cfg.Log.AggregateInterval.D()}),
 		access:   access,
-		dns:      resolve.New(o.lookup, cfg.DNS.Refresh.D(), cfg.DNS.Timeout.D(), bus),
 		group:    supervise.New(log),
 		upgrades: new(proxy.Upgrades),
 		sockets:  o.sockets,
@@ -131,6 +130,11 @@ func New(cfg *config.Config, log *slog.Logger, opts ...Option) (*Server, error) 
 		started:  time.Now(),
 		demo:     o.demo,
 	}
+	s.dns = resolve.New(resolve.Options{
+		Lookup: o.lookup, Servers: cfg.DNS.Servers,
+		Refresh: cfg.DNS.Refresh.D(), Timeout: cfg.DNS.Timeout.D(), Hold: cfg.DNS.Hold.D(),
+		Bus: bus, OnChange: s.followDNS,
+	})
 	s.monitor = health.NewMonitor(health.Options{
 		Bus:      bus,
 		Dial:     s.dns.DialContext,
@@ -145,6 +149,9 @@ func New(cfg *config.Config, log *slog.Logger, opts ...Option) (*Server, error) 
 		ao.OnEvent, ao.Log = s.certEvent, log
 		s.acme = acme.New(*ao)
 	}
+	// Names are looked up before the compile, so that each address of a
+	// name is a host of its own from the first request on.
+	s.dns.Prepare(hostAddrs(cfg))
 	rt, err := compile.Compile(cfg, nil, s.env())
 	if err != nil {
 		return nil, err
@@ -159,7 +166,7 @@ func New(cfg *config.Config, log *slog.Logger, opts ...Option) (*Server, error) 
 
 // env is what every compile of this server builds on.
 func (s *Server) env() compile.Env {
-	return compile.Env{Monitor: s.monitor, Cache: s.cache, Agg: s.agg, Access: s.access, Edge: s.edge, Dial: s.dns.DialContext, ACME: s.acme, OnShared: s.sharedLimitsEvent}
+	return compile.Env{Monitor: s.monitor, Cache: s.cache, Agg: s.agg, Access: s.access, Edge: s.edge, Dial: s.dns.DialContext, Names: s.dns, ACME: s.acme, OnShared: s.sharedLimitsEvent}
 }
 
 func (s *Server) snapshot() *proxy.Snapshot { return s.cur.Load().Proxy }
@@ -536,23 +543,48 @@ func (s *Server) Run(ctx context.Context, reload <-chan struct{}) error {
 	}
 }
 
-// hostAddrs lists every pool host address of cfg.
-func hostAddrs(cfg *config.Config) []string {
-	var addrs []string
+// hostAddrs lists every pool host address and SRV name of cfg.
+func hostAddrs(cfg *config.Config) (addrs, services []string) {
 	for _, pc := range cfg.Pools {
 		for _, h := range pc.Hosts {
-			if !resolve.IsUnix(h.Addr) {
+			switch {
+			case h.SRV != "":
+				services = append(services, h.SRV)
+			case !resolve.IsUnix(h.Addr):
 				addrs = append(addrs, h.Addr)
 			}
 		}
 	}
-	return addrs
+	return addrs, services
 }
 
-// resolveNames hands the pools' host names to the background resolver; a
-// name that never resolved is a warning at load.
+// resolveNames hands the pools' host and SRV names to the background
+// resolver; a name that never resolved is a warning at load.
 func (s *Server) resolveNames(cfg *config.Config) {
 	for _, name := range s.dns.Set(hostAddrs(cfg)) {
 		s.log.Warn("a pool host name does not resolve; its host fails with dns_error until it does", "name", name)
 	}
+}
+
+// followDNS recompiles the serving config when the addresses of a name
+// changed, so that its hosts follow: addresses that stay keep their state,
+// new ones join, and connections to those gone are no longer reused. It
+// runs on the resolver's goroutine.
+func (s *Server) followDNS() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.draining.Load() {
+		return
+	}
+	old := s.cur.Load()
+	rt, err := compile.Compile(old.Config, old, s.env())
+	if err != nil {
+		// A file the config names changed meanwhile and no longer
+		// compiles: the hosts stay as they are until a reload fixes it.
+		s.log.Warn("the addresses of a pool host name changed, but the config no longer compiles; hosts stay as they were until a reload", "err", err)
+		return
+	}
+	s.cur.Store(rt)
+	s.monitor.Wake()
+	old.Retire(rt)
 }

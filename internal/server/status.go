@@ -99,7 +99,7 @@ func (s *Server) Status() view.Status {
 	st.Certificates = s.certificates()
 	st.Access = s.accessView()
 	for _, n := range s.dns.Names() {
-		st.DNS = append(st.DNS, view.DNSName{Name: n.Name, Addresses: n.Addresses, Failing: n.Failing, Failures: n.Failures, LastOK: n.LastOK, LastError: n.LastError})
+		st.DNS = append(st.DNS, view.DNSName{Name: n.Name, SRV: n.SRV, Addresses: n.Addresses, Failing: n.Failing, Expired: n.Expired, Failures: n.Failures, LastOK: n.LastOK, LastError: n.LastError})
 	}
 	e := s.edge
 	st.Edge = view.Edge{Denied: e.Denied.Load(), Rejected: e.Rejected.Load(), Reencoded: e.Reencoded.Load(), Normalized: e.Normalized.Load()}

@@ -197,8 +197,12 @@ func (c *Client) Cut(addr string) int {
 
 // Forget stops reusing connections to addr (an address its DNS name no
 // longer has): idle ones close now, those in use when their exchange
-// ends. A later request to addr starts afresh.
+// ends. A later request to addr starts afresh. The fallback transport
+// keeps no address of its own apart: its idle connections all close.
 func (c *Client) Forget(addr string) {
+	if f, ok := c.o.Fallback.(interface{ CloseIdleConnections() }); ok {
+		f.CloseIdleConnections()
+	}
 	v, ok := c.hosts.LoadAndDelete(addr)
 	if !ok {
 		return

@@ -274,8 +274,10 @@ type AccessLog struct {
 type DNSName struct {
 	Name      string    `json:"name"`
 	Addresses []string  `json:"addresses"`
-	Failing   bool      `json:"failing"`  // the last lookup failed; the addresses are the last good ones
-	Failures  uint64    `json:"failures"` // failed lookups since start
+	SRV       bool      `json:"srv,omitempty"`     // an SRV name: its addresses are target=ip:port
+	Failing   bool      `json:"failing"`           // the last lookup failed; the addresses are the last good ones
+	Expired   bool      `json:"expired,omitempty"` // failing for longer than dns.hold: no addresses left
+	Failures  uint64    `json:"failures"`          // failed lookups since start
 	LastOK    time.Time `json:"last_ok,omitzero"`
 	LastError string    `json:"last_error,omitempty"`
 }
