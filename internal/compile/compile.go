@@ -13,6 +13,8 @@
 package compile
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"net/http"
 	"net/netip"
@@ -67,6 +69,11 @@ type Env struct {
 // Runtime is one compiled config. It must not change once published.
 type Runtime struct {
 	Config *config.Config
+	// Hash identifies what serves: the config's bytes and the content of
+	// every file it names (certificates, deny list, sorry pages, ...), so
+	// that a reload that picked up a changed file shows a new hash. It is
+	// the config_hash of status, metrics and logs.
+	Hash string
 	// Proxy is what the request path reads.
 	Proxy *proxy.Snapshot
 	// Health is what the health monitor watches.
@@ -176,6 +183,7 @@ func Compile(cfg *config.Config, prev *Runtime, env Env) (*Runtime, error) {
 	// After the warnings of the routes (static files, hidden routes).
 	rt.Warnings = append(rt.Warnings, certs.Warnings(cfg, rt.tlsListeners(), time.Now())...)
 	rt.Warnings = append(rt.Warnings, acme.Warnings(cfg)...)
+	rt.Hash = contentHash(cfg)
 	rt.Proxy = &proxy.Snapshot{
 		Listeners:    c.proxyListeners(),
 		Trusted:      trusted,
@@ -237,6 +245,25 @@ func (rt *Runtime) Retire(next *Runtime) {
 // addrForgetter is an upstream client that can stop reusing connections
 // to one address (the HTTP/1.1 client).
 type addrForgetter interface{ Forget(addr string) }
+
+// contentHash is the config's hash with the content of the files it names
+// (read again: the compile has read each a moment ago, and they are small).
+// A file that cannot be read counts as such; compile reports it elsewhere.
+func contentHash(cfg *config.Config) string {
+	h := sha256.New()
+	h.Write([]byte(cfg.Hash))
+	for _, f := range cfg.Files() {
+		h.Write([]byte{0})
+		h.Write([]byte(f))
+		h.Write([]byte{0})
+		if b, err := os.ReadFile(f); err == nil {
+			h.Write(b)
+		} else {
+			h.Write([]byte("\x00unreadable"))
+		}
+	}
+	return hex.EncodeToString(h.Sum(nil)[:8])
+}
 
 // compiler collects the errors of one compile.
 type compiler struct {

@@ -265,8 +265,8 @@ func (s *Server) Start() error {
 		})
 	}
 	s.running = true
-	s.notify.Ready(fmt.Sprintf("serving %d listeners, config %s", len(s.listeners), cfg.Hash))
-	s.log.Info("sturdy started", "listeners", len(s.listeners), "admin", s.adminAddr, "config", cfg.File, "config_hash", cfg.Hash)
+	s.notify.Ready(fmt.Sprintf("serving %d listeners, config %s", len(s.listeners), rt.Hash))
+	s.log.Info("sturdy started", "listeners", len(s.listeners), "admin", s.adminAddr, "config", cfg.File, "config_hash", rt.Hash)
 	return nil
 }
 
@@ -402,14 +402,14 @@ func (s *Server) Reload(cfg *config.Config) error {
 	s.reloads.Last, s.reloads.LastErr = time.Now(), ""
 	s.bus.Emit(event.Event{
 		Type: event.ReloadApplied, Message: "config reloaded",
-		Evidence: map[string]any{"config": cfg.File, "config_hash": cfg.Hash, "previous_hash": old.Config.Hash},
+		Evidence: map[string]any{"config": cfg.File, "config_hash": rt.Hash, "previous_hash": old.Hash},
 	})
 	return nil
 }
 
 // reloadStatusLocked is the status line after a reload.
 func (s *Server) reloadStatusLocked() string {
-	hash := s.cur.Load().Config.Hash
+	hash := s.cur.Load().Hash
 	if s.reloads.LastErr != "" {
 		return "reload refused, config " + hash + " keeps serving: " + s.reloads.LastErr
 	}
@@ -429,7 +429,7 @@ func (s *Server) reloadFailedLocked(err error) {
 	s.bus.Emit(event.Event{
 		Type: event.ReloadRefused, Severity: event.Warning,
 		Message:  "reload refused; the previous config keeps serving",
-		Evidence: map[string]any{"error": err.Error(), "serving_hash": s.cur.Load().Config.Hash},
+		Evidence: map[string]any{"error": err.Error(), "serving_hash": s.cur.Load().Hash},
 	})
 }
 

@@ -27,7 +27,7 @@ func (s *Server) Status() view.Status {
 	now := time.Now()
 	st := view.Status{
 		Time: now, Started: s.started, Version: Version,
-		ConfigFile: cfg.File, ConfigHash: cfg.Hash,
+		ConfigFile: cfg.File, ConfigHash: rt.Hash,
 		Draining: s.draining.Load(),
 		Events:   s.bus.Recent(50),
 		Reloads:  reloads,
