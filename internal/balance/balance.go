@@ -6,6 +6,8 @@
 // Picking takes no lock and allocates nothing: per-request conditions (hosts
 // already tried, connection caps, slow start) come in as a function, and the
 // load of each member as another, so that policies stay free of host state.
+// A member the function turns down gives its share to the others by
+// weight, never to its neighbour in the order.
 package balance
 
 import (
