@@ -170,10 +170,12 @@ func TestAnOutHostsShareIsSpreadEvenly(t *testing.T) {
 	t.Parallel()
 	const n = 1200
 	for _, balance := range []string{"round_robin", "least_conn", "random_two"} {
-		// least_conn evens out requests in flight, not counts: its shares
-		// wander more.
+		// least_conn and random_two even out requests in flight, not
+		// counts: on a busy machine a backend that is slow for a moment
+		// loses requests to its peers, so their shares wander more (still
+		// far from a neighbour's double share).
 		tol := 0.1
-		if balance == "least_conn" {
+		if balance != "round_robin" {
 			tol = 0.2
 		}
 		t.Run(balance, func(t *testing.T) {
