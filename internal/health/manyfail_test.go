@@ -319,3 +319,79 @@ func b2i(b bool) int {
 	}
 	return 0
 }
+
+// A variant of the majority failure: the one host left takes the share of
+// the three that fail everything and, overloaded, fails a third of its
+// requests too. The failing hosts are outliers all the same (the survivor
+// is below the failure rate), while a pool whose every host fails at the
+// rate ejects nobody (TestSharedProblemEjectsNobody).
+func TestMajorityFailureWithAnOverloadedSurvivor(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m, p, rec := setup(t, 4, "{ window: 10s }", nil)
+		rt := route(m, "a", 0)
+		set := set(p, rt)
+		n := 0
+		survivorFails := func() bool { n++; return n%3 == 0 }
+		for range 30 {
+			browse(p, rt, 6, func(h *Host) bool { return h.Index() < 3 || survivorFails() })
+			time.Sleep(100 * time.Millisecond)
+			m.Tick(set, time.Now())
+		}
+		modes := map[Mode]int{}
+		for _, h := range p.Hosts[:3] {
+			modes[h.Mode()]++
+		}
+		if modes[Ejected] != 2 || modes[Suspect] != 1 {
+			t.Fatalf("failing hosts %v, want 2 ejected and 1 held by max_ejected", modes)
+		}
+		if p.Hosts[3].Mode() != Healthy {
+			t.Fatalf("the survivor is %s", p.Hosts[3].Mode())
+		}
+		if k := rec.count(event.ClientAttributed); k != 0 {
+			t.Fatalf("%d innocent clients attributed", k)
+		}
+	})
+}
+
+// The same at one tick: three hosts fail every request, the fourth a
+// third of them; each failing host's peers fail as badly (median 100%),
+// and the one that does not is above half the failure rate. The failing
+// hosts are outliers because a peer is below the rate, whatever the others
+// do.
+func TestFailingAtTheRateIsAnOutlierWhileAPeerIsBelowIt(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		_, hp, rec := setup(t, 4, "{ min_requests: 5 }", nil)
+		rt := route(hp.m, "a", 0)
+		traffic := func() {
+			// The survivor first, ending on a failure: no peer is
+			// succeeding now, so the failures in a row of the others do
+			// not make them suspect on the request path; the tick's
+			// comparison must.
+			now := time.Now()
+			for i := 3; i >= 0; i-- {
+				h := hp.Hosts[i]
+				for j := range 21 {
+					r := req(rt, fmt.Sprintf("192.0.2.%d", j%7))
+					if i < 3 || j%3 == 2 {
+						hp.Settle(r, []Failure{{h, outcome.Status5xx, 503}}, false, now)
+					} else {
+						hp.Record(h, outcome.OK, r, now)
+					}
+				}
+			}
+		}
+		traffic()
+		hp.tick(time.Now())
+		time.Sleep(time.Second)
+		traffic()
+		hp.tick(time.Now())
+		modes := map[Mode]int{}
+		for _, h := range hp.Hosts[:3] {
+			modes[h.Mode()]++
+		}
+		if modes[Ejected] != 2 || modes[Suspect] != 1 || hp.Hosts[3].Mode() != Healthy {
+			t.Fatalf("failing hosts %v, survivor %s; want 2 ejected, 1 held, the survivor healthy (%d suspect events)",
+				modes, hp.Hosts[3].Mode(), rec.count(event.HostSuspect))
+		}
+	})
+}

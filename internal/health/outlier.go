@@ -13,9 +13,13 @@ import (
 // traffic, failed for several distinct clients (one client cannot take a
 // host down, incident 000), and either is clearly worse than its peers (a
 // problem every host shares is not any one host's fault) or fails at the
-// failure rate while some peer clearly does well (below half that rate): in
-// a majority failure each failing host has peers failing as badly, and that
-// must not keep every one of them in rotation. A host alone in its pool has
+// failure rate while some peer does not (whatever the others do): in a
+// majority failure each failing host has peers failing as badly, and that
+// must not keep every one of them in rotation; nor must the last healthy
+// host, overloaded by their share, shield them by failing a little too.
+// Only when every host fails at the rate is the problem shared: ejecting
+// some would move their load onto the others and fix nothing (a pool that
+// fails everything is the failing-pool case, failing.go). A host alone in its pool has
 // no peers: it needs failures on two routes, when it serves several, and an
 // active check to confirm.
 func (p *Pool) detectOutliers(now time.Time) {
@@ -44,7 +48,7 @@ func (p *Pool) detectOutliers(now time.Time) {
 			Count(s.t.FailClients) >= ps.MinClients &&
 			s.rate >= float64(ps.FailureRate)
 		if outlier && hasPeers {
-			outlier = s.rate >= 2*median && s.rate-median >= 0.2 || healthyPeer(stats, i, ps.MinRequests, float64(ps.FailureRate)/2)
+			outlier = s.rate >= 2*median && s.rate-median >= 0.2 || healthyPeer(stats, i, ps.MinRequests, float64(ps.FailureRate))
 		}
 		if outlier && !hasPeers {
 			servesMany := Count(s.t.OKRoutes|s.t.FailRoutes) >= 2
@@ -60,9 +64,9 @@ func (p *Pool) detectOutliers(now time.Time) {
 		}
 		switch {
 		case outlier && s.h.Mode() == Healthy:
-			p.suspect(s.h, "failure rate clearly above its peers'", evidence, now)
+			p.suspect(s.h, "host-attributed failure rate at or above failure_rate, or clearly above its peers'", evidence, now)
 		case outlier && s.h.Mode() == Suspect && !p.HasActiveChecks():
-			p.eject(s.h, "failure rate clearly above its peers'", evidence, now)
+			p.eject(s.h, "host-attributed failure rate at or above failure_rate, or clearly above its peers'", evidence, now)
 		case !outlier && s.h.Mode() == Suspect && !p.HasActiveChecks() && s.h.connectFailures.Load() == 0 &&
 			(s.h.attempts[okClass].Load() > s.h.suspectOK.Load() || now.UnixNano() >= s.h.ejectUntil.Load()):
 			// Held in rotation by max_ejected, it got only what the
