@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/sturdyproxy/sturdy/internal/balance"
 	"github.com/sturdyproxy/sturdy/internal/event"
 )
 
@@ -85,7 +86,7 @@ func (p *Pool) Failing() bool { return p.shared.failing.Load() }
 
 // trial returns a host of a failing pool whose trial is due, claiming it,
 // or nil: one trial per host per trial_interval.
-func (p *Pool) trial(tried interface{ Has(int) bool }, ns int64) *Host {
+func (p *Pool) trial(tried *balance.Tried, ns int64) *Host {
 	every := int64(p.cfg.Passive.TrialInterval)
 	for _, h := range p.Hosts {
 		if tried.Has(h.index) || !h.Mode().InRotation() {
