@@ -234,3 +234,54 @@ func TestNoHangAfterTheProbeMarksAHostDown(t *testing.T) {
 		t.Errorf("the POSTs reached backends %d times for 6 sent: one was replayed", postsReached.Load())
 	}
 }
+
+const blackholedFallbackConfig = `
+admin: { listen: "off" }
+listeners: [ { name: web, listen: "127.0.0.1:0" } ]
+routes:
+  - { name: site, default: true, pool: web, fallback: { pool: spare }, timeouts: { response_header: 300ms } }
+pools:
+  - name: web
+    hosts: [ { addr: "{{h1}}" }, { addr: "{{h2}}" } ]
+    health: { passive: { window: 10s, trial_interval: 500ms } }
+  - name: spare
+    hosts: [ { addr: "{{spare}}" } ]
+`
+
+// The same blackhole in front of a route with a fallback pool: once the
+// pool is known to be failing, the fallback answers at once, 200s, and
+// nobody waits for the timeout but the trials.
+func TestBlackholedPoolAnswersFromTheFallbackPool(t *testing.T) {
+	t.Parallel()
+	vars := map[string]string{}
+	for i := 1; i <= 2; i++ {
+		b, err := fake.NewBlackhole(fmt.Sprintf("127.1.1.%d", i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(b.Close)
+		vars[fmt.Sprintf("h%d", i)] = b.Addr
+	}
+	spare, err := fake.NewBackend("spare", "127.1.1.9")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(spare.Close)
+	vars["spare"] = spare.Addr
+	s, url, _ := startSturdy(t, parseConfig(t, blackholedFallbackConfig, vars))
+	ev := countEvents(s)
+	const timeout = 300 * time.Millisecond
+	tm := timedSteady(t, url, ips("127.0.1.", 4), 4*time.Second, 20*time.Millisecond, timeout)
+	total := tm.total()
+	t.Logf("measured: blackholed pool with a fallback pool, 4 clients for 4s: %d answers, %d waited the %s timeout, answers %v, %d pool_failing events",
+		total, tm.slow, timeout, tm.n, ev.get(event.PoolFailing))
+	if ev.get(event.PoolFailing) != 1 {
+		t.Fatalf("%d pool_failing events; events:%s", ev.get(event.PoolFailing), ev)
+	}
+	tm.tally.mu.Lock()
+	ok := tm.n[200]
+	tm.tally.mu.Unlock()
+	if tm.slow > 60 || ok < total*3/4 {
+		t.Errorf("%d of %d answers waited for the timeout, %d from the fallback pool", tm.slow, total, ok)
+	}
+}
