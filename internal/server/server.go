@@ -586,5 +586,10 @@ func (s *Server) followDNS() {
 	}
 	s.cur.Store(rt)
 	s.monitor.Wake()
+	if s.running {
+		// The recompile keeps the shared rate-limit store when its
+		// settings stay; when it is a new one, it must run.
+		s.runSharedLocked(rt)
+	}
 	old.Retire(rt)
 }
