@@ -97,6 +97,7 @@ func (l *linter) pools() {
 		used[r.Pool] = true
 		for _, b := range r.Backends {
 			used[b.Pool] = true
+			used[b.Fallback] = true
 		}
 		if r.Mirror != nil {
 			used[r.Mirror.Pool] = true

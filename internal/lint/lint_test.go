@@ -75,3 +75,26 @@ pools:
 		t.Fatalf("warnings for a sound config: %v", w)
 	}
 }
+
+// A pool that is only a split backend's fallback is used too.
+func TestABackendsFallbackPoolIsUsed(t *testing.T) {
+	c, err := config.Parse([]byte(`
+listeners: [ { name: web, listen: 127.0.0.1:8080 } ]
+routes:
+  - name: all
+    default: true
+    backends: [ { pool: blue, weight: 90 }, { pool: green, weight: 10, fallback: spare } ]
+pools:
+  - { name: blue, hosts: [ { addr: 127.0.0.1:9001 }, { addr: 127.0.0.1:9002 } ], health: { active: { path: /healthz } } }
+  - { name: green, hosts: [ { addr: 127.0.0.1:9003 }, { addr: 127.0.0.1:9004 } ], health: { active: { path: /healthz } } }
+  - { name: spare, hosts: [ { addr: 127.0.0.1:9005 }, { addr: 127.0.0.1:9006 } ], health: { active: { path: /healthz } } }
+`), "split.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range Check(c) {
+		if strings.Contains(w.Error(), "not used") {
+			t.Errorf("unexpected warning: %v", w)
+		}
+	}
+}
