@@ -242,6 +242,24 @@ func TestProbeAndTrafficDisagreeing(t *testing.T) {
 			if h.Mode() != Healthy {
 				t.Fatalf("host %s after its eject time", h.Mode())
 			}
+			// It goes on failing: the next time out is twice as long,
+			// bounded by max_eject_time.
+			for range 3 {
+				for c := range 3 {
+					p.Record(p.Hosts[1], outcome.OK, req(rt, "192.0.2.9"), time.Now())
+					p.Settle(req(rt, fmt.Sprintf("192.0.2.%d", c)), []Failure{{h, outcome.Status5xx, 503}}, false, time.Now())
+				}
+				if h.Mode() == Suspect {
+					p.checkResult(h, true, "status 200", time.Now())
+				}
+				if h.Mode() == Ejected {
+					break
+				}
+				time.Sleep(10 * time.Second)
+			}
+			if d := time.Duration(h.ejectUntil.Load() - time.Now().UnixNano()); h.Mode() != Ejected || d != time.Minute {
+				t.Fatalf("host %s for %s the second time, want ejected for 1m; %d probe_disagrees", h.Mode(), d, rec.count(event.ProbeDisagrees))
+			}
 		})
 	}
 }
