@@ -257,6 +257,11 @@ func (f *forwarder) exchange(p *health.Pool) (*http.Response, *health.Host, fail
 	case held != nil:
 		// A backend's own answer, even a failing one, says more than ours.
 		return held, heldHost, failNone
+	case f.nfails > 0 && p.Failing() && idempotent && f.body == nil:
+		// A failed trial of a pool known to be failing: answered like
+		// every other request to it, by the empty-pool chain, since
+		// sending it elsewhere is safe.
+		return nil, nil, failNoHost
 	case f.nfails > 0:
 		return nil, nil, failUpstream
 	case f.tried.Len() == 0 && p.AvailableCount() > 0 && !p.Failing() && !cut:
