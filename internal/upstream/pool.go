@@ -64,31 +64,6 @@ type hostPool struct {
 	retired bool       // the address left its pool: close connections as they come back
 }
 
-// use links pc into the connections in use; hp.mu is held.
-func (hp *hostPool) use(pc *conn) {
-	pc.inUse, pc.prev, pc.next = true, nil, hp.busy
-	if hp.busy != nil {
-		hp.busy.prev = pc
-	}
-	hp.busy = pc
-}
-
-// unuse unlinks pc from the connections in use; hp.mu is held.
-func (hp *hostPool) unuse(pc *conn) {
-	if !pc.inUse {
-		return
-	}
-	if pc.prev != nil {
-		pc.prev.next = pc.next
-	} else {
-		hp.busy = pc.next
-	}
-	if pc.next != nil {
-		pc.next.prev = pc.prev
-	}
-	pc.inUse, pc.prev, pc.next = false, nil, nil
-}
-
 // waiter is a request waiting for a connection when its host is full. It
 // receives either an idle connection or nil, meaning a slot was freed for
 // it to dial.
@@ -267,22 +242,6 @@ func (hp *hostPool) discard(pc *conn) {
 	hp.mu.Unlock()
 	pc.closeNow()
 	hp.release()
-}
-
-// cutWaiting ends the exchanges waiting for a response head on the host's
-// connections, and reports how many it ended.
-func (hp *hostPool) cutWaiting() int {
-	n := 0
-	hp.mu.Lock()
-	for pc := hp.busy; pc != nil; pc = pc.next {
-		if pc.awaiting.Load() {
-			pc.cut.Store(true)
-			pc.abort()
-			n++
-		}
-	}
-	hp.mu.Unlock()
-	return n
 }
 
 // release frees one connection slot: a waiter gets it, or the count drops.

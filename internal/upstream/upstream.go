@@ -184,35 +184,6 @@ func (c *Client) CloseIdleConnections() {
 // was sent; whether it may be sent elsewhere is the caller's decision.
 var ErrCut = errors.New("upstream: the wait for a response was cut: the host was marked down")
 
-// Cut ends, with ErrCut, every request waiting for a response head from
-// the host at addr, and reports how many it ended. Responses whose body is
-// already streaming are left alone. Requests sent through the fallback
-// transport (https, Upgrade, Expect: 100-continue) are not cut.
-func (c *Client) Cut(addr string) int {
-	if v, ok := c.hosts.Load(addr); ok {
-		return v.(*hostPool).cutWaiting()
-	}
-	return 0
-}
-
-// Forget stops reusing connections to addr (an address its DNS name no
-// longer has): idle ones close now, those in use when their exchange
-// ends. A later request to addr starts afresh. The fallback transport
-// keeps no address of its own apart: its idle connections all close.
-func (c *Client) Forget(addr string) {
-	if f, ok := c.o.Fallback.(interface{ CloseIdleConnections() }); ok {
-		f.CloseIdleConnections()
-	}
-	v, ok := c.hosts.LoadAndDelete(addr)
-	if !ok {
-		return
-	}
-	hp := v.(*hostPool)
-	hp.mu.Lock()
-	hp.retired = true
-	hp.mu.Unlock()
-	hp.closeIdle(false)
-}
 
 // Close closes the idle connections and stops keeping any: connections in
 // use are closed when their response ends. Requests may still be made.
