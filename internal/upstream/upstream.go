@@ -184,7 +184,6 @@ func (c *Client) CloseIdleConnections() {
 // was sent; whether it may be sent elsewhere is the caller's decision.
 var ErrCut = errors.New("upstream: the wait for a response was cut: the host was marked down")
 
-
 // Close closes the idle connections and stops keeping any: connections in
 // use are closed when their response ends. Requests may still be made.
 func (c *Client) Close() {
