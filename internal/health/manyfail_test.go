@@ -413,3 +413,26 @@ func TestFailingAtTheRateIsAnOutlierWhileAPeerIsBelowIt(t *testing.T) {
 		}
 	})
 }
+
+// Concurrent failures of one route are counted as sent (Settle) before
+// each is noted on the route's slot, so a run can begin with a snapshot
+// that already holds a failure the route notes next. Nobody else failed:
+// the others' count is zero, not a wrapped-around huge number that made
+// the host look failing for everyone and kept a slow route from being
+// degraded (incident 002, on a loaded machine).
+func TestARunsOwnConcurrentFailureIsNotSomeoneElses(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		_, p, _ := setup(t, 2, "{}", nil)
+		h := p.Hosts[0]
+		span := int64(time.Second)
+		h.sent.Add(2) // two failures of the route, both counted as sent
+		s := hostSlot{h: h}
+		ns := time.Now().UnixNano()
+		s.note(ns, span) // the first starts the run, its snapshot has both
+		s.note(ns+1, span)
+		h.attempts[okClass].Add(5) // others succeed meanwhile
+		if known, ok := s.othersSucceed(ns+2, span); !known || !ok {
+			t.Fatalf("known=%v others-succeed=%v with only successes from others", known, ok)
+		}
+	})
+}

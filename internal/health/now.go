@@ -51,7 +51,14 @@ func (s *hostSlot) othersSucceed(ns, span int64) (known, ok bool) {
 		return false, false
 	}
 	oks := s.h.attempts[okClass].Load() - s.ok
-	others := s.h.sent.Load() - s.bad - s.own
+	// The owner's concurrent failures are counted as sent before they are
+	// noted here, so one may be in s.bad and in s.own as well: what is
+	// left for the others never goes below zero (a wrapped count would
+	// make every host look failing for others, and no route degraded).
+	var others uint64
+	if sent := s.h.sent.Load() - s.bad; sent > s.own {
+		others = sent - s.own
+	}
 	return true, oks >= 1 && oks > 2*others
 }
 
