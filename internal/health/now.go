@@ -50,15 +50,12 @@ func (s *hostSlot) othersSucceed(ns, span int64) (known, ok bool) {
 	if s.own == 0 || ns-s.at > span {
 		return false, false
 	}
-	oks := s.h.attempts[okClass].Load() - s.ok
+	oks := since(s.h.attempts[okClass].Load(), s.ok)
 	// The owner's concurrent failures are counted as sent before they are
 	// noted here, so one may be in s.bad and in s.own as well: what is
 	// left for the others never goes below zero (a wrapped count would
 	// make every host look failing for others, and no route degraded).
-	var others uint64
-	if sent := s.h.sent.Load() - s.bad; sent > s.own {
-		others = sent - s.own
-	}
+	others := since(since(s.h.sent.Load(), s.bad), s.own)
 	return true, oks >= 1 && oks > 2*others
 }
 
@@ -127,6 +124,17 @@ func (s *hostState) servesOthers(ns, span int64) bool {
 		return at == 0 || since >= 1
 	}
 	s.lastFailOK.Store(ok)
-	oks, bads := ok-s.runOK.Load(), bad-s.runBad.Load()
+	// Another request may have begun the run with counts read after
+	// these: what happened since is never below zero.
+	oks, bads := since(ok, s.runOK.Load()), since(bad, s.runBad.Load())
 	return oks >= 1 && 4*oks >= bads
+}
+
+// since is cur-base for running counts read at different moments, 0 when
+// base was read later.
+func since(cur, base uint64) uint64 {
+	if cur > base {
+		return cur - base
+	}
+	return 0
 }
