@@ -105,15 +105,14 @@ func slotFor(slots *[maxHostsPerEntry]hostSlot, n *int, h *Host) *hostSlot {
 // more than span after the last starts a new run), it succeeded at least
 // once and for at least one attempt in five. A new run knows nothing of
 // now yet and asks whether the host succeeded since it last failed (or
-// whether this is its first failure ever). A
-// request that failed the same way on two hosts is the request's fault
+// whether this is its first failure ever). A request that failed the same way on two hosts is the request's fault
 // only when both still serve others; when they fail everything, it is
 // theirs.
 func (s *hostState) servesOthers(ns, span int64) bool {
 	ok, bad := s.attempts[okClass].Load(), s.sent.Load()
 	at := s.runAt.Load()
 	if ns-at > span {
-		since := ok - s.lastFailOK.Load()
+		okSince := since(ok, s.lastFailOK.Load())
 		if s.runAt.CompareAndSwap(at, ns) {
 			s.runOK.Store(ok)
 			s.runBad.Store(bad)
@@ -121,7 +120,7 @@ func (s *hostState) servesOthers(ns, span int64) bool {
 		s.lastFailOK.Store(ok)
 		// A host that never failed before gives no reason to doubt that
 		// the request is the cause.
-		return at == 0 || since >= 1
+		return at == 0 || okSince >= 1
 	}
 	s.lastFailOK.Store(ok)
 	// Another request may have begun the run with counts read after
