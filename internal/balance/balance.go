@@ -6,6 +6,8 @@
 // Picking takes no lock and allocates nothing: per-request conditions (hosts
 // already tried, connection caps, slow start) come in as a function, and the
 // load of each member as another, so that policies stay free of host state.
+// A member the function turns down gives its share to the others by
+// weight, never to its neighbour in the order.
 package balance
 
 import (
@@ -41,7 +43,7 @@ type Policy struct {
 	kind    string
 	weights []int
 
-	schedule []int32       // round_robin: nginx's smooth sequence, precomputed
+	schedule []int32       // round_robin, least_conn: nginx's smooth sequence, precomputed
 	next     atomic.Uint64 // round_robin, least_conn: where the walk starts
 
 	points []uint64 // hash: the ring
@@ -58,7 +60,9 @@ func New(kind string, members []Member) (*Policy, error) {
 	case RoundRobin, "":
 		p.kind = RoundRobin
 		p.buildSchedule()
-	case LeastConn, RandomTwo:
+	case LeastConn:
+		p.buildSchedule() // whose turn it is among equally loaded members
+	case RandomTwo:
 	case Hash:
 		p.buildRing(members)
 	default:
@@ -121,9 +125,39 @@ func (p *Policy) buildSchedule() {
 
 func (p *Policy) pickRoundRobin(usable func(int) bool) int {
 	n := uint64(len(p.schedule))
-	start := p.next.Add(1)
+	pos := p.next.Add(1)
+	if m := int(p.schedule[pos%n]); usable(m) {
+		return m
+	}
+	// The slot's member may not take this request (slow start, its
+	// connection cap, tried already). The next slot belongs to its
+	// neighbour in the sequence, which would get the whole share; other
+	// slots drawn at random spread it over every member in proportion to
+	// its weight, as nginx's smooth round robin does among the peers it
+	// has left.
+	if m := p.redraw(usable); m >= 0 {
+		return m
+	}
 	for i := range n {
-		if m := int(p.schedule[(start+i)%n]); usable(m) {
+		if m := int(p.schedule[(pos+i)%n]); usable(m) {
+			return m
+		}
+	}
+	return -1
+}
+
+// redraws bounds the random draws before a pick falls back to a walk:
+// enough that the walk's bias only shows when nearly every member is
+// unusable for the request.
+const redraws = 8
+
+// redraw picks a random member by weight that is usable, or -1 after
+// redraws misses. A member whose usable filter is itself a coin (slow
+// start) then gets its weight times its chance: its effective weight.
+func (p *Policy) redraw(usable func(int) bool) int {
+	n := uint64(len(p.schedule))
+	for range redraws {
+		if m := int(p.schedule[rand.Uint64N(n)]); usable(m) {
 			return m
 		}
 	}
@@ -131,19 +165,32 @@ func (p *Policy) pickRoundRobin(usable func(int) bool) int {
 }
 
 // pickLeastConn takes the member with the fewest requests in flight per
-// unit of weight; ties go round robin so that idle pools spread evenly.
+// unit of weight; ties go to the member whose turn it is in the smooth
+// round robin, so that idle pools spread by weight. When that member may
+// not take the request, ties go to a member drawn by weight instead of to
+// the next one in the walk.
 func (p *Policy) pickLeastConn(usable func(int) bool, load func(int) int64) int {
 	n := len(p.weights)
-	start := int(p.next.Add(1) % uint64(n))
+	start := int(p.schedule[p.next.Add(1)%uint64(len(p.schedule))])
 	best, bestLoad := -1, int64(0)
+	tieWeight := 0 // the weights of the members tied with best, when drawing
+	draw := false
 	for i := range n {
 		m := (start + i) % n
 		if !usable(m) {
+			draw = draw || i == 0
 			continue
 		}
 		l := load(m)
-		if best < 0 || l*int64(p.weights[best]) < bestLoad*int64(p.weights[m]) {
-			best, bestLoad = m, l
+		switch {
+		case best < 0 || l*int64(p.weights[best]) < bestLoad*int64(p.weights[m]):
+			best, bestLoad, tieWeight = m, l, p.weights[m]
+		case draw && l*int64(p.weights[best]) == bestLoad*int64(p.weights[m]):
+			// Weighted reservoir sampling among the tied members.
+			tieWeight += p.weights[m]
+			if rand.IntN(tieWeight) < p.weights[m] {
+				best, bestLoad = m, l
+			}
 		}
 	}
 	return best
@@ -166,10 +213,18 @@ func (p *Policy) pickRandomTwo(usable func(int) bool, load func(int) int64) int 
 }
 
 func (p *Policy) weightedRandom(usable func(int) bool) int {
+	// usable is asked once per member: its answer may be a coin (slow
+	// start), and asking twice would move the share of a member that said
+	// yes, then no, to its neighbour. Up to 64 members the answers are kept
+	// in a bit set on the stack.
 	total := 0
+	var yes uint64
 	for i, w := range p.weights {
 		if usable(i) {
 			total += w
+			if i < 64 {
+				yes |= 1 << uint(i)
+			}
 		}
 	}
 	if total == 0 {
@@ -177,7 +232,7 @@ func (p *Policy) weightedRandom(usable func(int) bool) int {
 	}
 	r := rand.IntN(total)
 	for i, w := range p.weights {
-		if !usable(i) {
+		if i < 64 && yes&(1<<uint(i)) == 0 || i >= 64 && !usable(i) {
 			continue
 		}
 		if r -= w; r < 0 {

@@ -3,6 +3,7 @@ package balance
 import (
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"strconv"
 	"testing"
 )
@@ -160,6 +161,41 @@ func BenchmarkPick(b *testing.B) {
 			var tr Tried
 			for i := 0; b.Loop(); i++ {
 				p.Pick(uint64(i)*0x9e3779b97f4a7c15, func(m int) bool { return !tr.Has(m) }, idle)
+			}
+		})
+	}
+}
+
+// A member that may not take a request (slow start, its connection cap)
+// gives its share to every other member by weight, not to its neighbour in
+// the order; a member that takes requests with a chance (slow start) gets
+// its weight times that chance.
+func TestAnUnusableMembersShareIsSpreadByWeight(t *testing.T) {
+	for _, kind := range []string{RoundRobin, LeastConn, RandomTwo} {
+		t.Run(kind, func(t *testing.T) {
+			p := mustNew(t, kind, members(1, 1, 2, 1))
+			const n = 50000
+			got := make([]float64, 4)
+			for range n {
+				got[p.Pick(0, func(m int) bool { return m != 1 }, idle)]++
+			}
+			// Member 1 out: weights 1, 2, 1 of 4.
+			for i, want := range []float64{0.25, 0, 0.5, 0.25} {
+				if math.Abs(got[i]/n-want) > 0.02 {
+					t.Fatalf("shares %v, want %v of %d", got, []float64{0.25, 0, 0.5, 0.25}, n)
+				}
+			}
+			// Member 0 ramping up, taking a request with a 10% chance: its
+			// effective weight is 0.1 against 1, 2, 1.
+			got = make([]float64, 4)
+			for range n {
+				got[p.Pick(0, func(m int) bool { return m != 0 || rand.IntN(10) == 0 }, idle)]++
+			}
+			total := 0.1 + 1 + 2 + 1
+			for i, w := range []float64{0.1, 1, 2, 1} {
+				if math.Abs(got[i]/n-w/total) > 0.02 {
+					t.Fatalf("shares %v, want weights 0.1/1/2/1 of %d", got, n)
+				}
 			}
 		})
 	}

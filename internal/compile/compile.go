@@ -52,6 +52,9 @@ type Env struct {
 	// Dial makes the dial function of upstream clients (the background
 	// DNS resolver's); probes get theirs from the monitor.
 	Dial health.Dialer
+	// Names has the addresses of the pools' host and SRV names; nil
+	// compiles each host as written.
+	Names Names
 	// OnShared receives the shared rate-limit store's reachability
 	// changes; nil drops them.
 	OnShared func(ratelimit.SharedEvent)
@@ -70,6 +73,11 @@ type Env struct {
 // Runtime is one compiled config. It must not change once published.
 type Runtime struct {
 	Config *config.Config
+	// Hash identifies what serves: the config's bytes and the content of
+	// every file it names (certificates, deny list, sorry pages, ...), so
+	// that a reload that picked up a changed file shows a new hash. It is
+	// the config_hash of status, metrics and logs.
+	Hash string
 	// Proxy is what the request path reads.
 	Proxy *proxy.Snapshot
 	// Health is what the health monitor watches.
@@ -88,6 +96,7 @@ type Runtime struct {
 	Warnings []config.Error
 
 	poolBy        map[string]*health.Pool
+	serverNames   map[string]*serverNames // by pool name: TLS pools with hosts from names
 	routeBy       map[string]*proxy.Route
 	upstreams     map[upstreamKey]upstreamClient
 	authTransport *http.Transport // forward auth to a URL (not a pool)
@@ -123,15 +132,16 @@ func (rt *Runtime) Route(name string) *proxy.Route { return rt.routeBy[name] }
 // clients for what the two configs share; prev itself is not changed. On
 // failure the error is a config.ErrorList.
 func Compile(cfg *config.Config, prev *Runtime, env Env) (*Runtime, error) {
-	c := &compiler{cfg: cfg, prev: prev, env: env, poolTLS: map[string]poolTLS{}}
+	c := &compiler{cfg: cfg, prev: prev, env: env, poolTLS: map[string]poolTLS{}, cutters: map[string]*cutter{}}
 	if c.env.Monitor == nil {
 		c.env.Monitor = health.NewMonitor(health.Options{})
 	}
 	rt := &Runtime{
-		Config:    cfg,
-		poolBy:    map[string]*health.Pool{},
-		routeBy:   map[string]*proxy.Route{},
-		upstreams: map[upstreamKey]upstreamClient{},
+		Config:      cfg,
+		poolBy:      map[string]*health.Pool{},
+		routeBy:     map[string]*proxy.Route{},
+		upstreams:   map[upstreamKey]upstreamClient{},
+		serverNames: map[string]*serverNames{},
 	}
 	c.rt = rt
 	attr := c.attributing()
@@ -177,6 +187,7 @@ func Compile(cfg *config.Config, prev *Runtime, env Env) (*Runtime, error) {
 	// After the warnings of the routes (static files, hidden routes).
 	rt.Warnings = append(rt.Warnings, certs.Warnings(cfg, rt.tlsListeners(), time.Now())...)
 	rt.Warnings = append(rt.Warnings, acme.Warnings(cfg)...)
+	rt.Hash = contentHash(cfg)
 	rt.Proxy = &proxy.Snapshot{
 		Listeners:    c.proxyListeners(),
 		Trusted:      trusted,
@@ -214,11 +225,27 @@ func (rt *Runtime) Close() {
 	}
 }
 
-// Retire closes what rt has and next, which replaces it, does not share.
+// Retire closes what rt has and next, which replaces it, does not share,
+// and stops the upstream clients they share from reusing connections to
+// addresses next's pools no longer have (a DNS name that moved).
 func (rt *Runtime) Retire(next *Runtime) {
 	for k, u := range rt.upstreams {
 		if next.upstreams[k] != u {
 			u.Close()
+			continue
+		}
+		old, cur := rt.poolBy[k.pool], next.poolBy[k.pool]
+		if old == nil || cur == nil {
+			continue
+		}
+		f, ok := u.(addrForgetter)
+		if !ok {
+			continue
+		}
+		for _, h := range old.Hosts {
+			if cur.Host(h.Addr) == nil {
+				f.Forget(h.Addr)
+			}
 		}
 	}
 	if rt.authTransport != nil && rt.authTransport != next.authTransport {
@@ -230,6 +257,10 @@ func (rt *Runtime) Retire(next *Runtime) {
 		m.Close()
 	}
 }
+
+// addrForgetter is an upstream client that can stop reusing connections
+// to one address (the HTTP/1.1 client).
+type addrForgetter interface{ Forget(addr string) }
 
 // compiler collects the errors of one compile.
 type compiler struct {
@@ -243,6 +274,7 @@ type compiler struct {
 	matches  []route.Match      // by route index
 	poolHost []*subst.Template  // by pool index: host_header
 	built    map[string]*route.Table[*proxy.Route]
+	cutters  map[string]*cutter // by pool name
 }
 
 func (c *compiler) errorf(path, format string, args ...any) {

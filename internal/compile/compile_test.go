@@ -133,3 +133,37 @@ func TestSorryPageFromFileAndItsContentType(t *testing.T) {
 		t.Errorf("default sorry page %+v", d)
 	}
 }
+
+// The runtime's hash covers the files the config names: a changed deny
+// list or sorry page is a new hash with the same config bytes.
+func TestHashCoversTheFilesTheConfigNames(t *testing.T) {
+	dir := t.TempDir()
+	deny, sorry := filepath.Join(dir, "deny.txt"), filepath.Join(dir, "sorry.html")
+	os.WriteFile(deny, []byte("192.0.2.1\n"), 0o600)
+	os.WriteFile(sorry, []byte("<h1>back soon</h1>"), 0o600)
+	cfg := parse(t, `
+listeners: [ { name: web, listen: "127.0.0.1:0" } ]
+edge: { deny_file: "`+deny+`" }
+routes: [ { name: a, default: true, pool: p, sorry: { body_file: "`+sorry+`" } } ]
+pools: [ { name: p, hosts: [ { addr: "127.0.0.1:9001" }, { addr: "127.0.0.1:9002" } ] } ]
+`)
+	hash := func() string {
+		rt, err := Compile(cfg, nil, Env{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rt.Close()
+		return rt.Hash
+	}
+	h0 := hash()
+	if h0 == "" || h0 == cfg.Hash || hash() != h0 {
+		t.Fatalf("hash %q (config %q) is not a stable hash of config and files", h0, cfg.Hash)
+	}
+	os.WriteFile(deny, []byte("192.0.2.1\n192.0.2.2\n"), 0o600)
+	h1 := hash()
+	os.WriteFile(sorry, []byte("<h1>back later</h1>"), 0o600)
+	h2 := hash()
+	if h1 == h0 || h2 == h1 {
+		t.Fatalf("hashes %s %s %s: a changed deny list or sorry page did not change it", h0, h1, h2)
+	}
+}

@@ -14,7 +14,6 @@ import (
 	"github.com/sturdyproxy/sturdy/internal/certs"
 	"github.com/sturdyproxy/sturdy/internal/config"
 	"github.com/sturdyproxy/sturdy/internal/health"
-	"github.com/sturdyproxy/sturdy/internal/resolve"
 	"github.com/sturdyproxy/sturdy/internal/upstream"
 )
 
@@ -30,16 +29,29 @@ func (c *compiler) pool(i int, attr *health.Attributing) *health.Pool {
 		FailStatuses: pc.Health.FailStatuses,
 		Passive:      pc.Health.Passive,
 	}
-	for _, h := range pc.Hosts {
-		hc.Hosts = append(hc.Hosts, health.HostSpec{Addr: h.Addr, Target: resolve.Target(h.Addr), Weight: h.Weight})
-	}
+	hc.Hosts = c.hosts(pc)
 	if pc.UsesHTTP2() {
 		hc.MaxInFlight, hc.Protocol = h2InFlight(pc), pc.Protocol
 	}
+	cut := &cutter{}
+	c.cutters[pc.Name] = cut
+	hc.Cut = cut.cut
 	if pc.TLS != nil {
 		tc, id := c.upstreamTLS(p+".tls", pc.TLS)
 		hc.Scheme, hc.TLS = "https", tc
-		c.poolTLS[pc.Name] = poolTLS{tc, id}
+		pt := poolTLS{config: tc, id: id}
+		if tc != nil && tc.ServerName == "" && named(hc.Hosts) {
+			if c.prev != nil {
+				pt.names = c.prev.serverNames[pc.Name]
+			}
+			if pt.names == nil {
+				pt.names = &serverNames{}
+			}
+			pt.names.set(hc.Hosts)
+			c.rt.serverNames[pc.Name] = pt.names
+			pt.id += "+names"
+		}
+		c.poolTLS[pc.Name] = pt
 	}
 	if a := pc.Health.Active; a != nil {
 		lo, hi, err := config.ParseStatusRange(a.ExpectStatus)
@@ -66,10 +78,50 @@ func (c *compiler) pool(i int, attr *health.Attributing) *health.Pool {
 	return hp
 }
 
-// poolTLS is a pool's upstream TLS config and its identity.
+// cutter ends the requests waiting on a host of one pool, in every
+// upstream client of the pool (routes with different timeouts have their
+// own). It is filled while the routes compile and fixed once the runtime
+// is published.
+type cutter struct{ clients []waitCutter }
+
+// waitCutter is an upstream client that can end the waits on a host (the
+// HTTP/1.1 client; HTTP/2 streams end with their connection's fate).
+type waitCutter interface{ Cut(addr string) int }
+
+func (k *cutter) cut(addr string) {
+	for _, u := range k.clients {
+		u.Cut(addr)
+	}
+}
+
+func (k *cutter) add(c upstreamClient) {
+	u, ok := c.(waitCutter)
+	if !ok {
+		return
+	}
+	for _, o := range k.clients {
+		if o == u {
+			return
+		}
+	}
+	k.clients = append(k.clients, u)
+}
+
+// poolTLS is a pool's upstream TLS config and its identity, and the names
+// of its hosts dialled by address.
 type poolTLS struct {
 	config *tls.Config
 	id     string
+	names  *serverNames // nil when no host came from a name, or server_name is set
+}
+
+func named(hosts []health.HostSpec) bool {
+	for _, h := range hosts {
+		if h.Name != "" {
+			return true
+		}
+	}
+	return false
 }
 
 // upstreamTLS is the client TLS config for a pool's backends, with its CA
@@ -128,15 +180,16 @@ func (c *compiler) upstream(rc config.Route, pc config.Pool) upstreamClient {
 	if u := c.rt.upstreams[k]; u != nil {
 		return u
 	}
+	defer func() { c.cutters[pc.Name].add(c.rt.upstreams[k]) }()
 	var u upstreamClient
 	if c.prev != nil {
 		u = c.prev.upstreams[k]
 	}
 	if u == nil && (k.protocol == config.ProtocolH2 || k.protocol == config.ProtocolH2C) {
-		u = c.newH2Upstream(k, pt.config)
+		u = c.newH2Upstream(k, pt)
 	}
 	if u == nil {
-		u = c.newUpstream(k, pt.config)
+		u = c.newUpstream(k, pt)
 	}
 	c.rt.upstreams[k] = u
 	return u
@@ -148,7 +201,7 @@ func (c *compiler) upstream(rc config.Route, pc config.Pool) upstreamClient {
 // retries on its own, uses proxy environment variables, or asks for
 // compression the client did not ask for; both keep a bounded number of
 // idle connections.
-func (c *compiler) newUpstream(k upstreamKey, tc *tls.Config) *upstream.Client {
+func (c *compiler) newUpstream(k upstreamKey, pt poolTLS) *upstream.Client {
 	d := &net.Dialer{Timeout: k.connect, KeepAlive: 30 * time.Second}
 	dial := d.DialContext
 	if c.env.Dial != nil {
@@ -160,15 +213,15 @@ func (c *compiler) newUpstream(k upstreamKey, tc *tls.Config) *upstream.Client {
 		MaxIdlePerHost:        k.maxIdle,
 		IdleTimeout:           k.idleTimeout,
 		DialContext:           dial,
-		Fallback:              fallbackTransport(k, tc, dial),
+		Fallback:              fallbackTransport(k, pt, dial),
 	})
 }
 
-func fallbackTransport(k upstreamKey, tc *tls.Config, dial func(ctx context.Context, network, addr string) (net.Conn, error)) *http.Transport {
-	return &http.Transport{
+func fallbackTransport(k upstreamKey, pt poolTLS, dial func(ctx context.Context, network, addr string) (net.Conn, error)) *http.Transport {
+	t := &http.Transport{
 		Proxy:                  nil,
 		DialContext:            dial,
-		TLSClientConfig:        tc,
+		TLSClientConfig:        pt.config,
 		MaxIdleConnsPerHost:    k.maxIdle,
 		IdleConnTimeout:        k.idleTimeout,
 		ResponseHeaderTimeout:  k.responseHeader,
@@ -178,4 +231,8 @@ func fallbackTransport(k upstreamKey, tc *tls.Config, dial func(ctx context.Cont
 		WriteBufferSize:        32 << 10,
 		ReadBufferSize:         32 << 10,
 	}
+	if pt.names != nil {
+		t.DialTLSContext = pt.names.dialTLS(pt.config, dial)
+	}
+	return t
 }

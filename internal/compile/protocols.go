@@ -22,7 +22,8 @@ type upstreamClient interface {
 // newH2Upstream makes the HTTP/2 client of a pool with protocol h2 (TLS,
 // ALPN h2) or h2c (prior knowledge). Upgrade requests (WebSockets), which
 // HTTP/2 cannot carry to a backend, go over HTTP/1.1 to the same hosts.
-func (c *compiler) newH2Upstream(k upstreamKey, tc *tls.Config) upstreamClient {
+func (c *compiler) newH2Upstream(k upstreamKey, pt poolTLS) upstreamClient {
+	tc := pt.config
 	d := &net.Dialer{Timeout: k.connect, KeepAlive: 30 * time.Second}
 	dial := d.DialContext
 	if c.env.Dial != nil {
@@ -35,7 +36,7 @@ func (c *compiler) newH2Upstream(k upstreamKey, tc *tls.Config) upstreamClient {
 		MaxConnsPerHost:       k.maxConns,
 		MaxStreamsPerConn:     k.maxStreams,
 		DialContext:           dial,
-		Fallback:              fallbackTransport(k, tc, dial),
+		Fallback:              fallbackTransport(k, pt, dial),
 	}
 	if k.protocol == config.ProtocolH2 {
 		o.TLS = tc

@@ -288,11 +288,20 @@ type UpstreamTLS struct {
 	Key  string `yaml:"key"`
 }
 
-// Host is one backend.
+// Host is one backend, or a DNS name that stands for several: each address
+// of a name (each target of an SRV record) is a host of its own.
 type Host struct {
-	// Addr is host:port, with an IP address or a DNS name. Required.
+	// Addr is host:port, with an IP address or a DNS name. Required unless
+	// SRV is set.
 	Addr string `yaml:"addr"`
-	// Weight is the host's share relative to its peers. Default 1, at most 1000.
+	// SRV is a DNS SRV name (like _http._tcp.web.service.consul, or a
+	// Kubernetes headless service's _http._tcp.web.default.svc.cluster.local)
+	// whose records are the hosts: their targets' addresses and ports,
+	// their weights, and their priorities (records of a later priority are
+	// backups, used while no earlier one is healthy). Instead of addr.
+	SRV string `yaml:"srv"`
+	// Weight is the host's share relative to its peers. Default 1, at most
+	// 1000. SRV hosts take their records' weights.
 	Weight int `yaml:"weight"`
 }
 

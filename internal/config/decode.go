@@ -28,6 +28,10 @@ type decoder struct {
 	file  string
 	errs  ErrorList
 	lines map[string]int // key path -> line, for validation messages
+	// structural is set when a list or a mapping could not be decoded at
+	// all: what is below it is missing, and judging the rest would report
+	// errors that are not there.
+	structural bool
 }
 
 func (d *decoder) errorf(n *yaml.Node, path, format string, args ...any) {
@@ -70,6 +74,7 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string) {
 	case reflect.Slice:
 		if n.Kind != yaml.SequenceNode {
 			d.errorf(n, path, "expected a list, got %s", kindName(n))
+			d.structural = true
 			return
 		}
 		s := reflect.MakeSlice(v.Type(), len(n.Content), len(n.Content))
@@ -107,6 +112,7 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string) {
 func (d *decoder) decodeStruct(n *yaml.Node, v reflect.Value, path string) {
 	if n.Kind != yaml.MappingNode {
 		d.errorf(n, path, "expected a mapping of keys, got %s", describe(n))
+		d.structural = true
 		return
 	}
 	fields := yamlFields(v.Type())

@@ -91,6 +91,13 @@ type DNS struct {
 	Refresh Duration `yaml:"refresh"`
 	// Timeout bounds one lookup. Default 5s.
 	Timeout Duration `yaml:"timeout"`
+	// Hold bounds how long the last good addresses of a name stay in use
+	// while lookups fail; after it the name has no addresses (a dns_expired
+	// event) until a lookup succeeds. Default 1h.
+	Hold Duration `yaml:"hold"`
+	// Servers are the DNS servers to ask (host:port, like Consul's
+	// 127.0.0.1:8600). Default: the system's resolver.
+	Servers []string `yaml:"servers"`
 }
 
 // Degraded-answer defaults.
@@ -102,6 +109,7 @@ const (
 	DefaultCacheObject     = 1 << 20
 	DefaultDNSRefresh      = 30 * time.Second
 	DefaultDNSTimeout      = 5 * time.Second
+	DefaultDNSHold         = time.Hour
 	NonASCIIReencode       = "reencode"
 	NonASCIIReject         = "reject"
 	defaultSorryBodyFormat = "Service temporarily unavailable: route %q has no backend able to answer right now. Please retry in a moment.\n"
@@ -119,6 +127,7 @@ func (c *Config) setDegradedDefaults() {
 	}
 	setDefault(&c.DNS.Refresh, DefaultDNSRefresh)
 	setDefault(&c.DNS.Timeout, DefaultDNSTimeout)
+	setDefault(&c.DNS.Hold, DefaultDNSHold)
 	for i := range c.Routes {
 		r := &c.Routes[i]
 		s := &r.Sorry

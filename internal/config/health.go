@@ -82,7 +82,31 @@ type Passive struct {
 	MaxEjectTime Duration `yaml:"max_eject_time"`
 	// SlowStart ramps a returning host's share up over this long. Default 10s.
 	SlowStart Duration `yaml:"slow_start"`
+	// TrialInterval is how often each host of a pool known to be failing
+	// (no success anywhere, failures from min_clients clients) gets one
+	// trial request; the others are answered by the empty-pool chain.
+	// Default 5s.
+	TrialInterval Duration `yaml:"trial_interval"`
+	// GrayFailure takes out, for a while, a host whose readiness probe
+	// passes while its real traffic fails (pools with active checks).
+	GrayFailure GrayFailure `yaml:"gray_failure"`
 }
+
+// GrayFailure is what sturdy does when the probe and the traffic disagree.
+type GrayFailure struct {
+	// Enabled turns the check on. Default true.
+	Enabled *bool `yaml:"enabled"`
+	// Disagreements is how many times a probe must clear a host that real
+	// traffic made suspect, within Within, before the host is taken out
+	// (within max_ejected, for eject_time doubling up to max_eject_time).
+	// Default 3.
+	Disagreements int `yaml:"disagreements"`
+	// Within is the span those disagreements must fall in. Default 2m.
+	Within Duration `yaml:"within"`
+}
+
+// On reports whether gray failure detection is on.
+func (g GrayFailure) On() bool { return g.Enabled == nil || *g.Enabled }
 
 // On reports whether passive evidence is used.
 func (p Passive) On() bool { return p.Enabled == nil || *p.Enabled }
@@ -157,6 +181,9 @@ const (
 	DefaultEjectTime         = 10 * time.Second
 	DefaultMaxEjectTime      = 5 * time.Minute
 	DefaultSlowStart         = 10 * time.Second
+	DefaultTrialInterval     = 5 * time.Second
+	DefaultDisagreements     = 3
+	DefaultDisagreeWithin    = 2 * time.Minute
 	DefaultTries             = 2
 	DefaultRetryBudget       = 0.2
 	DefaultMinRetries        = 3
@@ -216,6 +243,9 @@ func (c *Config) setHealthDefaults() {
 		if p.SlowStart == 0 && !c.Has(fmt.Sprintf("pools[%d].health.passive.slow_start", i)) {
 			p.SlowStart = Duration(DefaultSlowStart)
 		}
+		setDefault(&p.TrialInterval, DefaultTrialInterval)
+		setDefaultInt(&p.GrayFailure.Disagreements, DefaultDisagreements)
+		setDefault(&p.GrayFailure.Within, DefaultDisagreeWithin)
 		setDefaultInt(&p.MinRequests, DefaultMinRequests)
 		setDefaultInt(&p.MinClients, DefaultMinClients)
 		setDefaultInt(&p.ConsecutiveConnectFailures, DefaultConsecutive)
@@ -289,6 +319,9 @@ func (v *validator) health() {
 		}
 		if ps.MinRequests < 1 || ps.MinClients < 1 || ps.ConsecutiveConnectFailures < 1 {
 			v.errorf(p+".passive", "min_requests, min_clients and consecutive_connect_failures must be at least 1")
+		}
+		if ps.GrayFailure.Disagreements < 1 {
+			v.errorf(p+".passive.gray_failure.disagreements", "disagreements %d must be at least 1; turn the check off with enabled: false", ps.GrayFailure.Disagreements)
 		}
 	}
 	for i, r := range c.Routes {

@@ -37,11 +37,21 @@ func Parse(data []byte, name string) (*Config, error) {
 	d := &decoder{file: name, lines: map[string]int{}}
 	if root.Kind == 0 || (root.Kind == yaml.DocumentNode && len(root.Content) == 0) {
 		d.errs = append(d.errs, Error{File: name, Msg: "the file is empty; expected listeners, routes and pools"})
+		d.structural = true
 	} else {
 		d.decode(&root, reflect.ValueOf(cfg).Elem(), "")
 	}
 	if len(d.errs) > 0 {
-		return nil, d.errs
+		// Every error in one pass: when the file's structure decoded, the
+		// semantic checks run on what did, so that fixing one list of
+		// errors does not reveal another.
+		errs := d.errs
+		if !d.structural {
+			cfg.lines = d.lines
+			errs = append(errs, alsoInvalid(cfg, d.errs)...)
+		}
+		sort.SliceStable(errs, func(i, j int) bool { return errs[i].Line < errs[j].Line })
+		return nil, errs
 	}
 	sum := sha256.Sum256(data)
 	cfg.Hash = hex.EncodeToString(sum[:8])
@@ -52,6 +62,50 @@ func Parse(data []byte, name string) (*Config, error) {
 		return nil, errs
 	}
 	return cfg, nil
+}
+
+// alsoInvalid validates a config whose decode reported errors (none of
+// them structural) and returns the problems found besides them: none at
+// or below a key that failed to decode, whose value is missing rather
+// than wrong.
+func alsoInvalid(cfg *Config, decodeErrs ErrorList) (out ErrorList) {
+	defer func() {
+		if recover() != nil {
+			out = nil // a half-decoded config that validation cannot judge
+		}
+	}()
+	cfg.setDefaults()
+	for _, e := range cfg.validate() {
+		if !explained(cfg, e.Path, decodeErrs) {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// explained reports whether a problem at key path p follows from a decode
+// error: p is at or below a key that failed to decode, or p was not
+// written and sits beside an unknown key (likely its misspelling).
+func explained(cfg *Config, p string, errs ErrorList) bool {
+	for _, e := range errs {
+		if e.Path == "" {
+			continue
+		}
+		if p == e.Path || strings.HasPrefix(p, e.Path+".") || strings.HasPrefix(p, e.Path+"[") {
+			return true
+		}
+		if strings.HasPrefix(e.Msg, "unknown key") && parentPath(p) == parentPath(e.Path) && !cfg.Has(p) {
+			return true
+		}
+	}
+	return false
+}
+
+func parentPath(p string) string {
+	if i := strings.LastIndexAny(p, ".["); i >= 0 {
+		return p[:i]
+	}
+	return ""
 }
 
 // Line returns the line in the file where the value at key path p was
@@ -144,7 +198,7 @@ func (c *Config) setDefaults() {
 			p.IdleConnTimeout = Duration(DefaultIdleConnTimeout)
 		}
 		for j := range p.Hosts {
-			if p.Hosts[j].Weight == 0 && !c.Has(fmt.Sprintf("pools[%d].hosts[%d].weight", i, j)) {
+			if p.Hosts[j].Weight == 0 && !c.Has(fmt.Sprintf("pools[%d].hosts[%d].weight", i, j)) && p.Hosts[j].SRV == "" {
 				p.Hosts[j].Weight = 1
 			}
 		}
@@ -201,6 +255,7 @@ func (c *Config) validate() ErrorList {
 	v.observability()
 	v.health()
 	v.degraded(pools)
+	v.dns()
 	v.tls()
 	v.access(pools)
 	v.static()
@@ -266,8 +321,12 @@ func (v *validator) pools() map[string]bool {
 		seen := map[string]int{}
 		for j, h := range pl.Hosts {
 			hp := fmt.Sprintf("%s.hosts[%d]", p, j)
+			if h.SRV != "" {
+				v.srvHost(hp, h, seen, j)
+				continue
+			}
 			if h.Addr == "" {
-				v.errorf(hp+".addr", "missing; expected host:port, like 127.0.0.1:9001 or app.internal:8080, or unix:/run/app.sock")
+				v.errorf(hp+".addr", "missing; expected host:port, like 127.0.0.1:9001 or app.internal:8080, unix:/run/app.sock, or srv: a DNS SRV name")
 			} else if v.checkHostAddr(hp+".addr", h.Addr) {
 				if k, dup := seen[h.Addr]; dup {
 					v.errorf(hp+".addr", "%s is already listed as hosts[%d] of this pool", h.Addr, k)

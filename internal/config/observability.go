@@ -36,17 +36,18 @@ const (
 func EventTypes() []string {
 	return []string{
 		event.HostSuspect, event.HostEjected, event.HostRestored,
-		event.HostDown, event.HostUp,
+		event.HostDown, event.HostUp, event.ProbeDisagrees,
 		event.HostDrained, event.HostMaintenance, event.HostReady,
 		event.PoolEmpty, event.PoolRestored,
 		event.PanicEntered, event.PanicLeft,
+		event.PoolFailing, event.PoolRecovered,
 		event.ClientAttributed, event.ClientReleased,
 		event.RouteDegraded, event.RouteRecovered,
 		event.StaleStarted, event.StaleEnded,
 		event.ReloadApplied, event.ReloadRefused,
 		event.CertObtained, event.CertRenewed, event.CertFailed, event.CertRevoked,
 		event.SharedLimitsDown, event.SharedLimitsUp,
-		event.DNSFailed, event.DNSRecovered,
+		event.DNSFailed, event.DNSRecovered, event.DNSChanged, event.DNSExpired,
 		event.ResourceExhausted, event.ResourceRecovered,
 	}
 }

@@ -35,6 +35,11 @@ const (
 	ReloadRefused    = "reload_refused"
 	DNSFailed        = "dns_failed"
 	DNSRecovered     = "dns_recovered"
+	DNSChanged       = "dns_changed" // a name's addresses changed: its hosts follow
+	DNSExpired       = "dns_expired" // the last good addresses outlived dns.hold
+	ProbeDisagrees   = "probe_disagrees"
+	PoolFailing      = "pool_failing"         // every host fails everything: the empty-pool chain answers
+	PoolRecovered    = "pool_recovered"       // a request to a failing pool succeeded again
 	CertObtained     = "certificate_obtained" // from the ACME CA, first time
 	CertRenewed      = "certificate_renewed"
 	CertFailed       = "certificate_failed" // an order or renewal failed; retried with backoff

@@ -25,6 +25,8 @@ type Behavior struct {
 	Delay time.Duration
 	// Body to answer with (default "ok from NAME").
 	Body string
+	// Reset hangs up without answering, with an RST (a crashing process).
+	Reset bool
 }
 
 // Backend is an HTTP backend whose behaviour can change while it runs, and
@@ -100,6 +102,10 @@ func (b *Backend) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	c.(*atomic.Int64).Add(1)
 	io.Copy(io.Discard, r.Body)
 	bh := b.behavior(r.URL.Path)
+	if bh.Reset {
+		resetConn(w)
+		return
+	}
 	if bh.Delay > 0 {
 		t := time.NewTimer(bh.Delay)
 		select {
@@ -124,6 +130,18 @@ func (b *Backend) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "text/plain")
 	w.WriteHeader(status)
 	io.WriteString(w, body)
+}
+
+// resetConn hangs up on the request with an RST instead of an answer.
+func resetConn(w http.ResponseWriter) {
+	conn, _, err := http.NewResponseController(w).Hijack()
+	if err != nil {
+		panic(http.ErrAbortHandler)
+	}
+	if tc, ok := conn.(*net.TCPConn); ok {
+		tc.SetLinger(0)
+	}
+	conn.Close()
 }
 
 // Hits returns how many requests for path the backend saw.

@@ -40,14 +40,28 @@ type Request struct {
 // then the request, and only then the host.
 func (p *Pool) Settle(r *Request, fails []Failure, sameTwice bool, now time.Time) Attribution {
 	m := p.m
+	ns, span := now.UnixNano(), nowSpan(p.attr.Window)
+	// The same failure on two hosts is the request's only while those
+	// hosts still serve other requests; when they fail everything, the
+	// request merely met a failure everyone has.
+	byRequest := sameTwice
+	for _, f := range fails {
+		if f.Class == outcome.BodyError {
+			continue
+		}
+		f.Host.sent.Add(1)
+		if !f.Host.servesOthers(ns, span) {
+			byRequest = false
+		}
+	}
 	last := None
 	for _, f := range fails {
 		h := f.Host
 		h.attempts[f.Class].Add(1)
-		h.lastFailure.Store(now.UnixNano())
+		h.lastFailure.Store(ns)
 		if f.Class == outcome.BodyError {
 			// Headers came, the body broke: counted, not held against anyone.
-			h.window.Attempt(now)
+			h.window.Attempt(now, r.ClientBit)
 			continue
 		}
 		client := m.clients.record(p, r, h, f.Class, now)
@@ -58,14 +72,15 @@ func (p *Pool) Settle(r *Request, fails []Failure, sameTwice bool, now time.Time
 			a = AttrClient
 		case route:
 			a = AttrRoute
-		case sameTwice:
+		case byRequest:
 			a = AttrRequest
 		}
 		m.attributed[a].Add(1)
 		if a == AttrHost && p.cfg.Passive.On() {
 			h.window.Failure(now, r.ClientBit, r.RouteBit, f.Class)
+			p.hostFailed(h, r.ClientBit, r.RouteBit, f.Class, now)
 		} else {
-			h.window.Attempt(now)
+			h.window.Attempt(now, r.ClientBit)
 		}
 		last = a
 	}
@@ -101,7 +116,7 @@ type clientEntry struct {
 	bit        uint64
 	times      [clientRing]int64 // recent failure times, a ring
 	n          int               // failures recorded (ring holds the last clientRing)
-	hosts      [maxHostsPerEntry]*Host
+	hosts      [maxHostsPerEntry]hostSlot
 	nhosts     int
 	attributed bool
 	since      time.Time
@@ -131,7 +146,7 @@ func (t *clientTracker) isAttributed(k string) bool {
 
 // record adds a failure of client r.ClientKey on h and reports whether the
 // client is (now) attributed: enough recent failures, on two or more hosts,
-// while other clients succeed on those hosts.
+// while other clients succeed now on those hosts.
 func (t *clientTracker) record(p *Pool, r *Request, h *Host, class outcome.Class, now time.Time) bool {
 	cfg := p.attr
 	if r.ClientKey == "" || r.Route.Degraded() {
@@ -150,23 +165,27 @@ func (t *clientTracker) record(p *Pool, r *Request, h *Host, class outcome.Class
 		e = &clientEntry{bit: r.ClientBit}
 		s.m[r.ClientKey] = e
 	}
-	ns := now.UnixNano()
+	ns, span := now.UnixNano(), nowSpan(cfg.Window)
 	e.times[e.n%clientRing] = ns
 	e.n++
 	e.last = ns
-	e.addHost(h)
+	if slot := slotFor(&e.hosts, &e.nhosts, h); slot != nil {
+		slot.note(ns, span)
+	}
 	if e.attributed {
 		s.mu.Unlock()
 		return true
 	}
 	recent := e.recent(ns - int64(cfg.Window))
-	hosts := e.nhosts
-	if recent < cfg.ClientMinFailures || hosts < 2 || !othersSucceed(e.hosts[:e.nhosts], e.bit, now, func(t Totals) uint64 { return t.OKClients }) {
+	if recent < cfg.ClientMinFailures || !judgeSlots(e.hosts[:e.nhosts], ns, span, int64(cfg.Window), func(h *Host) bool {
+		return h.window.SumRecent(now, 2).OKClients&^e.bit != 0
+	}) {
 		s.mu.Unlock()
 		return false
 	}
+	hosts := e.nhosts
 	e.attributed, e.since = true, now
-	e.evidence = fmt.Sprintf("%d failures (last: %s) on %d hosts in %s while other clients succeeded on them", recent, class, hosts, cfg.Window)
+	e.evidence = fmt.Sprintf("%d failures (last: %s) on %d hosts in %s while other clients succeeded on them at the same time", recent, class, hosts, cfg.Window)
 	ev := e.evidence
 	s.mu.Unlock()
 	t.attributedNow.Add(1)
@@ -182,18 +201,6 @@ func (t *clientTracker) record(p *Pool, r *Request, h *Host, class outcome.Class
 	return true
 }
 
-func (e *clientEntry) addHost(h *Host) {
-	for _, o := range e.hosts[:e.nhosts] {
-		if o.hostState == h.hostState { // the same host across a reload
-			return
-		}
-	}
-	if e.nhosts < maxHostsPerEntry {
-		e.hosts[e.nhosts] = h
-		e.nhosts++
-	}
-}
-
 func (e *clientEntry) recent(after int64) int {
 	n := 0
 	for i := 0; i < min(e.n, clientRing); i++ {
@@ -202,19 +209,6 @@ func (e *clientEntry) recent(after int64) int {
 		}
 	}
 	return n
-}
-
-// othersSucceed reports whether, on every host in hs, someone other than
-// the key with sketch bit succeeded recently (the last fifth of the
-// window): successes from before an outage must not make everyone who
-// fails during it look like the cause.
-func othersSucceed(hs []*Host, bit uint64, now time.Time, ok func(Totals) uint64) bool {
-	for _, h := range hs {
-		if ok(h.window.SumRecent(now, 2))&^bit == 0 {
-			return false
-		}
-	}
-	return true
 }
 
 // sweep forgets clients without a failure in the window and releases the

@@ -2,6 +2,7 @@ package health
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -33,19 +34,48 @@ func newChecker(m *Monitor, p *Pool) *checker {
 	if m.o.Dial != nil {
 		dial = m.o.Dial(d)
 	}
+	tr := &http.Transport{
+		Proxy:               nil,
+		DialContext:         dial,
+		MaxIdleConnsPerHost: 1,
+		DisableCompression:  true,
+		TLSClientConfig:     p.TLS,
+		Protocols:           probeProtocols(p.cfg.Protocol), // grpccheck.go
+	}
+	if p.TLS != nil && p.TLS.ServerName == "" {
+		// A host dialled at an address of its name is still that name to
+		// its certificate.
+		names := map[string]string{}
+		for _, h := range p.Hosts {
+			if name, _, err := net.SplitHostPort(h.Name); err == nil {
+				names[h.Addr] = name
+			}
+		}
+		if len(names) > 0 {
+			tr.DialTLSContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+				raw, err := dial(ctx, network, addr)
+				if err != nil {
+					return nil, err
+				}
+				tc := p.TLS.Clone()
+				if tc.ServerName = names[addr]; tc.ServerName == "" {
+					tc.ServerName, _, _ = net.SplitHostPort(addr)
+				}
+				conn := tls.Client(raw, tc)
+				if err := conn.HandshakeContext(ctx); err != nil {
+					raw.Close()
+					return nil, err
+				}
+				return conn, nil
+			}
+		}
+	}
 	c := &checker{
 		m: m, p: p, cfg: cfg,
 		// Probes use their own connections: a probe must not queue behind
 		// traffic, nor traffic behind probes.
 		client: &http.Client{
-			Transport: &http.Transport{
-				Proxy:               nil,
-				DialContext:         dial,
-				MaxIdleConnsPerHost: 1,
-				DisableCompression:  true,
-				TLSClientConfig:     p.TLS,
-				Protocols:           probeProtocols(p.cfg.Protocol), // grpccheck.go
-			},
+			Transport:     tr,
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 		},
 		kicks: map[string]chan struct{}{},
@@ -138,8 +168,11 @@ func (c *checker) probe(parent context.Context, h *Host) (bool, string) {
 	if err != nil {
 		return false, err.Error()
 	}
-	if c.cfg.Host != "" {
+	switch {
+	case c.cfg.Host != "":
 		req.Host = c.cfg.Host
+	case h.Name != "":
+		req.Host = h.Name // as configured, not the address it resolved to
 	}
 	req.Header.Set("User-Agent", "sturdy-health-check")
 	resp, err := c.client.Do(req)
@@ -177,6 +210,9 @@ func (p *Pool) checkResult(h *Host, ok bool, detail string, now time.Time) {
 		n := h.checkOK.Add(1)
 		switch h.Mode() {
 		case Suspect:
+			if p.probeDisagrees(h, detail, now) {
+				return
+			}
 			p.restore(h, "readiness probe passed ("+detail+"); passive evidence cleared", now)
 		case Down:
 			if int(n) >= a.Rise && h.transition(Down, Healthy, "readiness probes passed", detail, now) {
@@ -203,6 +239,60 @@ func (p *Pool) checkResult(h *Host, ok bool, detail string, now time.Time) {
 			Message:  fmt.Sprintf("host down: readiness probe failed (%s)", detail),
 			Evidence: map[string]any{"was": from.String(), "failed_probes": n, "check": fmt.Sprintf("%s %s", a.Method, a.Path)},
 		})
+		p.cut(h) // requests waiting on it go elsewhere now, not at their timeout
 		p.trackEmpty(now)
 	}
+}
+
+// probeDisagrees handles a passing probe of a suspect host: the probe and
+// the traffic disagree. A host that passes its probe while failing real
+// requests would loop suspect, restored, suspect forever and keep its
+// share; after gray_failure.disagreements such times within
+// gray_failure.within it is announced (probe_disagrees, with both sides of
+// the evidence) and taken out like a passive ejection: for eject_time,
+// doubling on repeats, within max_ejected. It reports whether the host
+// stays out of rotation or suspect (true), or may be restored (false).
+func (p *Pool) probeDisagrees(h *Host, detail string, now time.Time) bool {
+	g := p.cfg.Passive.GrayFailure
+	if !g.On() || !p.cfg.Passive.On() {
+		return false
+	}
+	ns := now.UnixNano()
+	h.mu.Lock()
+	if h.grayHeld {
+		h.mu.Unlock()
+		return true // held in rotation as suspect; the tick decides when it returns
+	}
+	h.disagreed[h.ndisagree%len(h.disagreed)] = ns
+	h.ndisagree++
+	n := 0
+	for _, t := range h.disagreed[:min(h.ndisagree, len(h.disagreed))] {
+		if ns-t <= int64(g.Within) {
+			n++
+		}
+	}
+	reason, traffic := h.reason, h.evidence
+	if n < g.Disagreements {
+		h.mu.Unlock()
+		return false
+	}
+	h.ndisagree = 0
+	h.mu.Unlock()
+	p.m.emit(event.Event{
+		Type: event.ProbeDisagrees, Severity: event.Warning, Pool: p.Name, Host: h.Addr,
+		Message: fmt.Sprintf("the readiness probe passes but real traffic fails: %d times in %s; taking the host out", n, g.Within),
+		Evidence: map[string]any{
+			"traffic": reason + ": " + traffic, "probe": fmt.Sprintf("%s %s: %s", p.cfg.Probe.Method, p.cfg.Probe.Path, detail),
+			"disagreements": n, "within_seconds": g.Within.D().Seconds(),
+		},
+	})
+	p.eject(h, "the readiness probe passes but real traffic fails", traffic, now)
+	if h.Mode() == Suspect {
+		// max_ejected leaves no room: it stays in rotation, tried only
+		// when the healthy hosts cannot take a request.
+		h.mu.Lock()
+		h.grayHeld = true
+		h.mu.Unlock()
+	}
+	return true
 }

@@ -9,6 +9,8 @@ import (
 	"github.com/sturdyproxy/sturdy/internal/outcome"
 )
 
+const okClass = outcome.OK
+
 // Mode is a host's place in rotation.
 type Mode int32
 
@@ -44,8 +46,14 @@ type Host struct {
 	// Target is the URL host requests are sent to: Addr, or for a unix
 	// socket the name the dialer maps back to it.
 	Target string
+	// Name is the DNS name and port the address came from, "" when the
+	// host was configured by address: each address of a name is a host of
+	// its own.
+	Name string
 	// Weight is the host's share relative to its peers (at least 1).
 	Weight int
+	// Backup hosts take requests only while no other host is healthy.
+	Backup bool
 	index  int // position in its pool, for balance.Tried
 	*hostState
 }
@@ -62,8 +70,26 @@ type hostState struct {
 	slowStartFrom atomic.Int64
 	slowStartDur  atomic.Int64
 
-	attempts        [outcome.NumClasses]atomic.Uint64
-	window          window
+	attempts [outcome.NumClasses]atomic.Uint64
+	sent     atomic.Uint64 // failed attempts that reached the host, whoever was blamed
+	window   window
+	// runAt and runOK: when the current run of failures on the host began
+	// (unix nanos) and its success count then (see servesOthers).
+	runAt         atomic.Int64
+	runOK, runBad atomic.Uint64
+	lastFailOK    atomic.Uint64 // successes at the last sent failure
+	// streak counts host-attributed failures in a row, and streakClients
+	// sketches whose they were; a success ends the streak.
+	streak        atomic.Int32
+	streakClients atomic.Uint64
+	streakRoutes  atomic.Uint64
+	suspectOK     atomic.Uint64 // successes when it became suspect
+	// tickOK and quietSince: the success count at the last tick that saw
+	// it change, and when (unix nanos); trialAt: when a failing pool may
+	// next send this host a trial request.
+	tickOK          atomic.Uint64
+	quietSince      atomic.Int64
+	trialAt         atomic.Int64
 	connectFailures atomic.Int32 // in a row
 	lastFailure     atomic.Int64 // unix nanos, for panic routing's order
 	ejections       atomic.Uint64
@@ -72,11 +98,16 @@ type hostState struct {
 	checkFail       atomic.Int32 // consecutive failing probes
 	traffic         traffic      // header times, bytes, the last minute (traffic.go)
 
-	mu       sync.Mutex // guards since, reason, evidence, check
+	mu       sync.Mutex // guards since, reason, evidence, check, disagreed, grayHeld
 	since    time.Time
 	reason   string
 	evidence string
 	check    CheckResult
+	// disagreed holds when a passing probe last cleared the host of what
+	// its traffic said (unix nanos, a ring), for gray failure detection.
+	disagreed [8]int64
+	ndisagree int
+	grayHeld  bool // suspect, kept in rotation by max_ejected after disagreements
 }
 
 // CheckResult is the outcome of the last active check.
@@ -154,9 +185,8 @@ func (s *hostState) transition(from, to Mode, reason, evidence string, now time.
 	s.mu.Lock()
 	s.since, s.reason, s.evidence = now, reason, evidence
 	s.mu.Unlock()
-	if from.InRotation() != to.InRotation() {
-		s.pool.rotationChanged()
-	}
+	// Every transition may move the host between tiers of the rotation.
+	s.pool.rotationChanged()
 	return true
 }
 

@@ -1,8 +1,11 @@
 // Package health is sturdy's health model. It owns every host's state: it
 // decides whose fault each failed upstream attempt was (a host's, a
-// client's, a request's or a route's), turns host-attributed evidence into
-// suspect and ejected hosts, runs active readiness checks, keeps each pool's
-// rotation for the balancing policy, and announces every transition once.
+// client's, a request's or a route's, judged by what the hosts do now),
+// turns host-attributed evidence into suspect and ejected hosts, runs
+// active readiness checks and notices when they disagree with the traffic,
+// keeps each pool's rotation for the balancing policy (healthy hosts
+// first), knows when a whole pool is failing (and hands out its trial
+// requests), and announces every transition once.
 //
 // The request path asks a Pool which host to try (Next, Panic) and tells it
 // what happened (Record, Settle); those use atomics and, only on failures,

@@ -4,29 +4,33 @@ import (
 	"fmt"
 	"sort"
 	"time"
+
+	"github.com/sturdyproxy/sturdy/internal/outcome"
 )
 
 // detectOutliers compares each host's host-attributed failure rate in the
 // window with its peers'. A host is an outlier only when it saw enough
 // traffic, failed for several distinct clients (one client cannot take a
-// host down, incident 000), and is clearly worse than its peers (a problem
-// every host shares is not any one host's fault). A host alone in its pool
-// has no peers: it needs failures on two routes, when it serves several,
-// and an active check to confirm.
+// host down, incident 000), and either is clearly worse than its peers (a
+// problem every host shares is not any one host's fault) or fails at the
+// failure rate while some peer does not (whatever the others do): in a
+// majority failure each failing host has peers failing as badly, and that
+// must not keep every one of them in rotation; nor must the last healthy
+// host, overloaded by their share, shield them by failing a little too.
+// Only when every host fails at the rate is the problem shared: ejecting
+// some would move their load onto the others and fix nothing (a pool that
+// fails everything is the failing-pool case, failing.go). A host alone in its pool has
+// no peers: it needs failures on two routes, when it serves several, and an
+// active check to confirm.
 func (p *Pool) detectOutliers(now time.Time) {
 	ps := p.cfg.Passive
-	type stat struct {
-		h    *Host
-		t    Totals
-		rate float64
-	}
-	stats := make([]stat, 0, len(p.Hosts))
+	stats := make([]hostStat, 0, len(p.Hosts))
 	for _, h := range p.Hosts {
 		if !h.Mode().InRotation() {
 			continue
 		}
 		t := h.window.Sum(now)
-		s := stat{h: h, t: t}
+		s := hostStat{h: h, t: t}
 		if t.Requests > 0 {
 			s.rate = float64(t.Failures) / float64(t.Requests)
 		}
@@ -44,7 +48,7 @@ func (p *Pool) detectOutliers(now time.Time) {
 			Count(s.t.FailClients) >= ps.MinClients &&
 			s.rate >= float64(ps.FailureRate)
 		if outlier && hasPeers {
-			outlier = s.rate >= 2*median && s.rate-median >= 0.2
+			outlier = s.rate >= 2*median && s.rate-median >= 0.2 || healthyPeer(stats, i, ps.MinRequests, float64(ps.FailureRate))
 		}
 		if outlier && !hasPeers {
 			servesMany := Count(s.t.OKRoutes|s.t.FailRoutes) >= 2
@@ -60,13 +64,81 @@ func (p *Pool) detectOutliers(now time.Time) {
 		}
 		switch {
 		case outlier && s.h.Mode() == Healthy:
-			p.suspect(s.h, "failure rate clearly above its peers'", evidence, now)
+			p.suspect(s.h, "host-attributed failure rate at or above failure_rate, or clearly above its peers'", evidence, now)
 		case outlier && s.h.Mode() == Suspect && !p.HasActiveChecks():
-			p.eject(s.h, "failure rate clearly above its peers'", evidence, now)
-		case !outlier && s.h.Mode() == Suspect && !p.HasActiveChecks() && s.h.connectFailures.Load() == 0:
+			p.eject(s.h, "host-attributed failure rate at or above failure_rate, or clearly above its peers'", evidence, now)
+		case !outlier && s.h.Mode() == Suspect && !p.HasActiveChecks() && s.h.connectFailures.Load() == 0 &&
+			(s.h.attempts[okClass].Load() > s.h.suspectOK.Load() || now.UnixNano() >= s.h.ejectUntil.Load()):
+			// Held in rotation by max_ejected, it got only what the
+			// healthy hosts could not take: it returns once it has
+			// succeeded again, or when an ejection would have ended.
 			p.restore(s.h, "the evidence against it has cleared", now)
+		case s.h.Mode() == Suspect && p.HasActiveChecks() && s.h.isGrayHeld() && now.UnixNano() >= s.h.ejectUntil.Load():
+			p.restore(s.h, "held after its probe and traffic disagreed; that time is over", now)
 		}
 	}
+}
+
+func (s *hostState) isGrayHeld() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.grayHeld
+}
+
+// hostStat is one host's window at a tick.
+type hostStat struct {
+	h    *Host
+	t    Totals
+	rate float64
+}
+
+// healthyPeer reports whether a host other than stats[i], with enough
+// traffic, fails less than rate.
+func healthyPeer(stats []hostStat, i, minRequests int, rate float64) bool {
+	for j, o := range stats {
+		if j != i && o.t.Requests >= uint64(minRequests) && o.rate < rate {
+			return true
+		}
+	}
+	return false
+}
+
+// hostFailed follows a host-attributed failure on h by the client with
+// sketch bit c on the route with bit r (0: not known). Failures in a row
+// from several clients, while another host of the pool succeeds, make the
+// host suspect at once: an outage that starts now should not have to
+// outweigh the window's successes from before it, request by request,
+// while clients see the errors. A host that serves several routes needs
+// them from two routes: concurrent requests of one slow route fail
+// together, and that is the route's problem until proven otherwise
+// (incident 002).
+func (p *Pool) hostFailed(h *Host, c, r uint64, class outcome.Class, now time.Time) {
+	n := h.streak.Add(1)
+	clients := Count(h.streakClients.Or(c) | c)
+	routes := Count(h.streakRoutes.Or(r) | r)
+	ps := p.cfg.Passive
+	if int(n) < max(ps.ConsecutiveConnectFailures, ps.MinClients) || clients < ps.MinClients || h.Mode() != Healthy {
+		return
+	}
+	if t := h.window.Sum(now); Count(t.OKRoutes|t.FailRoutes) >= 2 && routes < 2 {
+		return
+	}
+	if !p.peerSucceeds(h) {
+		return
+	}
+	p.suspect(h, "failed requests in a row from several clients while its peers succeed",
+		fmt.Sprintf("%d failed attempts in a row (last: %s) from %d clients", n, class, clients), now)
+}
+
+// peerSucceeds reports whether another healthy host of the pool had no
+// host-attributed failure since its last success.
+func (p *Pool) peerSucceeds(h *Host) bool {
+	for _, o := range p.Hosts {
+		if o.hostState != h.hostState && o.Mode() == Healthy && o.streak.Load() == 0 && o.attempts[okClass].Load() > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 func medianOf(v []float64) (float64, bool) {

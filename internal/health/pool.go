@@ -10,7 +10,6 @@ import (
 	"github.com/sturdyproxy/sturdy/internal/balance"
 	"github.com/sturdyproxy/sturdy/internal/config"
 	"github.com/sturdyproxy/sturdy/internal/event"
-	"github.com/sturdyproxy/sturdy/internal/outcome"
 )
 
 // PoolConfig is one pool as the compile step hands it over: every string
@@ -35,16 +34,28 @@ type PoolConfig struct {
 	Passive      config.Passive
 	// Probe is the active readiness check; nil means none.
 	Probe *Probe
+	// Cut, when set, ends the requests waiting for a response from the
+	// host at addr (with an error the proxy tells apart): the health model
+	// calls it when a probe marks a host down and when the pool is found
+	// failing, so that nobody waits for a timeout on a host known dead.
+	Cut func(addr string)
 }
 
 // HostSpec is one configured host.
 type HostSpec struct {
-	// Addr is the host as configured (host:port or unix:/path).
+	// Addr is the host as configured (host:port or unix:/path), or an IP
+	// address and port when the host came from a DNS name.
 	Addr string
 	// Target is what requests are sent to (see resolve.Target); "" means
 	// Addr.
 	Target string
+	// Name is the name:port the address came from, "" when the host was
+	// configured by address.
+	Name   string
 	Weight int
+	// Backup hosts take requests only while no other host is healthy (an
+	// SRV record of a later priority).
+	Backup bool
 }
 
 // Probe is an active readiness check, parsed.
@@ -85,12 +96,36 @@ type Pool struct {
 	rot    atomic.Pointer[rotation]
 }
 
-// rotation is the hosts in rotation and a policy built over them, as of
-// one version of the pool's modes.
+// rotation is the hosts in rotation, in tiers, each with a policy built
+// over its hosts, as of one version of the pool's modes. A request goes to
+// the first tier that has a host for it: healthy hosts first, then backup
+// hosts, and hosts under suspicion (failing, kept in rotation by
+// max_ejected, or waiting for their probe) only as a last resort.
 type rotation struct {
 	version uint64
-	hosts   []*Host
-	policy  *balance.Policy
+	tiers   [numTiers]tier
+}
+
+type tier struct {
+	hosts  []*Host
+	policy *balance.Policy
+}
+
+const (
+	tierHealthy = iota
+	tierBackup
+	tierSuspect
+	numTiers
+)
+
+func tierOf(h *Host) int {
+	switch {
+	case h.Mode() == Suspect:
+		return tierSuspect
+	case h.Backup:
+		return tierBackup
+	}
+	return tierHealthy
 }
 
 // poolShared is the part of a pool's health that outlives reloads.
@@ -100,7 +135,9 @@ type poolShared struct {
 	version      atomic.Uint64
 	panic        atomic.Bool
 	empty        atomic.Bool
-	mu           sync.Mutex // guards emptySince, emptyTotal
+	failing      atomic.Bool  // every host fails everything (see failing.go)
+	failingSince atomic.Int64 // unix nanos
+	mu           sync.Mutex   // guards emptySince, emptyTotal
 	emptySince   time.Time
 	emptyTotal   time.Duration
 	budget       Budget
@@ -148,12 +185,13 @@ func NewPool(m *Monitor, attr *Attributing, cfg PoolConfig, prev *Pool) (*Pool, 
 		if st == nil {
 			st = &hostState{pool: p.shared}
 			st.window.SetSpan(cfg.Passive.Window.D())
+			st.quietSince.Store(time.Now().UnixNano()) // no success yet, since now
 		}
 		target := hs.Target
 		if target == "" {
 			target = hs.Addr
 		}
-		p.Hosts[i] = &Host{Addr: hs.Addr, Target: target, Weight: max(hs.Weight, 1), index: i, hostState: st}
+		p.Hosts[i] = &Host{Addr: hs.Addr, Target: target, Name: hs.Name, Weight: max(hs.Weight, 1), Backup: hs.Backup, index: i, hostState: st}
 	}
 	if _, err := p.rebuild(p.shared.version.Load()); err != nil {
 		return nil, fmt.Errorf("pool %s: %w", cfg.Name, err)
@@ -183,43 +221,57 @@ func (p *Pool) rotation() *rotation {
 // request rebuilds again.
 func (p *Pool) rebuild(v uint64) (*rotation, error) {
 	r := &rotation{version: v}
-	var members []balance.Member
+	var members [numTiers][]balance.Member
 	for _, h := range p.Hosts {
 		if h.Mode().InRotation() {
-			r.hosts = append(r.hosts, h)
-			members = append(members, balance.Member{Key: h.Addr, Weight: h.Weight})
+			t := tierOf(h)
+			r.tiers[t].hosts = append(r.tiers[t].hosts, h)
+			members[t] = append(members[t], balance.Member{Key: h.Addr, Weight: h.Weight})
 		}
 	}
-	pol, err := balance.New(p.cfg.Balance, members)
-	if err != nil {
-		return nil, err
+	for t := range r.tiers {
+		pol, err := balance.New(p.cfg.Balance, members[t])
+		if err != nil {
+			return nil, err
+		}
+		r.tiers[t].policy = pol
 	}
-	r.policy = pol
 	p.rot.Store(r)
 	return r, nil
 }
 
 // Next returns the host to try for a request that has tried the hosts in
 // tried: the policy's choice among the hosts in rotation, under their
-// connection cap, slow start permitting; nil when none is left. key feeds
-// hash balancing.
+// connection cap, slow start permitting, healthy hosts before the others;
+// nil when none is left. key feeds hash balancing.
 func (p *Pool) Next(key uint64, tried *balance.Tried, now time.Time) *Host {
-	r := p.rotation()
 	ns := now.UnixNano()
+	if p.shared.failing.Load() {
+		return p.trial(tried, ns)
+	}
+	r := p.rotation()
 	free := func(h *Host) bool {
 		return !tried.Has(h.index) && (p.MaxInFlight == 0 || h.InFlight() < p.MaxInFlight) && h.Mode().InRotation()
 	}
-	i := r.policy.Pick(key,
-		func(i int) bool { h := r.hosts[i]; return free(h) && h.slowStartAllows(ns) },
-		func(i int) int64 { return r.hosts[i].InFlight() })
-	if i >= 0 {
-		return r.hosts[i]
+	for t := range r.tiers {
+		tr := &r.tiers[t]
+		if len(tr.hosts) == 0 {
+			continue
+		}
+		i := tr.policy.Pick(key,
+			func(i int) bool { h := tr.hosts[i]; return free(h) && h.slowStartAllows(ns) },
+			func(i int) int64 { return tr.hosts[i].InFlight() })
+		if i >= 0 {
+			return tr.hosts[i]
+		}
 	}
 	// Slow start only shifts load to peers; with no peer to take it, a
 	// host in slow start takes the request.
-	for _, h := range r.hosts {
-		if free(h) {
-			return h
+	for t := range r.tiers {
+		for _, h := range r.tiers[t].hosts {
+			if free(h) {
+				return h
+			}
 		}
 	}
 	return nil
@@ -252,58 +304,6 @@ func (p *Pool) Panic(tried *balance.Tried) *Host {
 		})
 	}
 	return best
-}
-
-// Record counts an attempt on h that needs no attribution: a success, a
-// failure before anything was sent, a client that went away, or a body that
-// broke after its headers (counted, held against nobody). Failures after
-// the request was sent go to Settle.
-func (p *Pool) Record(h *Host, c outcome.Class, r *Request, now time.Time) {
-	switch {
-	case c == outcome.OK:
-		p.success(h, r, now)
-	case c.NotHosts():
-		// The client's doing or sturdy's own: counted, never evidence.
-		h.attempts[c].Add(1)
-	case !c.Sent():
-		p.connectFailed(h, c, now)
-	default:
-		h.attempts[c].Add(1)
-	}
-}
-
-func (p *Pool) success(h *Host, r *Request, now time.Time) {
-	h.attempts[outcome.OK].Add(1)
-	if h.connectFailures.Load() != 0 {
-		h.connectFailures.Store(0)
-	}
-	if p.cfg.Passive.On() {
-		h.window.Success(now, r.ClientBit, r.RouteBit)
-	}
-	r.Route.success(now)
-	if h.Mode() == Ejected && p.shared.panic.Load() {
-		// A panic-routed request got through: the host is back, whatever
-		// its eject timer says.
-		p.restore(h, "a request routed in panic mode succeeded", now)
-	}
-}
-
-// connectFailed records an attempt that failed before anything was sent.
-// That is evidence against the host alone; enough of them in a row make it
-// suspect at once.
-func (p *Pool) connectFailed(h *Host, class outcome.Class, now time.Time) {
-	h.attempts[class].Add(1)
-	h.lastFailure.Store(now.UnixNano())
-	p.m.attributed[AttrHost].Add(1)
-	if !p.cfg.Passive.On() {
-		return
-	}
-	h.window.Failure(now, 0, 0, class)
-	n := h.connectFailures.Add(1)
-	if int(n) >= p.cfg.Passive.ConsecutiveConnectFailures && h.Mode() == Healthy {
-		p.suspect(h, "connection failures in a row",
-			fmt.Sprintf("%d consecutive %s", n, class), now)
-	}
 }
 
 // Budget is the pool's retry budget, shared across reloads.

@@ -140,3 +140,65 @@ func BenchmarkNext(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkNextManyOut is the request path's pick while hosts are out: one
+// of six drained (the rotation is rebuilt without it, so it costs nothing
+// per request), one in slow start (its turns are redrawn by weight), and a
+// retry that has tried one host already; in parallel, to show that picks
+// share no lock.
+func BenchmarkNextManyOut(b *testing.B) {
+	for _, kind := range []string{balance.RoundRobin, balance.LeastConn, balance.RandomTwo, balance.Hash} {
+		p := newTestPool(b, kind, []int{1, 1, 1, 1, 1, 1}, nil)
+		p.SetMode(p.Hosts[1].Addr, Drained, t0)
+		p.Hosts[2].slowStart(t0, time.Hour)
+		b.Run(kind, func(b *testing.B) {
+			b.ReportAllocs()
+			b.RunParallel(func(pb *testing.PB) {
+				for i := uint64(0); pb.Next(); i++ {
+					var tr balance.Tried
+					if i%4 == 0 {
+						tr.Add(0)
+					}
+					if p.Next(i*0x9e3779b97f4a7c15, &tr, t0) == nil {
+						b.Fatal("no host")
+					}
+				}
+			})
+		})
+	}
+}
+
+// A host in slow start takes its weight times its ramp (10% at first); the
+// share it does not take goes to the others by weight, not all to its
+// neighbour in the round-robin order.
+func TestSlowStartShedsItsShareByWeight(t *testing.T) {
+	for _, kind := range []string{balance.RoundRobin, balance.LeastConn, balance.RandomTwo} {
+		p := newTestPool(t, kind, []int{1, 1, 1}, nil)
+		p.Hosts[0].slowStart(t0, time.Hour)
+		got := shares(p, 21000)
+		// Effective weights 0.1, 1, 1: 1000, 10000, 10000.
+		if got[0] < 600 || got[0] > 1400 || got[1] < 9300 || got[1] > 10700 || got[2] < 9300 || got[2] > 10700 {
+			t.Fatalf("%s: shares %v, want about 1000/10000/10000", kind, got)
+		}
+	}
+}
+
+// Picking a host allocates nothing, for every policy, with a host out, a
+// host in slow start and a retry: a leak of the request's Tried (through
+// an interface, a closure kept) would cost every request an allocation.
+func TestNextAllocatesNothing(t *testing.T) {
+	for _, kind := range []string{balance.RoundRobin, balance.LeastConn, balance.RandomTwo, balance.Hash} {
+		p := newTestPool(t, kind, []int{1, 2, 1, 1}, nil)
+		p.SetMode(p.Hosts[1].Addr, Drained, t0)
+		p.Hosts[2].slowStart(t0, time.Hour)
+		i := uint64(0)
+		if n := testing.AllocsPerRun(1000, func() {
+			i++
+			var tr balance.Tried
+			tr.Add(int(i % 4))
+			p.Next(i*0x9e3779b97f4a7c15, &tr, t0)
+		}); n != 0 {
+			t.Errorf("%s: Next allocates %.1f times per request", kind, n)
+		}
+	}
+}

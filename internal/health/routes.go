@@ -24,7 +24,7 @@ type RouteTracker struct {
 	mu       sync.Mutex // guards the fields below; only failures take it
 	times    [clientRing]int64
 	n        int
-	hosts    [maxHostsPerEntry]*Host
+	hosts    [maxHostsPerEntry]hostSlot
 	nhosts   int
 	last     int64
 	since    time.Time
@@ -53,18 +53,13 @@ func (rt *RouteTracker) record(p *Pool, bit uint64, h *Host, class outcome.Class
 		return false
 	}
 	cfg := p.attr
-	ns := now.UnixNano()
+	ns, span := now.UnixNano(), nowSpan(cfg.Window)
 	rt.mu.Lock()
 	rt.times[rt.n%clientRing] = ns
 	rt.n++
 	rt.last = ns
-	found := false
-	for _, o := range rt.hosts[:rt.nhosts] {
-		found = found || o.hostState == h.hostState
-	}
-	if !found && rt.nhosts < maxHostsPerEntry {
-		rt.hosts[rt.nhosts] = h
-		rt.nhosts++
+	if slot := slotFor(&rt.hosts, &rt.nhosts, h); slot != nil {
+		slot.note(ns, span)
 	}
 	if rt.degraded.Load() {
 		rt.mu.Unlock()
@@ -78,18 +73,24 @@ func (rt *RouteTracker) record(p *Pool, bit uint64, h *Host, class outcome.Class
 		}
 	}
 	rt.recent.addB(now, 1)
-	spread := rt.nhosts >= min(2, len(p.Hosts))
 	// The route must be failing as a whole, not for one client among many
-	// it serves well (a scanner on the site's route is the scanner's).
+	// it serves well (a scanner on the site's route is the scanner's), and
+	// other routes must succeed now on the hosts where it fails. A pool of
+	// one host has only that host to compare on.
 	oks, fails := rt.recent.sum(now)
-	if recent < cfg.RouteMinFailures || !spread || fails < oks ||
-		!othersSucceed(rt.hosts[:rt.nhosts], bit, now, func(t Totals) uint64 { return t.OKRoutes }) {
+	seen := func(h *Host) bool { return h.window.SumRecent(now, 2).OKRoutes&^bit != 0 }
+	spreadOK := judgeSlots(rt.hosts[:rt.nhosts], ns, span, int64(cfg.Window), seen)
+	if len(p.Hosts) == 1 && rt.nhosts == 1 {
+		k, ok := rt.hosts[0].othersSucceed(ns, span)
+		spreadOK = k && ok && seen(rt.hosts[0].h)
+	}
+	if recent < cfg.RouteMinFailures || fails < oks || !spreadOK {
 		rt.mu.Unlock()
 		return false
 	}
 	rt.degraded.Store(true)
 	rt.since = now
-	rt.evidence = fmt.Sprintf("%d failures (last: %s) on %d hosts in %s while other routes succeeded on them", recent, class, rt.nhosts, cfg.Window)
+	rt.evidence = fmt.Sprintf("%d failures (last: %s) on %d hosts in %s while other routes succeeded on them at the same time", recent, class, rt.nhosts, cfg.Window)
 	ev := rt.evidence
 	rt.mu.Unlock()
 	rt.m.emit(event.Event{

@@ -15,6 +15,7 @@ func (p *Pool) suspect(h *Host, reason, evidence string, now time.Time) {
 	if !h.transition(Healthy, Suspect, reason, evidence, now) {
 		return
 	}
+	h.suspectOK.Store(h.attempts[okClass].Load())
 	p.m.emit(event.Event{
 		Type: event.HostSuspect, Severity: event.Warning, Pool: p.Name, Host: h.Addr,
 		Message:  "host suspect: " + reason,
@@ -43,12 +44,6 @@ func (p *Pool) eject(h *Host, reason, evidence string, now time.Time) {
 			out++
 		}
 	}
-	allowed := int(float64(ps.MaxEjected)*float64(len(p.Hosts)) + 1e-9)
-	if out+1 > allowed {
-		// Keep it in rotation as suspect; the evidence is shown, and the
-		// next tick looks again.
-		return
-	}
 	n := h.ejections.Load() + 1
 	d := ps.EjectTime.D()
 	for i := uint64(1); i < n && d < ps.MaxEjectTime.D(); i++ {
@@ -56,6 +51,13 @@ func (p *Pool) eject(h *Host, reason, evidence string, now time.Time) {
 	}
 	d = min(d, ps.MaxEjectTime.D())
 	h.ejectUntil.Store(now.Add(d).UnixNano())
+	allowed := int(float64(ps.MaxEjected)*float64(len(p.Hosts)) + 1e-9)
+	if out+1 > allowed {
+		// Keep it in rotation as suspect, tried only when the healthy
+		// hosts cannot take a request, for as long as the ejection would
+		// have lasted; the evidence is shown, and each tick looks again.
+		return
+	}
 	if !h.transition(Suspect, Ejected, reason, evidence, now) {
 		return
 	}
@@ -82,6 +84,9 @@ func (p *Pool) restore(h *Host, why string, now time.Time) {
 	}
 	h.window.Reset()
 	h.connectFailures.Store(0)
+	h.mu.Lock()
+	h.grayHeld = false
+	h.mu.Unlock()
 	if from == Ejected {
 		h.slowStart(now, p.cfg.Passive.SlowStart.D())
 	}
@@ -103,6 +108,7 @@ func (p *Pool) tick(now time.Time) {
 	}
 	if p.cfg.Passive.On() {
 		p.detectOutliers(now)
+		p.trackFailing(now)
 	}
 	p.trackEmpty(now)
 }

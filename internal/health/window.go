@@ -26,6 +26,8 @@ type bucket struct {
 	epoch       atomic.Int64
 	requests    atomic.Uint64
 	failures    atomic.Uint64 // host-attributed only
+	bad         atomic.Uint64 // every failed attempt, whoever was blamed
+	badClients  atomic.Uint64
 	okClients   atomic.Uint64
 	failClients atomic.Uint64
 	okRoutes    atomic.Uint64
@@ -35,7 +37,10 @@ type bucket struct {
 
 // Totals are a window's sums.
 type Totals struct {
-	Requests, Failures     uint64
+	Requests, Failures uint64
+	// Bad counts every failed attempt, whoever it was attributed to, and
+	// BadClients sketches whose they were.
+	Bad, BadClients        uint64
 	OKClients, FailClients uint64 // sketches; see Count
 	OKRoutes, FailRoutes   uint64
 	FailClasses            uint64 // bit c: a host-attributed failure of outcome.Class c
@@ -92,6 +97,8 @@ func (w *window) current(now time.Time) *bucket {
 		// be lost; the window is an estimate by design.
 		b.requests.Store(0)
 		b.failures.Store(0)
+		b.bad.Store(0)
+		b.badClients.Store(0)
 		b.okClients.Store(0)
 		b.failClients.Store(0)
 		b.okRoutes.Store(0)
@@ -109,10 +116,14 @@ func (w *window) Success(now time.Time, c, r uint64) {
 	b.okRoutes.Or(r)
 }
 
-// Attempt records a failed attempt that was attributed elsewhere (a client,
-// a request, a route): it counts as traffic, not against the host.
-func (w *window) Attempt(now time.Time) {
-	w.current(now).requests.Add(1)
+// Attempt records a failed attempt by client bit c that was attributed
+// elsewhere (a client, a request, a route): it counts as traffic, not
+// against the host.
+func (w *window) Attempt(now time.Time, c uint64) {
+	b := w.current(now)
+	b.requests.Add(1)
+	b.bad.Add(1)
+	b.badClients.Or(c)
 }
 
 // Failure records a failed attempt of class class attributed to the host,
@@ -125,6 +136,8 @@ func (w *window) Failure(now time.Time, c, r uint64, class outcome.Class) {
 	b.failClients.Or(c)
 	b.failRoutes.Or(r)
 	b.failClasses.Or(1 << class)
+	b.bad.Add(1)
+	b.badClients.Or(c)
 }
 
 // Sum adds up the buckets that are inside the window at now.
@@ -144,6 +157,8 @@ func (w *window) SumRecent(now time.Time, k int) Totals {
 		if e := b.epoch.Load(); e > cur-int64(k) && e <= cur {
 			t.Requests += b.requests.Load()
 			t.Failures += b.failures.Load()
+			t.Bad += b.bad.Load()
+			t.BadClients |= b.badClients.Load()
 			t.OKClients |= b.okClients.Load()
 			t.FailClients |= b.failClients.Load()
 			t.OKRoutes |= b.okRoutes.Load()

@@ -102,18 +102,26 @@ func (l *linter) pools() {
 		used[r.Pool] = true
 		for _, b := range r.Backends {
 			used[b.Pool] = true
+			used[b.Fallback] = true
 		}
 		if r.Mirror != nil {
 			used[r.Mirror.Pool] = true
 		}
+		used[r.Fallback.Pool] = true // a fallback pool serves its route while the route's own is empty
 	}
 	for i, p := range l.c.Pools {
 		pp := fmt.Sprintf("pools[%d]", i)
 		if !used[p.Name] {
 			l.warn(pp+".name", "pool %q is not used by any route", p.Name)
 		}
-		if len(p.Hosts) == 1 {
+		if len(p.Hosts) == 1 && p.Hosts[0].SRV == "" {
 			l.warn(pp+".hosts", "pool %q has a single host: when it fails, its routes have nothing to retry on", p.Name)
+		}
+		if pa := p.Health.Passive; pa.On() && pa.MaxEjected >= 1 && l.c.Has(pp+".health.passive.max_ejected") {
+			l.warn(pp+".health.passive.max_ejected", "max_ejected %s lets passive evidence take every host of pool %q out of rotation; a failure everyone shares (or one misattributed) then empties the pool. Keep it at 50%% and let active checks mark a real outage", pa.MaxEjected, p.Name)
+		}
+		if pa := p.Health.Passive; pa.On() && pa.MinClients == 1 && l.c.Has(pp+".health.passive.min_clients") {
+			l.warn(pp+".health.passive.min_clients", "min_clients 1 lets one client's failures make a host of pool %q an outlier: one scanner behind a WAF ejected healthy backends this way (incident 000); keep it at 3 or more", p.Name)
 		}
 		if p.HashKey != "" && p.Balance != config.BalanceHash {
 			l.warn(pp+".hash_key", "hash_key only applies to balance: hash; this pool uses %s", p.Balance)

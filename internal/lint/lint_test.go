@@ -19,8 +19,19 @@ routes:
     timeouts: { response_header: 30s, total: 10s }
     retry: { tries: 4 }
     cache: { enabled: true, stale_if_error_max: 24h, bypass_paths: [ /metrics ] }
+  - name: shop
+    pool: shop
+    hosts: [ shop.example.com ]
+    fallback: { pool: backup }
 pools:
   - { name: web, hosts: [ { addr: 127.0.0.1:9001 }, { addr: 127.0.0.1:9002 } ] }
+  - name: shop
+    hosts: [ { addr: 127.0.0.1:9003 }, { addr: 127.0.0.1:9004 } ]
+    health: { active: { path: /healthz }, passive: { max_ejected: 100%, min_clients: 1 } }
+  - name: backup
+    hosts: [ { addr: 127.0.0.1:9005 }, { addr: 127.0.0.1:9006 } ]
+    health: { active: { path: /healthz } }
+  - { name: spare, hosts: [ { addr: 127.0.0.1:9007 }, { addr: 127.0.0.1:9008 } ], health: { active: { path: /healthz } } }
 `), "risky.yaml")
 	if err != nil {
 		t.Fatal(err)
@@ -35,11 +46,18 @@ pools:
 		"risky.yaml:8: routes[0].retry.tries: 4 tries but pool \"web\" has 2 hosts",
 		"risky.yaml:9: routes[0].cache.stale_if_error_max: stale copies may hide a failing origin for 24h0m0s",
 		"risky.yaml:9: routes[0].cache.bypass_paths: the list replaces the default and names no health path",
-		"risky.yaml:11: pools[0].health: pool \"web\" ejects hosts on passive evidence alone",
+		"risky.yaml:15: pools[0].health: pool \"web\" ejects hosts on passive evidence alone",
+		"risky.yaml:18: pools[1].health.passive.max_ejected: max_ejected 100% lets passive evidence take every host of pool \"shop\" out",
+		"risky.yaml:18: pools[1].health.passive.min_clients: min_clients 1 lets one client's failures make a host of pool \"shop\" an outlier",
+		"pools[3].name: pool \"spare\" is not used by any route",
 	} {
 		if !strings.Contains(all, want) {
 			t.Errorf("missing warning %q in:\n%s", want, all)
 		}
+	}
+	// A fallback pool is used: by the routes it stands in for.
+	if strings.Contains(all, `pool "backup" is not used`) {
+		t.Errorf("the fallback pool is reported unused:\n%s", all)
 	}
 }
 
@@ -139,6 +157,29 @@ pools:
 		}
 		if got != tc.warn {
 			t.Errorf("soft %d hard %d: warning %v, want %v", tc.soft, tc.hard, got, tc.warn)
+		}
+	}
+}
+
+// A pool that is only a split backend's fallback is used too.
+func TestABackendsFallbackPoolIsUsed(t *testing.T) {
+	c, err := config.Parse([]byte(`
+listeners: [ { name: web, listen: 127.0.0.1:8080 } ]
+routes:
+  - name: all
+    default: true
+    backends: [ { pool: blue, weight: 90 }, { pool: green, weight: 10, fallback: spare } ]
+pools:
+  - { name: blue, hosts: [ { addr: 127.0.0.1:9001 }, { addr: 127.0.0.1:9002 } ], health: { active: { path: /healthz } } }
+  - { name: green, hosts: [ { addr: 127.0.0.1:9003 }, { addr: 127.0.0.1:9004 } ], health: { active: { path: /healthz } } }
+  - { name: spare, hosts: [ { addr: 127.0.0.1:9005 }, { addr: 127.0.0.1:9006 } ], health: { active: { path: /healthz } } }
+`), "split.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range Check(c) {
+		if strings.Contains(w.Error(), "not used") {
+			t.Errorf("unexpected warning: %v", w)
 		}
 	}
 }

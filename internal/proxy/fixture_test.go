@@ -45,6 +45,8 @@ func defaultPassive() config.Passive {
 		MinClients: config.DefaultMinClients, FailureRate: config.DefaultFailureRate,
 		ConsecutiveConnectFailures: config.DefaultConsecutive, MaxEjected: config.DefaultMaxEjected,
 		EjectTime: config.Duration(config.DefaultEjectTime), MaxEjectTime: config.Duration(config.DefaultMaxEjectTime),
+		TrialInterval: config.Duration(config.DefaultTrialInterval),
+		GrayFailure:   config.GrayFailure{Disagreements: config.DefaultDisagreements, Within: config.Duration(config.DefaultDisagreeWithin)},
 	}
 }
 

@@ -35,6 +35,7 @@ const (
 	failCancel             // the client went away
 	failClientBody         // the client's request body broke (see fault)
 	failLocal              // sturdy ran out of its own resources (fds, memory, ports)
+	failCut                // a request that may not be sent again was waiting on a host found dead
 )
 
 // forwarder carries one request through its attempts. It lives on the
@@ -136,7 +137,7 @@ func (f *forwarder) fetch() (*http.Response, *health.Host, failure) {
 		return nil, nil, fl
 	}
 	resp, host, fl := f.exchange(be.Pool)
-	if fl == failNoHost && be.Fallback != nil {
+	if fl == failNoHost && be.Fallback != nil && !be.Fallback.Failing() {
 		f.answered(AnswerFallback)
 		be.Pool.EpisodeAnswer(health.ByFallback)
 		f.tried = balance.Tried{}
@@ -161,8 +162,12 @@ func (f *forwarder) exchange(p *health.Pool) (*http.Response, *health.Host, fail
 	hr := f.healthRequest()
 	var held *http.Response // a failing answer kept to pass on if nothing better comes
 	var heldHost *health.Host
+	cut := false
 	for attempt := 0; attempt < rt.Tries; attempt++ {
 		host := p.Next(key, &f.tried, f.now)
+		if host == nil && p.Failing() {
+			break // known to be failing, no trial due: the chain answers
+		}
 		if host == nil && p.AvailableCount() == 0 {
 			// Every host is out. Those out on passive evidence alone are
 			// tried anyway: the evidence may be wrong.
@@ -188,6 +193,19 @@ func (f *forwarder) exchange(p *health.Pool) (*http.Response, *health.Host, fail
 		t0 := time.Now()
 		resp, class, err := f.attempt(host)
 		took := time.Since(t0)
+		if err != nil && errors.Is(err, upstream.ErrCut) {
+			// The host was found dead while this request waited on it:
+			// nothing is charged to anyone. Sent again only when that is
+			// safe, and then at no cost to the retry budget; otherwise the
+			// empty-pool chain answers now rather than a timeout later.
+			cut = true
+			if !idempotent || f.body != nil {
+				f.settle(p, &hr)
+				return nil, nil, failCut
+			}
+			attempt-- // does not use up a try
+			continue
+		}
 		if class == outcome.OK && p.FailStatus(resp.StatusCode) {
 			class = outcome.Status5xx
 		}
@@ -275,9 +293,14 @@ func (f *forwarder) exchange(p *health.Pool) (*http.Response, *health.Host, fail
 	case held != nil:
 		// A backend's own answer, even a failing one, says more than ours.
 		return held, heldHost, failNone
+	case f.nfails > 0 && p.Failing() && idempotent && f.body == nil:
+		// A failed trial of a pool known to be failing: answered like
+		// every other request to it, by the empty-pool chain, since
+		// sending it elsewhere is safe.
+		return nil, nil, failNoHost
 	case f.nfails > 0:
 		return nil, nil, failUpstream
-	case f.tried.Len() == 0 && p.AvailableCount() > 0:
+	case f.tried.Len() == 0 && p.AvailableCount() > 0 && !p.Failing() && !cut:
 		return nil, nil, failFull
 	}
 	// No backend could even be reached: as far as this request can tell,
@@ -312,7 +335,7 @@ func (f *forwarder) answer(fl failure) int {
 	case failFull:
 		f.answered(AnswerShed)
 		return writeBusy(f.w, rt.Name, "every backend is at its connection limit")
-	case failNoHost:
+	case failNoHost, failCut:
 		return f.sorry()
 	case failUpstream:
 		if f.sameTwice {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/sturdyproxy/sturdy/internal/health"
 	"github.com/sturdyproxy/sturdy/internal/outcome"
+	"github.com/sturdyproxy/sturdy/internal/upstream"
 )
 
 // step is what a scripted host does with one attempt: answer with status
@@ -35,6 +36,9 @@ var (
 	hangUp   = step{err: io.ErrUnexpectedEOF, readBody: true}
 	slow     = step{err: context.DeadlineExceeded, readBody: true}
 	garbage  = step{err: errors.New("malformed HTTP status code"), readBody: true}
+	// cutWait is a request that was waiting on a host when the host was
+	// found dead (its probe failed, or the pool was found failing).
+	cutWait = step{err: &upstream.Error{Phase: upstream.PhaseHeader, Err: upstream.ErrCut}, readBody: true}
 )
 
 type timeoutErr struct{}
@@ -169,6 +173,26 @@ func TestRequestPathRules(t *testing.T) {
 			name:  "a 503 then a success gives the success",
 			steps: []step{answer(503)}, tries: 2, status: 200, retries: 1,
 			hostFails: map[int]outcome.Class{0: outcome.Status5xx},
+		},
+		{
+			name:  "a GET waiting on a host found dead goes to another host, charged to nobody, free of the budget",
+			steps: []step{cutWait}, tries: 2, status: 200,
+		},
+		{
+			name:  "a GET waiting on a host found dead does not use up a try",
+			tune:  func(_ *health.PoolConfig, r *Route) { r.Tries = 1 },
+			steps: []step{cutWait}, tries: 2, status: 200,
+		},
+		{
+			name:   "a POST waiting on a host found dead is answered by the chain at once, never sent again",
+			method: "POST", body: "charge=1", steps: []step{cutWait},
+			tries: 1, status: 503, bodyHas: "sorry",
+		},
+		{
+			name:   "a POST cut on a host found dead is not handed to the fallback pool either",
+			method: "POST", body: "charge=1", steps: []step{cutWait},
+			tune:  func(_ *health.PoolConfig, r *Route) { r.Fallback = fallbackPool() },
+			tries: 1, status: 503, bodyHas: "sorry",
 		},
 		{
 			name:  "a 4xx is the client's answer, never a failure",

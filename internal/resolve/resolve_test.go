@@ -60,8 +60,8 @@ func TestLastGoodAddressesSurviveResolverFailure(t *testing.T) {
 	_, port, _ := net.SplitHostPort(ln.Addr().String())
 	dns := &fakeDNS{answers: map[string][]string{"app.internal": {"127.1.2.3"}}}
 	ev := &events{}
-	r := New(dns.lookup, time.Hour, time.Second, ev)
-	if un := r.Set([]string{"app.internal:" + port, "10.0.0.1:80", "ghost.internal:80"}); len(un) != 1 || un[0] != "ghost.internal" {
+	r := New(Options{Lookup: dns.lookup, Refresh: time.Hour, Timeout: time.Second, Bus: ev})
+	if un := r.Set([]string{"app.internal:" + port, "10.0.0.1:80", "ghost.internal:80"}, nil); len(un) != 1 || un[0] != "ghost.internal" {
 		t.Fatalf("unresolved %v", un)
 	}
 	dial := r.DialContext(&net.Dialer{Timeout: time.Second})
@@ -112,16 +112,16 @@ func TestLastGoodAddressesSurviveResolverFailure(t *testing.T) {
 
 func TestPrepareResolvesWithoutChangingWhatIsInUse(t *testing.T) {
 	dns := &fakeDNS{answers: map[string][]string{"a.internal": {"127.1.2.3"}, "b.internal": {"127.1.2.4"}}}
-	r := New(dns.lookup, time.Hour, time.Second, nil)
-	r.Set([]string{"a.internal:80"})
-	r.Prepare([]string{"a.internal:80", "b.internal:80"})
+	r := New(Options{Lookup: dns.lookup, Refresh: time.Hour, Timeout: time.Second})
+	r.Set([]string{"a.internal:80"}, nil)
+	r.Prepare([]string{"a.internal:80", "b.internal:80"}, nil)
 	if names := r.Names(); len(names) != 1 || names[0].Name != "a.internal" {
 		t.Fatalf("Prepare changed the names in use: %+v", names)
 	}
 	dns.mu.Lock()
 	calls := dns.calls
 	dns.mu.Unlock()
-	if un := r.Set([]string{"b.internal:80"}); len(un) != 0 {
+	if un := r.Set([]string{"b.internal:80"}, nil); len(un) != 0 {
 		t.Fatalf("unresolved %v", un)
 	}
 	dns.mu.Lock()

@@ -28,7 +28,7 @@ func TestUnixTargetsRoundTripAndDial(t *testing.T) {
 	if Target("10.0.0.1:80") != "10.0.0.1:80" || IsUnix("10.0.0.1:80") {
 		t.Fatal("a TCP address must be its own target")
 	}
-	r := New(nil, time.Hour, time.Second, nil)
+	r := New(Options{Refresh: time.Hour, Timeout: time.Second})
 	c := &http.Client{Transport: &http.Transport{DialContext: r.DialContext(&net.Dialer{})}}
 	resp, err := c.Get("http://" + target + "/")
 	if err != nil {
@@ -39,7 +39,7 @@ func TestUnixTargetsRoundTripAndDial(t *testing.T) {
 	if string(b) != "over the socket" {
 		t.Fatalf("%q", b)
 	}
-	if n := hostNames([]string{"unix:" + path, "app.internal:80"}); len(n) != 1 || n[0] != "app.internal" {
+	if n := keys([]string{"unix:" + path, "app.internal:80"}, nil); len(n) != 1 || n[0].name != "app.internal" {
 		t.Fatalf("a unix socket was taken for a DNS name: %v", n)
 	}
 }

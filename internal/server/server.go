@@ -132,7 +132,6 @@ func New(cfg *config.Config, log *slog.Logger, opts ...Option) (*Server, error) 
 		instance: newInstance(),
 		agg:      logagg.New(log, logagg.Options{Interval: cfg.Log.AggregateInterval.D()}),
 		access:   access,
-		dns:      resolve.New(o.lookup, cfg.DNS.Refresh.D(), cfg.DNS.Timeout.D(), bus),
 		group:    supervise.New(log),
 		upgrades: new(proxy.Upgrades),
 		sockets:  o.sockets,
@@ -141,6 +140,11 @@ func New(cfg *config.Config, log *slog.Logger, opts ...Option) (*Server, error) 
 		demo:     o.demo,
 	}
 	s.local = exhaust.New(exhaust.Options{Agg: s.agg, Bus: bus})
+	s.dns = resolve.New(resolve.Options{
+		Lookup: o.lookup, Servers: cfg.DNS.Servers,
+		Refresh: cfg.DNS.Refresh.D(), Timeout: cfg.DNS.Timeout.D(), Hold: cfg.DNS.Hold.D(),
+		Bus: bus, OnChange: s.followDNS,
+	})
 	s.monitor = health.NewMonitor(health.Options{
 		Bus:      bus,
 		Dial:     s.dns.DialContext,
@@ -155,6 +159,9 @@ func New(cfg *config.Config, log *slog.Logger, opts ...Option) (*Server, error) 
 		ao.OnEvent, ao.Log = s.certEvent, log
 		s.acme = acme.New(*ao)
 	}
+	// Names are looked up before the compile, so that each address of a
+	// name is a host of its own from the first request on.
+	s.dns.Prepare(hostAddrs(cfg))
 	rt, err := compile.Compile(cfg, nil, s.env())
 	if err != nil {
 		return nil, err
@@ -169,7 +176,7 @@ func New(cfg *config.Config, log *slog.Logger, opts ...Option) (*Server, error) 
 
 // env is what every compile of this server builds on.
 func (s *Server) env() compile.Env {
-	return compile.Env{Monitor: s.monitor, Cache: s.cache, Agg: s.agg, Access: s.access, Edge: s.edge, Dial: s.dns.DialContext, ACME: s.acme, OnShared: s.sharedLimitsEvent,
+	return compile.Env{Monitor: s.monitor, Cache: s.cache, Agg: s.agg, Access: s.access, Edge: s.edge, Dial: s.dns.DialContext, Names: s.dns, ACME: s.acme, OnShared: s.sharedLimitsEvent,
 		Instance: s.instance, Local: s.local}
 }
 
@@ -271,8 +278,8 @@ func (s *Server) Start() error {
 		})
 	}
 	s.running = true
-	s.notify.Ready(fmt.Sprintf("serving %d listeners, config %s", len(s.listeners), cfg.Hash))
-	s.log.Info("sturdy started", "listeners", len(s.listeners), "admin", s.adminAddr, "config", cfg.File, "config_hash", cfg.Hash)
+	s.notify.Ready(fmt.Sprintf("serving %d listeners, config %s", len(s.listeners), rt.Hash))
+	s.log.Info("sturdy started", "listeners", len(s.listeners), "admin", s.adminAddr, "config", cfg.File, "config_hash", rt.Hash)
 	return nil
 }
 
@@ -408,14 +415,14 @@ func (s *Server) Reload(cfg *config.Config) error {
 	s.reloads.Last, s.reloads.LastErr = time.Now(), ""
 	s.bus.Emit(event.Event{
 		Type: event.ReloadApplied, Message: "config reloaded",
-		Evidence: map[string]any{"config": cfg.File, "config_hash": cfg.Hash, "previous_hash": old.Config.Hash},
+		Evidence: map[string]any{"config": cfg.File, "config_hash": rt.Hash, "previous_hash": old.Hash},
 	})
 	return nil
 }
 
 // reloadStatusLocked is the status line after a reload.
 func (s *Server) reloadStatusLocked() string {
-	hash := s.cur.Load().Config.Hash
+	hash := s.cur.Load().Hash
 	if s.reloads.LastErr != "" {
 		return "reload refused, config " + hash + " keeps serving: " + s.reloads.LastErr
 	}
@@ -435,7 +442,7 @@ func (s *Server) reloadFailedLocked(err error) {
 	s.bus.Emit(event.Event{
 		Type: event.ReloadRefused, Severity: event.Warning,
 		Message:  "reload refused; the previous config keeps serving",
-		Evidence: map[string]any{"error": err.Error(), "serving_hash": s.cur.Load().Config.Hash},
+		Evidence: map[string]any{"error": err.Error(), "serving_hash": s.cur.Load().Hash},
 	})
 }
 
@@ -546,26 +553,5 @@ func (s *Server) Run(ctx context.Context, reload <-chan struct{}) error {
 			s.log.Info("stopped")
 			return err
 		}
-	}
-}
-
-// hostAddrs lists every pool host address of cfg.
-func hostAddrs(cfg *config.Config) []string {
-	var addrs []string
-	for _, pc := range cfg.Pools {
-		for _, h := range pc.Hosts {
-			if !resolve.IsUnix(h.Addr) {
-				addrs = append(addrs, h.Addr)
-			}
-		}
-	}
-	return addrs
-}
-
-// resolveNames hands the pools' host names to the background resolver; a
-// name that never resolved is a warning at load.
-func (s *Server) resolveNames(cfg *config.Config) {
-	for _, name := range s.dns.Set(hostAddrs(cfg)) {
-		s.log.Warn("a pool host name does not resolve; its host fails with dns_error until it does", "name", name)
 	}
 }

@@ -27,7 +27,7 @@ func (s *Server) Status() view.Status {
 	now := time.Now()
 	st := view.Status{
 		Time: now, Started: s.started, Version: Version,
-		ConfigFile: cfg.File, ConfigHash: cfg.Hash,
+		ConfigFile: cfg.File, ConfigHash: rt.Hash,
 		Draining: s.draining.Load(),
 		Events:   s.bus.Recent(50),
 		Reloads:  reloads,
@@ -68,6 +68,12 @@ func (s *Server) Status() view.Status {
 			}
 		}
 		hp := pr.Pool // nil for a route that only serves files
+		if hp != nil && hp.Failing() && r.Serving == "normal" {
+			r.Serving = "sorry"
+			if pr.Fallback != nil && pr.Fallback.AvailableCount() > 0 && !pr.Fallback.Failing() {
+				r.Serving = "fallback"
+			}
+		}
 		if empty, since, _ := hp.Empty(); hp != nil && empty && r.Serving == "normal" {
 			switch {
 			case hp.InPanic():
@@ -93,7 +99,7 @@ func (s *Server) Status() view.Status {
 	st.Certificates = s.certificates()
 	st.Access = s.accessView()
 	for _, n := range s.dns.Names() {
-		st.DNS = append(st.DNS, view.DNSName{Name: n.Name, Addresses: n.Addresses, Failing: n.Failing, Failures: n.Failures, LastOK: n.LastOK, LastError: n.LastError})
+		st.DNS = append(st.DNS, view.DNSName{Name: n.Name, SRV: n.SRV, Addresses: n.Addresses, Failing: n.Failing, Expired: n.Expired, Failures: n.Failures, LastOK: n.LastOK, LastError: n.LastError})
 	}
 	st.Edge = edgeView(s.edge)
 	view.Judge(&st)
@@ -116,6 +122,7 @@ func poolView(p *health.Pool, now time.Time, up time.Duration) view.Pool {
 	v := view.Pool{
 		Name: p.Name, Balance: p.Balance(), Available: p.AvailableCount(),
 		Empty: empty, EmptySecs: total.Seconds(), Panic: hp.InPanic(), ActiveCheck: hp.ActiveCheck(),
+		Failing: hp.Failing(),
 	}
 	if empty {
 		v.EmptySince = since
@@ -130,7 +137,7 @@ func hostView(h *health.Host, now time.Time, up time.Duration) view.Host {
 	since, reason, evidence := h.Describe()
 	t := h.Window(now)
 	v := view.Host{
-		Addr: h.Addr, Weight: h.Weight, State: h.Mode().String(), Since: since,
+		Addr: h.Addr, Name: h.Name, Weight: h.Weight, State: h.Mode().String(), Since: since,
 		Reason: reason, Evidence: evidence, InFlight: h.InFlight(),
 		WindowRequests: t.Requests, WindowFailures: t.Failures, Ejections: h.Ejections(),
 		Attempts: make(map[string]uint64, outcome.NumClasses),

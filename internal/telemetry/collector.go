@@ -154,6 +154,7 @@ func (c *Collector) pool(e emitter, p *view.Pool, rt *view.Retries, started time
 	e.gauge(d.poolEmpty, b2f(p.Empty), p.Name)
 	e.counter(d.poolEmptySecs, p.EmptySecs, p.Name)
 	e.gauge(d.poolPanic, b2f(p.Panic), p.Name)
+	e.gauge(d.poolFailing, b2f(p.Failing), p.Name)
 	e.counter(d.retries, float64(rt.Made[p.Name]), p.Name)
 	e.counter(d.retriesRefused, float64(rt.Refused[p.Name]), p.Name)
 	classes := make([]string, 0, len(outcome.All()))
@@ -171,6 +172,9 @@ func (c *Collector) pool(e emitter, p *view.Pool, rt *view.Retries, started time
 		e.timestamp(d.hostStateSince, orStart(h.Since, started), p.Name, h.Addr)
 		e.gauge(d.hostInFlight, float64(h.InFlight), p.Name, h.Addr)
 		e.counter(d.hostEjections, float64(h.Ejections), p.Name, h.Addr)
+		if h.Name != "" {
+			e.gauge(d.hostInfo, 1, p.Name, h.Addr, h.Name)
+		}
 		if !h.LastCheck.IsZero() {
 			e.gauge(d.hostCheckOK, b2f(h.LastCheckOK), p.Name, h.Addr)
 		}

@@ -28,6 +28,7 @@ type descs struct {
 	attempts, hostState, hostStateSince, hostInFlight, hostEjections *prometheus.Desc
 	hostCheckOK, headerTime, bytesReceived, bytesSent                *prometheus.Desc
 	poolHosts, poolAvailable, poolEmpty, poolEmptySecs, poolPanic    *prometheus.Desc
+	poolFailing, hostInfo                                            *prometheus.Desc
 	retries, retriesRefused                                          *prometheus.Desc
 	attributed, attributedClients, shedClients                       *prometheus.Desc
 	whSent, whFailed, whDropped, whRetries, whQueue                  *prometheus.Desc
@@ -80,6 +81,8 @@ func newDescs() *descs {
 		poolEmpty:     d("pool_empty", "1 while the pool has no available host.", "pool"),
 		poolEmptySecs: d("pool_empty_seconds_total", "Seconds the pool has spent empty, cumulative.", "pool"),
 		poolPanic:     d("pool_panic", "1 while the pool routes to passively ejected hosts because none is left.", "pool"),
+		poolFailing:   d("pool_failing", "1 while every host of the pool fails everything and the empty-pool chain answers (one trial request per host now and then).", "pool"),
+		hostInfo:      d("host_info", "1 for each host that came from a DNS name or SRV record: its address (host) and the name it came from.", "pool", "host", "name"),
 
 		retries:        d("retries_total", "Retries made on another host, by pool.", "pool"),
 		retriesRefused: d("retry_budget_refused_total", "Retries the retry budget refused, by pool.", "pool"),
@@ -120,7 +123,7 @@ func (d *descs) all() []*prometheus.Desc {
 		d.cacheResults, d.originRequests, d.originErrors, d.originHidden, d.mirrored,
 		d.attempts, d.hostState, d.hostStateSince, d.hostInFlight, d.hostEjections, d.hostCheckOK,
 		d.headerTime, d.bytesReceived, d.bytesSent,
-		d.poolHosts, d.poolAvailable, d.poolEmpty, d.poolEmptySecs, d.poolPanic,
+		d.poolHosts, d.poolAvailable, d.poolEmpty, d.poolEmptySecs, d.poolPanic, d.poolFailing, d.hostInfo,
 		d.retries, d.retriesRefused, d.attributed, d.attributedClients, d.shedClients,
 		d.whSent, d.whFailed, d.whDropped, d.whRetries, d.whQueue,
 		d.accessRecords, d.accessErrors, d.panics, d.certExpiry, d.edge,

@@ -30,6 +30,14 @@ type conn struct {
 	// buffers are then left to the garbage collector, not pooled.
 	async bool
 
+	// prev and next link the connections in use (hostPool.busy), under
+	// hostPool.mu; awaiting is set while a request waits for its response
+	// head; cut is set when Client.Cut ended that wait.
+	prev, next *conn
+	inUse      bool
+	awaiting   atomic.Bool
+	cut        atomic.Bool
+
 	abortFn func()             // c.abort, made once per connection
 	peekFn  func(uintptr) bool // c.peek, made once per connection
 	peekRes int                // result of the last peek: see alive
@@ -69,10 +77,12 @@ type hostPool struct {
 	c    *Client
 	addr string
 
-	mu      sync.Mutex // guards idle, open and waiters
+	mu      sync.Mutex // guards idle, open, waiters and busy
 	idle    []*conn    // LIFO: the most recently used is last
 	open    int        // connections dialing, in use or idle
 	waiters []*waiter  // FIFO of requests waiting for MaxConnsPerHost
+	busy    *conn      // connections in use, linked through conn.next
+	retired bool       // the address left its pool: close connections as they come back
 }
 
 // waiter is a request waiting for a connection when its host is full. It
@@ -120,6 +130,7 @@ func (hp *hostPool) get(ctx context.Context, fresh bool) (pc *conn, err error) {
 				hp.wakeAfterClose(len(stale) + 1)
 				continue
 			}
+			hp.use(pc)
 			hp.mu.Unlock()
 			if pc.alive() {
 				return pc, nil
@@ -164,6 +175,9 @@ func (hp *hostPool) get(ctx context.Context, fresh bool) (pc *conn, err error) {
 			hp.release()
 			return nil, err
 		}
+		hp.mu.Lock()
+		hp.use(pc)
+		hp.mu.Unlock()
 		return pc, nil
 	}
 }
@@ -225,7 +239,7 @@ func (hp *hostPool) put(pc *conn) {
 	c := hp.c
 	pc.used = true
 	hp.mu.Lock()
-	if len(hp.waiters) > 0 {
+	if len(hp.waiters) > 0 && !hp.retired {
 		w := hp.waiters[0]
 		copy(hp.waiters, hp.waiters[1:])
 		hp.waiters[len(hp.waiters)-1] = nil
@@ -234,7 +248,8 @@ func (hp *hostPool) put(pc *conn) {
 		w.ch <- pc
 		return
 	}
-	if c.closed.Load() || len(hp.idle) >= c.maxIdle {
+	hp.unuse(pc)
+	if c.closed.Load() || hp.retired || len(hp.idle) >= c.maxIdle {
 		hp.mu.Unlock()
 		hp.discard(pc)
 		return
@@ -252,6 +267,9 @@ func (hp *hostPool) put(pc *conn) {
 
 // discard closes a connection that is not idle and frees its slot.
 func (hp *hostPool) discard(pc *conn) {
+	hp.mu.Lock()
+	hp.unuse(pc)
+	hp.mu.Unlock()
 	pc.closeNow()
 	hp.release()
 }

@@ -191,7 +191,9 @@ func (c *Client) exchange(req *http.Request, fresh bool) (_ *http.Response, _ er
 	if ctx.Done() != nil {
 		x.stop = context.AfterFunc(ctx, pc.abortFn)
 	}
+	pc.awaiting.Store(true)
 	fail := func(phase Phase, err error) (*http.Response, error, bool) {
+		pc.awaiting.Store(false)
 		if x.w != nil && ctx.Err() != nil {
 			// The context ended, perhaps because reading the request
 			// body failed (net/http ends it on any error reading the
@@ -202,11 +204,16 @@ func (c *Client) exchange(req *http.Request, fresh bool) (_ *http.Response, _ er
 			x.w.finished(maxWriteWait)
 		}
 		x.finish(false)
-		if e := x.writerError(); e != nil {
+		if e := x.writerError(); e != nil && !pc.cut.Load() {
 			return nil, e, false
 		}
 		if _, ok := err.(*BadResponseError); !ok {
 			err = ctxErr(ctx, err)
+		}
+		if pc.cut.Load() && ctx.Err() == nil {
+			// The host was found dead while this request waited on it:
+			// sending it again on a new connection to that host is no use.
+			return nil, &Error{Phase: phase, Addr: addr, Reused: x.reused, Err: ErrCut}, false
 		}
 		again := x.reused && ctx.Err() == nil && closedEarly(err) && pc.wire.in.Load() == in0 &&
 			(body == nil || req.GetBody != nil) &&
@@ -216,6 +223,7 @@ func (c *Client) exchange(req *http.Request, fresh bool) (_ *http.Response, _ er
 
 	wantsClose, err := pc.writeHead(req, mode, cl)
 	if err != nil {
+		pc.awaiting.Store(false)
 		x.finish(false)
 		if body != nil {
 			body.Close()
@@ -228,6 +236,7 @@ func (c *Client) exchange(req *http.Request, fresh bool) (_ *http.Response, _ er
 			srcErr, wireErr := pc.writeFixed(body, cl)
 			body.Close()
 			if srcErr != nil {
+				pc.awaiting.Store(false)
 				x.finish(false)
 				return nil, srcErr, false
 			}
@@ -252,6 +261,7 @@ func (c *Client) exchange(req *http.Request, fresh bool) (_ *http.Response, _ er
 	}
 
 	err = readResponse(pc.br, &pc.head, req.Method, r)
+	pc.awaiting.Store(false)
 	if cap(pc.head.buf) > 64<<10 {
 		pc.head.buf = nil // a huge head: do not keep its buffer
 	}

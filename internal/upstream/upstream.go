@@ -188,6 +188,11 @@ func (c *Client) CloseIdleConnections() {
 	}
 }
 
+// ErrCut is the error of a request whose wait for a response was ended by
+// Cut: the host was found dead while the request waited on it. The request
+// was sent; whether it may be sent elsewhere is the caller's decision.
+var ErrCut = errors.New("upstream: the wait for a response was cut: the host was marked down")
+
 // Close closes the idle connections and stops keeping any: connections in
 // use are closed when their response ends. Requests may still be made.
 func (c *Client) Close() {

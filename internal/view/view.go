@@ -125,11 +125,17 @@ type Pool struct {
 	EmptySecs   float64   `json:"empty_seconds_total"`    // cumulative
 	Panic       bool      `json:"panic"`                  // routing to passively ejected hosts because none is left
 	ActiveCheck string    `json:"active_check,omitempty"` // e.g. "GET /healthz every 5s"
+	// Failing: every host fails everything; the empty-pool chain answers,
+	// with one trial request per host now and then.
+	Failing bool `json:"failing"`
 }
 
 // Host is one backend.
 type Host struct {
-	Addr     string    `json:"addr"`
+	Addr string `json:"addr"`
+	// Name is the DNS name (and port) the address came from, when the
+	// host was configured by name: each address of a name is a host.
+	Name     string    `json:"name,omitempty"`
 	Weight   int       `json:"weight"`
 	State    string    `json:"state"`
 	Since    time.Time `json:"since"`
@@ -300,8 +306,10 @@ type AccessLog struct {
 type DNSName struct {
 	Name      string    `json:"name"`
 	Addresses []string  `json:"addresses"`
-	Failing   bool      `json:"failing"`  // the last lookup failed; the addresses are the last good ones
-	Failures  uint64    `json:"failures"` // failed lookups since start
+	SRV       bool      `json:"srv,omitempty"`     // an SRV name: its addresses are target=ip:port
+	Failing   bool      `json:"failing"`           // the last lookup failed; the addresses are the last good ones
+	Expired   bool      `json:"expired,omitempty"` // failing for longer than dns.hold: no addresses left
+	Failures  uint64    `json:"failures"`          // failed lookups since start
 	LastOK    time.Time `json:"last_ok,omitzero"`
 	LastError string    `json:"last_error,omitempty"`
 }

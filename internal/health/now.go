@@ -1,0 +1,139 @@
+package health
+
+import "time"
+
+// Attribution asks whether *other* traffic succeeds on a host where a
+// client, a route or a request fails. It must ask about now: in an outage
+// that every client shares, the successes from before it are still in any
+// window, and counting them made every innocent client look like the cause
+// of its own failures within a second of an outage starting. So the
+// question is asked of what happened on the host since the failures began,
+// counted with the host's running totals (successes, failed attempts that
+// were sent), never of a window's sums.
+
+// nowSpan is how far back "now" reaches: a failure older than that starts
+// the count afresh. A tenth of the attribution window, between 1s and 5s.
+func nowSpan(window time.Duration) int64 {
+	return int64(min(max(window/10, time.Second), 5*time.Second))
+}
+
+// hostSlot follows one host for one client or route: since when it has
+// been failing there (at), the host's totals then, and its own failures
+// since.
+type hostSlot struct {
+	h       *Host
+	at      int64  // unix nanos: the first failure of this run on the host
+	last    int64  // unix nanos: the latest failure on the host
+	ok, bad uint64 // the host's successes and sent failures at `at`
+	own     uint64 // the owner's failures on the host since `at`
+}
+
+// note records a failure on the slot's host at ns. A run of failures older
+// than span is forgotten: what the host did before it says nothing about
+// now.
+func (s *hostSlot) note(ns, span int64) {
+	s.last = ns
+	if s.at == 0 || ns-s.at > span {
+		s.at = ns
+		s.ok, s.bad = s.h.attempts[okClass].Load(), s.h.sent.Load()
+		s.own = 0
+		return
+	}
+	s.own++
+}
+
+// othersSucceed judges the slot at ns: known reports whether the run is
+// long enough to say anything (a second failure within span), and ok
+// whether, since the run began, the host succeeded at least once and more
+// than twice as often as it failed for anyone else: others mostly succeed.
+func (s *hostSlot) othersSucceed(ns, span int64) (known, ok bool) {
+	if s.own == 0 || ns-s.at > span {
+		return false, false
+	}
+	oks := since(s.h.attempts[okClass].Load(), s.ok)
+	// The owner's concurrent failures are counted as sent before they are
+	// noted here, so one may be in s.bad and in s.own as well: what is
+	// left for the others never goes below zero (a wrapped count would
+	// make every host look failing for others, and no route degraded).
+	others := since(since(s.h.sent.Load(), s.bad), s.own)
+	return true, oks >= 1 && oks > 2*others
+}
+
+// judgeSlots applies othersSucceed to the slots with a failure in the last
+// window: the owner's failures are its own when other traffic succeeds now
+// on at least two of those hosts and fails on none of them. The counts
+// include the owner's own successes; seen, asked of each host judged,
+// makes sure someone else succeeded there lately.
+func judgeSlots(slots []hostSlot, ns, span, window int64, seen func(*Host) bool) bool {
+	known := 0
+	for i := range slots {
+		s := &slots[i]
+		if ns-s.last > window {
+			continue
+		}
+		k, ok := s.othersSucceed(ns, span)
+		if k && (!ok || !seen(s.h)) {
+			return false
+		}
+		if k {
+			known++
+		}
+	}
+	return known >= 2
+}
+
+// slotFor returns the slot of h in slots, adding one while there is room
+// (nil when there is none). A host of an older config with the same state
+// is the same host.
+func slotFor(slots *[maxHostsPerEntry]hostSlot, n *int, h *Host) *hostSlot {
+	for i := range slots[:*n] {
+		if slots[i].h.hostState == h.hostState {
+			return &slots[i]
+		}
+	}
+	if *n == len(slots) {
+		return nil
+	}
+	s := &slots[*n]
+	*s = hostSlot{h: h}
+	*n++
+	return s
+}
+
+// servesOthers reports whether the host still succeeds for other requests
+// now, at ns: since the current run of failures on it began (a failure
+// more than span after the last starts a new run), it succeeded at least
+// once and for at least one attempt in five. A new run knows nothing of
+// now yet and asks whether the host succeeded since it last failed (or
+// whether this is its first failure ever). A request that failed the same way on two hosts is the request's fault
+// only when both still serve others; when they fail everything, it is
+// theirs.
+func (s *hostState) servesOthers(ns, span int64) bool {
+	ok, bad := s.attempts[okClass].Load(), s.sent.Load()
+	at := s.runAt.Load()
+	if ns-at > span {
+		okSince := since(ok, s.lastFailOK.Load())
+		if s.runAt.CompareAndSwap(at, ns) {
+			s.runOK.Store(ok)
+			s.runBad.Store(bad)
+		}
+		s.lastFailOK.Store(ok)
+		// A host that never failed before gives no reason to doubt that
+		// the request is the cause.
+		return at == 0 || okSince >= 1
+	}
+	s.lastFailOK.Store(ok)
+	// Another request may have begun the run with counts read after
+	// these: what happened since is never below zero.
+	oks, bads := since(ok, s.runOK.Load()), since(bad, s.runBad.Load())
+	return oks >= 1 && 4*oks >= bads
+}
+
+// since is cur-base for running counts read at different moments, 0 when
+// base was read later.
+func since(cur, base uint64) uint64 {
+	if cur > base {
+		return cur - base
+	}
+	return 0
+}

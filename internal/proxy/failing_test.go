@@ -1,0 +1,69 @@
+package proxy
+
+import (
+	"fmt"
+	"net/http/httptest"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/sturdyproxy/sturdy/internal/config"
+	"github.com/sturdyproxy/sturdy/internal/event"
+	"github.com/sturdyproxy/sturdy/internal/health"
+)
+
+// A pool whose every host fails everything, for several clients, is known
+// to be failing: the sorry page answers at once, with Retry-After, while
+// one trial request per host goes through every trial_interval; the first
+// trial that succeeds brings the pool back.
+func TestAFailingPoolAnswersFromTheChainWithTrials(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		up := &script{}
+		for range 1000 {
+			up.steps = append(up.steps, slow)
+		}
+		f := newFixture(t, 3, up, func(pc *health.PoolConfig, _ *Route) { pc.Passive.TrialInterval = config.Duration(5 * time.Second) })
+		send := func(i int) int {
+			req := httptest.NewRequest("GET", fmt.Sprintf("http://example.com/x/%d", i), nil)
+			req.RemoteAddr = fmt.Sprintf("192.0.2.%d:5000", 1+i%5)
+			w := httptest.NewRecorder()
+			f.h.ServeHTTP(w, req)
+			return w.Code
+		}
+		for i := range 80 { // 8s of requests that all time out
+			send(i)
+			time.Sleep(100 * time.Millisecond)
+			if i%10 == 9 {
+				f.settle()
+			}
+		}
+		if !f.pool.Failing() || f.evs.count(event.PoolFailing) != 1 {
+			t.Fatalf("failing=%v, %d pool_failing events", f.pool.Failing(), f.evs.count(event.PoolFailing))
+		}
+		// Ten requests over one second: none waits on a host except the
+		// trials (one per host, each 5s).
+		before := len(up.hosts())
+		sorry := 0
+		for i := range 10 {
+			if send(i) == 503 {
+				sorry++
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		trials := len(up.hosts()) - before
+		if sorry != 10 || trials > 3 {
+			t.Fatalf("%d sorry pages of 10, %d attempts (at most one trial per host)", sorry, trials)
+		}
+		// The hosts come back: a trial finds out.
+		up.mu.Lock()
+		up.steps = up.steps[:len(up.attempts)]
+		up.mu.Unlock()
+		time.Sleep(5 * time.Second)
+		if code := send(0); code != 200 || f.pool.Failing() || f.evs.count(event.PoolRecovered) != 1 {
+			t.Fatalf("after the hosts recovered: %d, failing=%v", code, f.pool.Failing())
+		}
+		if code := send(1); code != 200 {
+			t.Fatalf("the next request: %d", code)
+		}
+	})
+}
