@@ -1,0 +1,325 @@
+package kube
+
+import (
+	"fmt"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/sturdyproxy/sturdy/internal/config"
+)
+
+// nginxPrefix is the prefix of ingress-nginx's annotations.
+const nginxPrefix = "nginx.ingress.kubernetes.io/"
+
+// nginx holds the ingress-nginx annotations of one Ingress that sturdy
+// translates (docs/kubernetes.md lists them).
+type nginx struct {
+	sslRedirect      bool // default true: hosts with TLS redirect to HTTPS
+	forceSSLRedirect bool
+	maxBody          config.Size
+	connect, read    config.Duration
+	rps, rpm         int64
+	allow            []string
+	authURL          string
+	authHeaders      []string
+	upstreamTLS      bool
+	hashCookie       string
+	canary           bool
+	canaryWeight     int32
+	canaryTotal      int32
+
+	events []string // what was not understood or not translated
+	refuse string   // why the whole Ingress is refused
+}
+
+// snippets hold raw nginx configuration, which sturdy does not run: an
+// Ingress that carries one is refused rather than served without it (it
+// is often an access rule or an auth check).
+var snippets = []string{"server-snippet", "configuration-snippet", "stream-snippet", "auth-snippet", "modsecurity-snippet"}
+
+// notYet are annotations that change what a request means and that need
+// issue 15's routing (rewrites, regex paths, header matches): serving the
+// Ingress without them would send requests where they do not belong.
+var notYet = map[string]string{
+	"rewrite-target":           "URL rewrites",
+	"use-regex":                "regular-expression paths",
+	"app-root":                 "route-level redirects",
+	"permanent-redirect":       "route-level redirects",
+	"temporal-redirect":        "route-level redirects",
+	"canary-by-header":         "header matches",
+	"canary-by-header-value":   "header matches",
+	"canary-by-header-pattern": "header matches",
+	"canary-by-cookie":         "cookie matches",
+	"upstream-vhost":           "a Host override",
+}
+
+// ignored are annotations whose job sturdy does its own way: they are
+// reported once, as information, not translated.
+var ignored = map[string]string{
+	"proxy-send-timeout":        "sturdy bounds a request by connect, response_header and total timeouts; proxy-send-timeout has no counterpart and is ignored",
+	"proxy-buffering":           "sturdy streams responses; proxy-buffering is ignored",
+	"proxy-buffer-size":         "sturdy streams responses; proxy-buffer-size is ignored",
+	"proxy-next-upstream":       "sturdy retries by its own attribution and budget; proxy-next-upstream is ignored",
+	"proxy-next-upstream-tries": "sturdy retries by its own attribution and budget; proxy-next-upstream-tries is ignored",
+	"session-cookie-name":       "",
+	"session-cookie-max-age":    "",
+	"session-cookie-expires":    "",
+	"session-cookie-path":       "",
+	"auth-response-headers":     "",
+	"limit-burst-multiplier":    "",
+	"canary":                    "",
+	"canary-weight":             "",
+	"canary-weight-total":       "",
+	"ssl-redirect":              "",
+	"force-ssl-redirect":        "",
+	"proxy-body-size":           "",
+	"proxy-connect-timeout":     "",
+	"proxy-read-timeout":        "",
+	"limit-rps":                 "",
+	"limit-rpm":                 "",
+	"whitelist-source-range":    "",
+	"allowlist-source-range":    "",
+	"auth-url":                  "",
+	"backend-protocol":          "",
+	"affinity":                  "",
+}
+
+// parseNginx reads the ingress-nginx annotations of an Ingress.
+func parseNginx(ann map[string]string) *nginx {
+	n := &nginx{sslRedirect: true, canaryTotal: 100}
+	keys := make([]string, 0, len(ann))
+	for k := range ann {
+		if strings.HasPrefix(k, nginxPrefix) {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		name, v := strings.TrimPrefix(k, nginxPrefix), strings.TrimSpace(ann[k])
+		bad := func(format string, args ...any) {
+			n.events = append(n.events, fmt.Sprintf("%s: %q %s; ignored", k, v, fmt.Sprintf(format, args...)))
+		}
+		if slices.Contains(snippets, name) {
+			n.refuse = fmt.Sprintf("%s holds nginx configuration, which sturdy does not run; express it as sturdy config (docs/kubernetes.md) and remove the annotation", k)
+			continue
+		}
+		if what, ok := notYet[name]; ok {
+			n.refuse = fmt.Sprintf("%s needs %s, which this sturdy does not have yet; the Ingress is not served rather than served wrong", k, what)
+			continue
+		}
+		switch name {
+		case "ssl-redirect", "force-ssl-redirect":
+			b, err := strconv.ParseBool(v)
+			if err != nil {
+				bad("is not true or false")
+				continue
+			}
+			if name == "ssl-redirect" {
+				n.sslRedirect = b
+			} else {
+				n.forceSSLRedirect = b
+			}
+		case "proxy-body-size":
+			s, err := nginxSize(v)
+			if err != nil {
+				bad("is not a size like 8m or 1g")
+				continue
+			}
+			n.maxBody = s
+		case "proxy-connect-timeout", "proxy-read-timeout":
+			d, err := nginxSeconds(v)
+			if err != nil {
+				bad("is not a number of seconds")
+				continue
+			}
+			if name == "proxy-connect-timeout" {
+				n.connect = d
+			} else {
+				n.read = d
+			}
+		case "limit-rps", "limit-rpm":
+			r, err := strconv.ParseInt(v, 10, 64)
+			if err != nil || r < 1 || r > 1_000_000 {
+				bad("is not a positive number of requests")
+				continue
+			}
+			if name == "limit-rps" {
+				n.rps = r
+			} else {
+				n.rpm = r
+			}
+		case "whitelist-source-range", "allowlist-source-range":
+			for _, c := range strings.Split(v, ",") {
+				c = strings.TrimSpace(c)
+				if _, err := config.ParsePrefix(c); err != nil {
+					bad("holds %q, which is not an address or CIDR", c)
+					n.allow = nil
+					break
+				}
+				n.allow = append(n.allow, c)
+			}
+		case "auth-url":
+			u, err := url.Parse(v)
+			if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+				bad("is not an http or https URL")
+				continue
+			}
+			n.authURL = v
+		case "auth-response-headers":
+			for _, h := range strings.Split(v, ",") {
+				if h = strings.TrimSpace(h); h != "" {
+					n.authHeaders = append(n.authHeaders, h)
+				}
+			}
+		case "backend-protocol":
+			switch strings.ToUpper(v) {
+			case "HTTP":
+			case "HTTPS":
+				n.upstreamTLS = true
+			default:
+				n.refuse = fmt.Sprintf("%s %s is not supported: sturdy speaks HTTP and HTTPS to backends", k, v)
+			}
+		case "affinity":
+			if v != "cookie" {
+				bad("is not cookie")
+				continue
+			}
+			n.hashCookie = "INGRESSCOOKIE"
+		case "session-cookie-name":
+			if v != "" {
+				n.hashCookie = v
+			}
+		case "canary":
+			b, err := strconv.ParseBool(v)
+			if err != nil {
+				bad("is not true or false")
+				continue
+			}
+			n.canary = b
+		case "canary-weight", "canary-weight-total":
+			w, err := strconv.ParseInt(v, 10, 32)
+			if err != nil || w < 0 {
+				bad("is not a non-negative number")
+				continue
+			}
+			if name == "canary-weight" {
+				n.canaryWeight = int32(w)
+			} else {
+				n.canaryTotal = int32(w)
+			}
+		default:
+			if why, ok := ignored[name]; ok {
+				if why != "" {
+					n.events = append(n.events, why)
+				}
+				continue
+			}
+			n.events = append(n.events, fmt.Sprintf("%s is not understood by sturdy and is ignored", k))
+		}
+	}
+	if n.hashCookie != "" && ann[nginxPrefix+"affinity"] != "cookie" {
+		n.hashCookie = ""
+	}
+	if n.hashCookie != "" {
+		n.events = append(n.events, fmt.Sprintf("affinity: cookie hashes the %s cookie to choose a pod, and sturdy does not set that cookie: until the application sets it, a client is kept on one pod by its address", n.hashCookie))
+	}
+	if n.canaryWeight > n.canaryTotal {
+		n.canaryWeight = n.canaryTotal
+	}
+	return n
+}
+
+// apply writes the route-level annotations into a route.
+func (n *nginx) apply(r *config.Route, zone string) {
+	if n.maxBody > 0 {
+		r.MaxBodyBytes = n.maxBody
+	}
+	if n.connect > 0 {
+		r.Timeouts.Connect = n.connect
+	}
+	if n.read > 0 {
+		r.Timeouts.ResponseHeader = n.read
+	}
+	if n.rps > 0 || n.rpm > 0 {
+		// ingress-nginx's burst is the rate times limit-burst-multiplier
+		// (5), passed at once; refused requests get 503, as there.
+		burst := 5 * n.rps
+		if n.rps == 0 {
+			burst = 5 * n.rpm
+		}
+		r.RateLimit = []config.RateLimit{{Zone: zone, Burst: int(min(burst, 1_000_000)), NoDelay: true, Status: 503}}
+	}
+	if len(n.allow) > 0 {
+		for _, a := range n.allow {
+			r.Access = append(r.Access, config.AccessRule{Allow: a})
+		}
+		r.Access = append(r.Access, config.AccessRule{Deny: "all"})
+	}
+	if n.authURL != "" {
+		r.ForwardAuth = &config.ForwardAuth{URL: n.authURL, CopyHeaders: n.authHeaders}
+	}
+}
+
+// zone is the rate-limit zone of an Ingress with limit-rps or limit-rpm.
+func (n *nginx) zone(name string) *config.RateLimitZone {
+	switch {
+	case n.rps > 0:
+		return &config.RateLimitZone{Name: name, Key: config.KeyClientIP, Rate: config.Rate{N: n.rps, Per: time.Second}}
+	case n.rpm > 0:
+		return &config.RateLimitZone{Name: name, Key: config.KeyClientIP, Rate: config.Rate{N: n.rpm, Per: time.Minute}}
+	}
+	return nil
+}
+
+// pool adjusts a Service port's pool for the pool-level annotations; the
+// variant suffix keeps differently-set pools of one Service apart.
+func (n *nginx) pool(p config.Pool) config.Pool {
+	if n.upstreamTLS {
+		// ingress-nginx does not verify backends' certificates unless told
+		// to (proxy-ssl-verify), and pods' certificates rarely name the
+		// address sturdy dials.
+		p.TLS = &config.UpstreamTLS{InsecureSkipVerify: true}
+		p.Name += "+https"
+	}
+	if n.hashCookie != "" {
+		p.Balance, p.HashKey = config.BalanceHash, "cookie:"+n.hashCookie
+		p.Name += "+cookie"
+	}
+	return p
+}
+
+// nginxSize reads nginx's sizes: 1024, 8k, 8m, 1g; 0 lifts the limit.
+func nginxSize(s string) (config.Size, error) {
+	mult := int64(1)
+	switch {
+	case strings.HasSuffix(s, "k"), strings.HasSuffix(s, "K"):
+		mult = 1 << 10
+	case strings.HasSuffix(s, "m"), strings.HasSuffix(s, "M"):
+		mult = 1 << 20
+	case strings.HasSuffix(s, "g"), strings.HasSuffix(s, "G"):
+		mult = 1 << 30
+	}
+	if mult > 1 {
+		s = s[:len(s)-1]
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n < 0 || n > (1<<40)/mult {
+		return 0, fmt.Errorf("bad size")
+	}
+	if n == 0 {
+		return 1 << 50, nil // nginx's 0: no limit
+	}
+	return config.Size(n * mult), nil
+}
+
+// nginxSeconds reads ingress-nginx's timeouts: seconds, with or without s.
+func nginxSeconds(s string) (config.Duration, error) {
+	n, err := strconv.Atoi(strings.TrimSuffix(s, "s"))
+	if err != nil || n < 1 || n > 86400 {
+		return 0, fmt.Errorf("bad timeout")
+	}
+	return config.Duration(time.Duration(n) * time.Second), nil
+}
