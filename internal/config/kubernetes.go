@@ -47,6 +47,11 @@ type Kubernetes struct {
 	// Debounce gathers changes that arrive together into one reload.
 	// Default 200ms.
 	Debounce Duration `yaml:"debounce"`
+
+	// FileRoutes is how many of the config's routes are the file's (the
+	// rest were translated); /readyz counts only those unless
+	// admin.ready_routes names others. Set by the translation.
+	FileRoutes int `yaml:"-"`
 }
 
 // PortMap binds one Gateway listener port to a local address.

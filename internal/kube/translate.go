@@ -168,6 +168,7 @@ func (t *translator) assemble() {
 	})
 	type key struct{ listener, host, path string }
 	taken := map[key]bool{}
+	poolFrom := map[string]Ref{}
 	for _, e := range t.entries {
 		r := e.route
 		r.Listeners = slices.DeleteFunc(slices.Clone(r.Listeners), func(l string) bool {
@@ -200,6 +201,9 @@ func (t *translator) assemble() {
 		if e.pool != nil {
 			t.pools[e.pool.Name] = e.pool
 		}
+		if _, ok := poolFrom[r.Pool]; !ok {
+			poolFrom[r.Pool] = e.origin
+		}
 		t.res.Origins["routes["+itoa(len(cfg.Routes))+"]"] = e.origin
 		cfg.Routes = append(cfg.Routes, r)
 	}
@@ -222,6 +226,7 @@ func (t *translator) assemble() {
 	}
 	slices.Sort(names)
 	for _, n := range names {
+		t.res.Origins["pools["+itoa(len(cfg.Pools))+"]"] = poolFrom[n]
 		cfg.Pools = append(cfg.Pools, *t.pools[n])
 	}
 	for _, z := range t.zones {
@@ -229,6 +234,9 @@ func (t *translator) assemble() {
 			cfg.RateLimitZones = append(cfg.RateLimitZones, z)
 		}
 	}
+	k := *base.Kubernetes
+	k.FileRoutes = len(base.Routes)
+	cfg.Kubernetes = &k
 	cfg.File = base.File + " + Kubernetes"
 	t.res.Config = &cfg
 }

@@ -19,13 +19,13 @@ import (
 
 func ptr[T any](v T) *T { return &v }
 
-func meta(ns, name string, age int) metav1.ObjectMeta {
+func objMeta(ns, name string, age int) metav1.ObjectMeta {
 	return metav1.ObjectMeta{Namespace: ns, Name: name, Generation: 3,
 		CreationTimestamp: metav1.NewTime(time.Unix(1_700_000_000+int64(age), 0))}
 }
 
 func service(ns, name string, port int32) *corev1.Service {
-	return &corev1.Service{ObjectMeta: meta(ns, name, 0), Spec: corev1.ServiceSpec{
+	return &corev1.Service{ObjectMeta: objMeta(ns, name, 0), Spec: corev1.ServiceSpec{
 		Ports: []corev1.ServicePort{{Name: "http", Port: port, TargetPort: intstr.FromInt32(8080), Protocol: corev1.ProtocolTCP}}}}
 }
 
@@ -80,21 +80,21 @@ func gatewaySnapshot(t *testing.T) *Snapshot {
 	crt, key := ca.Issue(t, testpki.Leaf{DNS: []string{"shop.example.com"}})
 	return &Snapshot{
 		GatewayClasses: []*gwv1.GatewayClass{
-			{ObjectMeta: meta("", "sturdy", 0), Spec: gwv1.GatewayClassSpec{ControllerName: config.DefaultControllerName}},
-			{ObjectMeta: meta("", "other", 0), Spec: gwv1.GatewayClassSpec{ControllerName: "example.com/other"}},
+			{ObjectMeta: objMeta("", "sturdy", 0), Spec: gwv1.GatewayClassSpec{ControllerName: config.DefaultControllerName}},
+			{ObjectMeta: objMeta("", "other", 0), Spec: gwv1.GatewayClassSpec{ControllerName: "example.com/other"}},
 		},
 		Gateways: []*gwv1.Gateway{
-			{ObjectMeta: meta("infra", "web", 0), Spec: gwv1.GatewaySpec{GatewayClassName: "sturdy", Listeners: []gwv1.Listener{
+			{ObjectMeta: objMeta("infra", "web", 0), Spec: gwv1.GatewaySpec{GatewayClassName: "sturdy", Listeners: []gwv1.Listener{
 				{Name: "http", Port: 80, Protocol: gwv1.HTTPProtocolType, AllowedRoutes: &gwv1.AllowedRoutes{Namespaces: &gwv1.RouteNamespaces{From: ptr(gwv1.NamespacesFromAll)}}},
 				{Name: "https", Port: 443, Protocol: gwv1.HTTPSProtocolType, Hostname: ptr(gwv1.Hostname("*.example.com")),
 					AllowedRoutes: &gwv1.AllowedRoutes{Namespaces: &gwv1.RouteNamespaces{From: ptr(gwv1.NamespacesFromAll)}},
 					TLS:           &gwv1.ListenerTLSConfig{CertificateRefs: []gwv1.SecretObjectReference{{Name: "shop-tls"}, {Name: "missing"}}}},
 				{Name: "tcp", Port: 9000, Protocol: gwv1.TCPProtocolType},
 			}}},
-			{ObjectMeta: meta("infra", "theirs", 0), Spec: gwv1.GatewaySpec{GatewayClassName: "other", Listeners: []gwv1.Listener{{Name: "http", Port: 81, Protocol: gwv1.HTTPProtocolType}}}},
+			{ObjectMeta: objMeta("infra", "theirs", 0), Spec: gwv1.GatewaySpec{GatewayClassName: "other", Listeners: []gwv1.Listener{{Name: "http", Port: 81, Protocol: gwv1.HTTPProtocolType}}}},
 		},
 		HTTPRoutes: []*gwv1.HTTPRoute{
-			{ObjectMeta: meta("shop", "shop", 1), Spec: gwv1.HTTPRouteSpec{
+			{ObjectMeta: objMeta("shop", "shop", 1), Spec: gwv1.HTTPRouteSpec{
 				CommonRouteSpec: gwv1.CommonRouteSpec{ParentRefs: []gwv1.ParentReference{{Name: "web", Namespace: ptr(gwv1.Namespace("infra")), SectionName: ptr(gwv1.SectionName("https"))}}},
 				Hostnames:       []gwv1.Hostname{"shop.example.com", "shop.other.org"},
 				Rules: []gwv1.HTTPRouteRule{
@@ -107,18 +107,18 @@ func gatewaySnapshot(t *testing.T) *Snapshot {
 						{BackendRef: gwv1.BackendRef{BackendObjectReference: gwv1.BackendObjectReference{Name: "web-canary", Port: ptr(gwv1.PortNumber(80))}, Weight: ptr(int32(10))}},
 					}},
 				}}},
-			{ObjectMeta: meta("shop", "to-https", 2), Spec: gwv1.HTTPRouteSpec{
+			{ObjectMeta: objMeta("shop", "to-https", 2), Spec: gwv1.HTTPRouteSpec{
 				CommonRouteSpec: gwv1.CommonRouteSpec{ParentRefs: []gwv1.ParentReference{{Name: "web", Namespace: ptr(gwv1.Namespace("infra")), SectionName: ptr(gwv1.SectionName("http"))}}},
 				Rules: []gwv1.HTTPRouteRule{{Filters: []gwv1.HTTPRouteFilter{{Type: gwv1.HTTPRouteFilterRequestRedirect,
 					RequestRedirect: &gwv1.HTTPRequestRedirectFilter{Scheme: ptr("https"), StatusCode: ptr(301)}}}}},
 			}},
-			{ObjectMeta: meta("shop", "cross-ns", 3), Spec: gwv1.HTTPRouteSpec{
+			{ObjectMeta: objMeta("shop", "cross-ns", 3), Spec: gwv1.HTTPRouteSpec{
 				CommonRouteSpec: gwv1.CommonRouteSpec{ParentRefs: []gwv1.ParentReference{{Name: "web", Namespace: ptr(gwv1.Namespace("infra")), SectionName: ptr(gwv1.SectionName("https"))}}},
 				Hostnames:       []gwv1.Hostname{"admin.example.com"},
 				Rules: []gwv1.HTTPRouteRule{{BackendRefs: []gwv1.HTTPBackendRef{{BackendRef: gwv1.BackendRef{BackendObjectReference: gwv1.BackendObjectReference{
 					Name: "admin", Namespace: ptr(gwv1.Namespace("ops")), Port: ptr(gwv1.PortNumber(80))}}}}}},
 			}},
-			{ObjectMeta: meta("shop", "not-ours", 4), Spec: gwv1.HTTPRouteSpec{
+			{ObjectMeta: objMeta("shop", "not-ours", 4), Spec: gwv1.HTTPRouteSpec{
 				CommonRouteSpec: gwv1.CommonRouteSpec{ParentRefs: []gwv1.ParentReference{{Name: "theirs", Namespace: ptr(gwv1.Namespace("infra"))}}}}},
 		},
 		Services: []*corev1.Service{service("shop", "cart", 80), service("shop", "web", 80), service("shop", "web-canary", 80), service("ops", "admin", 80)},
@@ -128,7 +128,7 @@ func gatewaySnapshot(t *testing.T) *Snapshot {
 			slice("shop", "web-canary", ep("10.0.2.1", true, true, false)),
 			slice("ops", "admin", ep("10.0.3.1", true, true, false)),
 		},
-		Secrets: []*corev1.Secret{{ObjectMeta: meta("infra", "shop-tls", 0), Type: corev1.SecretTypeTLS,
+		Secrets: []*corev1.Secret{{ObjectMeta: objMeta("infra", "shop-tls", 0), Type: corev1.SecretTypeTLS,
 			Data: map[string][]byte{corev1.TLSCertKey: crt, corev1.TLSPrivateKeyKey: key}}},
 	}
 }
@@ -221,7 +221,7 @@ func TestGatewayTranslation(t *testing.T) {
 // A grant in the Service's namespace lets the route use it.
 func TestReferenceGrantAllowsCrossNamespaceBackend(t *testing.T) {
 	snap := gatewaySnapshot(t)
-	snap.ReferenceGrants = []*gwv1.ReferenceGrant{{ObjectMeta: meta("ops", "from-shop", 0), Spec: gwv1.ReferenceGrantSpec{
+	snap.ReferenceGrants = []*gwv1.ReferenceGrant{{ObjectMeta: objMeta("ops", "from-shop", 0), Spec: gwv1.ReferenceGrantSpec{
 		From: []gwv1.ReferenceGrantFrom{{Group: gatewayGroup, Kind: "HTTPRoute", Namespace: "shop"}},
 		To:   []gwv1.ReferenceGrantTo{{Group: "", Kind: "Service"}},
 	}}}
@@ -253,7 +253,7 @@ func TestEndpointConditions(t *testing.T) {
 }
 
 func ingress(ns, name string, ann map[string]string, host, path, svc string, tlsSecret string) *networkingv1.Ingress {
-	ing := &networkingv1.Ingress{ObjectMeta: meta(ns, name, 10), Spec: networkingv1.IngressSpec{
+	ing := &networkingv1.Ingress{ObjectMeta: objMeta(ns, name, 10), Spec: networkingv1.IngressSpec{
 		IngressClassName: ptr("sturdy"),
 		Rules: []networkingv1.IngressRule{{Host: host, IngressRuleValue: networkingv1.IngressRuleValue{HTTP: &networkingv1.HTTPIngressRuleValue{
 			Paths: []networkingv1.HTTPIngressPath{{Path: path, PathType: ptr(networkingv1.PathTypePrefix), Backend: networkingv1.IngressBackend{
@@ -282,7 +282,7 @@ func TestIngressAnnotations(t *testing.T) {
 			slice("app", "app", ep("10.1.0.1", true, true, false)),
 			slice("app", "app-v2", ep("10.1.0.2", true, true, false)),
 		},
-		Secrets: []*corev1.Secret{{ObjectMeta: meta("app", "app-tls", 0), Type: corev1.SecretTypeTLS,
+		Secrets: []*corev1.Secret{{ObjectMeta: objMeta("app", "app-tls", 0), Type: corev1.SecretTypeTLS,
 			Data: map[string][]byte{corev1.TLSCertKey: crt, corev1.TLSPrivateKeyKey: key}}},
 		Ingresses: []*networkingv1.Ingress{
 			ingress("app", "app", a("proxy-body-size", "8m", "proxy-connect-timeout", "3", "proxy-read-timeout", "120",
