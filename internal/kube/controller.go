@@ -356,4 +356,6 @@ func (c *Controller) latest() *outcome {
 	return c.last
 }
 
-func (c *Controller) String() string { return fmt.Sprintf("kubernetes controller %s", c.k.ControllerName) }
+func (c *Controller) String() string {
+	return fmt.Sprintf("kubernetes controller %s", c.k.ControllerName)
+}

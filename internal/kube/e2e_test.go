@@ -247,7 +247,7 @@ func TestGatewayServesAndUpdatesWithoutFailures(t *testing.T) {
 	must(gc.GatewayV1().Gateways(ns).Create(ctx, gw, metav1.CreateOptions{}))
 	route := &gwv1.HTTPRoute{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "shop"}, Spec: gwv1.HTTPRouteSpec{
 		CommonRouteSpec: gwv1.CommonRouteSpec{ParentRefs: []gwv1.ParentReference{{Name: "web", SectionName: ptr(gwv1.SectionName("https"))}}},
-		Rules: []gwv1.HTTPRouteRule{{BackendRefs: []gwv1.HTTPBackendRef{{BackendRef: gwv1.BackendRef{BackendObjectReference: gwv1.BackendObjectReference{Name: "web", Port: ptr(gwv1.PortNumber(80))}}}}}},
+		Rules:           []gwv1.HTTPRouteRule{{BackendRefs: []gwv1.HTTPBackendRef{{BackendRef: gwv1.BackendRef{BackendObjectReference: gwv1.BackendObjectReference{Name: "web", Port: ptr(gwv1.PortNumber(80))}}}}}},
 	}}
 	must(gc.GatewayV1().HTTPRoutes(ns).Create(ctx, route, metav1.CreateOptions{}))
 	redirect := &gwv1.HTTPRoute{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "to-https"}, Spec: gwv1.HTTPRouteSpec{
