@@ -58,8 +58,10 @@ type Controller struct {
 	synced  atomic.Bool   // the first translation was applied
 	applied chan struct{} // a translation was applied (for the status writer); capacity 1
 
-	mu   sync.Mutex // guards last
-	last *outcome
+	mu      sync.Mutex // guards last and exclude
+	last    *outcome
+	exclude map[Ref]string // what the last sync left out
+	ready   atomic.Bool    // the caches have synced
 }
 
 // outcome is one translation and whether it serves.
@@ -208,6 +210,7 @@ func (c *Controller) Run(ctx context.Context) error {
 	if !cache.WaitForCacheSync(ctx.Done(), synced...) {
 		return ctx.Err()
 	}
+	c.ready.Store(true)
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	wg.Go(func() { c.elect(ctx) })
@@ -310,6 +313,7 @@ func (c *Controller) sync() {
 	}
 	c.mu.Lock()
 	c.last = &outcome{res: res, applyErr: applyErr, at: time.Now()}
+	c.exclude = exclude
 	c.mu.Unlock()
 	select {
 	case c.applied <- struct{}{}:
@@ -347,6 +351,30 @@ func originOf(path string, origins map[string]Ref) (Ref, bool) {
 		p = p[:i]
 	}
 	return Ref{}, false
+}
+
+// Build translates the caches as they are now onto a fresh base: the
+// config a reload of the file (SIGHUP, the admin API) applies.
+func (c *Controller) Build() (*config.Config, error) {
+	if !c.ready.Load() {
+		return nil, errors.New("kubernetes: the caches have not synced yet; the file's new content applies with the first sync")
+	}
+	snap, err := c.snapshot()
+	if err != nil {
+		return nil, err
+	}
+	base, err := c.o.Base()
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	exclude := c.exclude
+	c.mu.Unlock()
+	res := Translate(Input{Base: base, Snap: snap, Exclude: exclude})
+	if err := res.Config.Finish(); err != nil {
+		return nil, err
+	}
+	return res.Config, nil
 }
 
 // latest is the last translation, or nil.

@@ -1,7 +1,9 @@
 package kube
 
 import (
+	"fmt"
 	"log/slog"
+	"os"
 	"sync"
 
 	"github.com/sturdyproxy/sturdy/internal/config"
@@ -14,6 +16,9 @@ type Wiring struct {
 	Options
 	// Server options (tests add a dialer).
 	Server []server.Option
+	// Path, when set, is re-read by the server's reload (SIGHUP, the
+	// admin API) and becomes the base of every translation after.
+	Path string
 }
 
 // NewServer builds a server whose config is the file's (name, data) plus
@@ -71,6 +76,18 @@ func NewServer(name string, data []byte, log *slog.Logger, w Wiring) (srv *serve
 		mu.Unlock()
 		ctl.Resync()
 		return nil
+	}
+	if w.Path != "" {
+		s.SetLoader(func() (*config.Config, error) {
+			b, err := os.ReadFile(w.Path)
+			if err != nil {
+				return nil, config.ErrorList{{File: w.Path, Msg: fmt.Sprintf("cannot read config: %v", err)}}
+			}
+			if err := setBase(b); err != nil {
+				return nil, err
+			}
+			return ctl.Build()
+		})
 	}
 	return s, ctl, setBase, nil
 }
