@@ -84,7 +84,7 @@ kubernetes:
 	logs := &testutil.SyncBuffer{}
 	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	srv, ctl, _, err := NewServer(t.Name()+".yaml", []byte(yaml), log, Wiring{
-		Options: Options{Rest: c.Config, LeaseDuration: 3 * time.Second, RenewDeadline: 2 * time.Second, RetryPeriod: 500 * time.Millisecond},
+		Options: Options{Rest: rbacFor(t, c, ns), LeaseDuration: 3 * time.Second, RenewDeadline: 2 * time.Second, RetryPeriod: 500 * time.Millisecond},
 		Server:  []server.Option{server.WithDialer(f.dialer())},
 	})
 	if err != nil {
