@@ -91,6 +91,9 @@ func TestGatewayManifests(t *testing.T) {
 func rbacFor(t *testing.T, c *kubetest.Cluster, ns string) *rest.Config {
 	t.Helper()
 	ctx := context.Background()
+	if _, err := c.Client.CoreV1().ServiceAccounts(ns).Get(ctx, "sturdy", metav1.GetOptions{}); err == nil {
+		return tokenFor(t, c, ns) // a second replica
+	}
 	must(c.Client.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "sturdy"}}, metav1.CreateOptions{}))
 	subject := []rbacv1.Subject{{Kind: "ServiceAccount", Name: "sturdy", Namespace: ns}}
 	for _, d := range docs(t, "rbac.yaml") {
@@ -122,7 +125,11 @@ func rbacFor(t *testing.T, c *kubetest.Cluster, ns string) *rest.Config {
 			t.Fatalf("rbac.yaml: unexpected kind %q", tm.Kind)
 		}
 	}
-	tok := must(c.Client.CoreV1().ServiceAccounts(ns).CreateToken(ctx, "sturdy", &authnv1.TokenRequest{}, metav1.CreateOptions{}))
+	return tokenFor(t, c, ns)
+}
+
+func tokenFor(t *testing.T, c *kubetest.Cluster, ns string) *rest.Config {
+	tok := must(c.Client.CoreV1().ServiceAccounts(ns).CreateToken(context.Background(), "sturdy", &authnv1.TokenRequest{}, metav1.CreateOptions{}))
 	rc := rest.AnonymousClientConfig(c.Config)
 	rc.BearerToken = tok.Status.Token
 	return rc

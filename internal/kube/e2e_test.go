@@ -69,7 +69,7 @@ func (f *fleet) dialer() health.Dialer {
 
 // sturdyFor runs sturdy in Kubernetes mode against the test cluster,
 // watching namespace ns only.
-func sturdyFor(t *testing.T, c *kubetest.Cluster, ns string, f *fleet, extra string) (*server.Server, *Controller) {
+func sturdyFor(t *testing.T, c *kubetest.Cluster, ns string, f *fleet, identity string) (*server.Server, *Controller) {
 	t.Helper()
 	yaml := fmt.Sprintf(`admin: { listen: 127.0.0.1:0 }
 kubernetes:
@@ -78,9 +78,9 @@ kubernetes:
   namespaces: [%s]
   ports: [ { port: 80, listen: 127.0.0.1:0 }, { port: 443, listen: 127.0.0.1:0 } ]
   addresses: [192.0.2.1]
-  lease: { namespace: %s, identity: replica-a }
+  lease: { namespace: %s, identity: %s }
   debounce: 50ms
-%s`, ns, ns, ns, ns, extra)
+`, ns, ns, ns, ns, identity)
 	logs := &testutil.SyncBuffer{}
 	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	srv, ctl, _, err := NewServer(t.Name()+".yaml", []byte(yaml), log, Wiring{
@@ -257,7 +257,7 @@ func TestGatewayServesAndUpdatesWithoutFailures(t *testing.T) {
 	}}
 	must(gc.GatewayV1().HTTPRoutes(ns).Create(ctx, redirect, metav1.CreateOptions{}))
 
-	srv, ctl := sturdyFor(t, c, ns, f, "")
+	srv, ctl := sturdyFor(t, c, ns, f, "replica-a")
 	waitFor(t, "the first sync", 30*time.Second, func() bool { ok, _ := ctl.Ready(); return ok && srv.Addr("port-443") != "" })
 	roots := ca.Pool()
 	https := srv.Addr("port-443")
@@ -364,4 +364,70 @@ func parseLeaf(t *testing.T, certPEM []byte) *x509.Certificate {
 		t.Fatal(err)
 	}
 	return c
+}
+
+// Every replica serves; one at a time writes status, and when it stops
+// another takes the Lease over and keeps the status current.
+func TestOneReplicaWritesStatusAndAnotherTakesOver(t *testing.T) {
+	c := env.Cluster(t)
+	ns := c.Namespace(t, "gw-lease")
+	ctx := context.Background()
+	gc := must(gwclient.NewForConfig(c.Config))
+	f := &fleet{addr: map[string]string{}}
+	f.backend(t, "192.0.2.41:8080", "web")
+	must(c.Client.CoreV1().Services(ns).Create(ctx, svcObj(ns, "web"), metav1.CreateOptions{}))
+	must(c.Client.DiscoveryV1().EndpointSlices(ns).Create(ctx, sliceObj(ns, "web", "192.0.2.41"), metav1.CreateOptions{}))
+	must(gc.GatewayV1().GatewayClasses().Create(ctx, &gwv1.GatewayClass{ObjectMeta: metav1.ObjectMeta{Name: ns},
+		Spec: gwv1.GatewayClassSpec{ControllerName: gwv1.GatewayController("sturdyproxy.io/" + ns)}}, metav1.CreateOptions{}))
+	t.Cleanup(func() { gc.GatewayV1().GatewayClasses().Delete(context.Background(), ns, metav1.DeleteOptions{}) })
+	must(gc.GatewayV1().Gateways(ns).Create(ctx, &gwv1.Gateway{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"},
+		Spec: gwv1.GatewaySpec{GatewayClassName: gwv1.ObjectName(ns), Listeners: []gwv1.Listener{{Name: "http", Port: 80, Protocol: gwv1.HTTPProtocolType}}}}, metav1.CreateOptions{}))
+	rule := func(path string) []gwv1.HTTPRouteRule {
+		return []gwv1.HTTPRouteRule{{Matches: []gwv1.HTTPRouteMatch{{Path: &gwv1.HTTPPathMatch{Type: ptr(gwv1.PathMatchPathPrefix), Value: ptr(path)}}},
+			BackendRefs: []gwv1.HTTPBackendRef{{BackendRef: gwv1.BackendRef{BackendObjectReference: gwv1.BackendObjectReference{Name: "web", Port: ptr(gwv1.PortNumber(80))}}}}}}
+	}
+	must(gc.GatewayV1().HTTPRoutes(ns).Create(ctx, &gwv1.HTTPRoute{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "r"},
+		Spec: gwv1.HTTPRouteSpec{CommonRouteSpec: gwv1.CommonRouteSpec{ParentRefs: []gwv1.ParentReference{{Name: "web"}}}, Rules: rule("/a")}}, metav1.CreateOptions{}))
+
+	a, _ := sturdyFor(t, c, ns, f, "replica-a")
+	b, _ := sturdyFor(t, c, ns, f, "replica-b")
+	for _, s := range []*server.Server{a, b} {
+		waitFor(t, "both replicas serve", 30*time.Second, func() bool {
+			_, body, _, _ := get(client(s.Addr("port-80"), nil), "http://x/a")
+			return body == "web /a"
+		})
+	}
+	observed := func(gen int64) bool {
+		r, err := gc.GatewayV1().HTTPRoutes(ns).Get(ctx, "r", metav1.GetOptions{})
+		return err == nil && r.Generation == gen && len(r.Status.Parents) == 1 && r.Status.Parents[0].Conditions[0].ObservedGeneration == gen
+	}
+	waitFor(t, "the route's status", 20*time.Second, func() bool { return observed(1) })
+	lease := must(c.Client.CoordinationV1().Leases(ns).Get(ctx, "sturdy-status", metav1.GetOptions{}))
+	holder := *lease.Spec.HolderIdentity
+	if holder != "replica-a" && holder != "replica-b" {
+		t.Fatalf("lease held by %q", holder)
+	}
+	r := must(gc.GatewayV1().HTTPRoutes(ns).Get(ctx, "r", metav1.GetOptions{}))
+	if len(r.Status.Parents) != 1 {
+		t.Errorf("%d parent statuses; one replica writes, and one entry per parent", len(r.Status.Parents))
+	}
+
+	// The holder stops (its Lease is released); the other takes over.
+	leader, other := a, b
+	if holder == "replica-b" {
+		leader, other = b, a
+	}
+	sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	leader.Shutdown(sctx)
+	cancel()
+	r = must(gc.GatewayV1().HTTPRoutes(ns).Get(ctx, "r", metav1.GetOptions{}))
+	r.Spec.Rules = rule("/b")
+	must(gc.GatewayV1().HTTPRoutes(ns).Update(ctx, r, metav1.UpdateOptions{}))
+	waitFor(t, "the other replica serves the change and writes its status", 20*time.Second, func() bool {
+		_, body, _, _ := get(client(other.Addr("port-80"), nil), "http://x/b")
+		return body == "web /b" && observed(2)
+	})
+	if l := must(c.Client.CoordinationV1().Leases(ns).Get(ctx, "sturdy-status", metav1.GetOptions{})); *l.Spec.HolderIdentity == holder {
+		t.Errorf("the lease is still %s's", holder)
+	}
 }

@@ -62,7 +62,7 @@ func TestIngressNginxAnnotationsWork(t *testing.T) {
 		must(c.Client.NetworkingV1().Ingresses(ns).Create(ctx, ing, metav1.CreateOptions{}))
 	}
 
-	srv, ctl := sturdyFor(t, c, ns, f, "")
+	srv, ctl := sturdyFor(t, c, ns, f, "replica-a")
 	waitFor(t, "the first sync", 30*time.Second, func() bool { ok, _ := ctl.Ready(); return ok && srv.Addr("port-443") != "" })
 	https := client(srv.Addr("port-443"), ca.Pool())
 	req := func(method, path, token string, body string) (*http.Response, string) {
