@@ -111,7 +111,9 @@ func rbacFor(t *testing.T, c *kubetest.Cluster, ns string) *rest.Config {
 			b.RoleRef.Name += "-" + ns
 			b.Subjects = subject
 			must(c.Client.RbacV1().ClusterRoleBindings().Create(ctx, b, metav1.CreateOptions{}))
-			t.Cleanup(func() { c.Client.RbacV1().ClusterRoleBindings().Delete(context.Background(), b.Name, metav1.DeleteOptions{}) })
+			t.Cleanup(func() {
+				c.Client.RbacV1().ClusterRoleBindings().Delete(context.Background(), b.Name, metav1.DeleteOptions{})
+			})
 		case "Role":
 			r := strict[rbacv1.Role](t, d)
 			r.Namespace = ns
