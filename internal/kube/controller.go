@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"reflect"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -14,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
@@ -25,6 +27,7 @@ import (
 	gwinformers "sigs.k8s.io/gateway-api/pkg/client/informers/externalversions"
 
 	"github.com/sturdyproxy/sturdy/internal/config"
+	"github.com/sturdyproxy/sturdy/internal/lint"
 )
 
 // Options configure a Controller.
@@ -62,6 +65,9 @@ type Controller struct {
 	last    *outcome
 	exclude map[Ref]string // what the last sync left out
 	ready   atomic.Bool    // the caches have synced
+
+	applied0 *config.Config  // the config last applied; only sync touches it
+	linted   map[string]bool // the lint warnings last logged; only sync touches it
 }
 
 // outcome is one translation and whether it serves.
@@ -189,8 +195,16 @@ func (c *Controller) Run(ctx context.Context) error {
 		l.informer = append(l.informer, g.Informer(), h.Informer(), rg.Informer(), sv.Informer(), es.Informer(), se.Informer(), in.Informer())
 	}
 	handler := cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(any) { c.poke() },
-		UpdateFunc: func(_, _ any) { c.poke() },
+		AddFunc: func(any) { c.poke() },
+		UpdateFunc: func(old, cur any) {
+			// The informers' periodic resync repeats what they have.
+			if o, ok := old.(metav1.Object); ok {
+				if n, ok := cur.(metav1.Object); ok && o.GetResourceVersion() == n.GetResourceVersion() {
+					return
+				}
+			}
+			c.poke()
+		},
 		DeleteFunc: func(any) { c.poke() },
 	}
 	for _, inf := range l.informer {
@@ -287,8 +301,14 @@ func (c *Controller) sync() {
 		}
 		res = Translate(Input{Base: base, Snap: snap, Exclude: exclude})
 		applyErr = res.Config.Finish()
+		if applyErr == nil && c.applied0 != nil && reflect.DeepEqual(res.Config, c.applied0) {
+			break // nothing that serves changed (a status write, a new generation)
+		}
 		if applyErr == nil {
-			applyErr = c.o.Apply(res.Config)
+			if applyErr = c.o.Apply(res.Config); applyErr == nil {
+				c.applied0 = res.Config
+				c.lint(res.Config)
+			}
 		}
 		if applyErr == nil {
 			break
@@ -319,6 +339,20 @@ func (c *Controller) sync() {
 	case c.applied <- struct{}{}:
 	default:
 	}
+}
+
+// lint logs the risky-but-valid settings of a translated config that
+// were not already logged, as `sturdy check` prints them for a file.
+func (c *Controller) lint(cfg *config.Config) {
+	seen := map[string]bool{}
+	for _, w := range lint.Check(cfg) {
+		msg := w.Error()
+		seen[msg] = true
+		if !c.linted[msg] {
+			c.log.Warn("kubernetes: risky config", "at", msg)
+		}
+	}
+	c.linted = seen
 }
 
 // blame maps the errors of a refused config to the objects they came

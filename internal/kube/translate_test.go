@@ -377,3 +377,26 @@ func TestConflictOldestWins(t *testing.T) {
 		t.Errorf("routes = %+v; want only the older Ingress's", res.Config.Routes)
 	}
 }
+
+// A compile error is laid at the door of the object its key path came
+// from; an error in the file's own part blames no object.
+func TestBlame(t *testing.T) {
+	origins := map[string]Ref{
+		"routes[3]":                        {"HTTPRoute", "a", "r"},
+		"listeners[1].tls.certificates[0]": {"Secret", "a", "s"},
+	}
+	err := config.ErrorList{
+		{Path: "routes[3].pool", Msg: "no pool"},
+		{Path: "listeners[1].tls.certificates[0]", Msg: "bad key"},
+	}
+	got := blame(err, origins)
+	if got[Ref{"HTTPRoute", "a", "r"}] != "routes[3].pool: no pool" || got[Ref{"Secret", "a", "s"}] == "" || len(got) != 2 {
+		t.Errorf("blame = %v", got)
+	}
+	if got := blame(append(err, config.Error{Path: "admin.listen", Msg: "bad"}), origins); got != nil {
+		t.Errorf("an error of the file's part blamed %v", got)
+	}
+	if got := blame(config.ErrorList{{Path: "routes[30].pool"}}, origins); got != nil {
+		t.Errorf("routes[30] is not routes[3]: %v", got)
+	}
+}
