@@ -2,7 +2,9 @@ package kube
 
 import (
 	"fmt"
+	"net/http"
 	"net/url"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -30,6 +32,18 @@ type nginx struct {
 	canary           bool
 	canaryWeight     int32
 	canaryTotal      int32
+	// canary-by-header (-value, -pattern) and canary-by-cookie.
+	canaryHeader, canaryHeaderValue, canaryHeaderPattern, canaryCookie string
+	// use-regex (implied by rewrite-target): ImplementationSpecific paths
+	// are regular expressions.
+	regex         bool
+	rewriteTarget string
+	// redirect is permanent-redirect or temporal-redirect: every path
+	// answers with it.
+	redirect      *config.Redirect
+	appRoot       string
+	upstreamVhost string
+	forwardPrefix string // x-forwarded-prefix
 
 	events []string // what was not understood or not translated
 	refuse string   // why the whole Ingress is refused
@@ -39,22 +53,6 @@ type nginx struct {
 // Ingress that carries one is refused rather than served without it (it
 // is often an access rule or an auth check).
 var snippets = []string{"server-snippet", "configuration-snippet", "stream-snippet", "auth-snippet", "modsecurity-snippet"}
-
-// notYet are annotations that change what a request means and that need
-// issue 15's routing (rewrites, regex paths, header matches): serving the
-// Ingress without them would send requests where they do not belong.
-var notYet = map[string]string{
-	"rewrite-target":           "URL rewrites",
-	"use-regex":                "regular-expression paths",
-	"app-root":                 "route-level redirects",
-	"permanent-redirect":       "route-level redirects",
-	"temporal-redirect":        "route-level redirects",
-	"canary-by-header":         "header matches",
-	"canary-by-header-value":   "header matches",
-	"canary-by-header-pattern": "header matches",
-	"canary-by-cookie":         "cookie matches",
-	"upstream-vhost":           "a Host override",
-}
 
 // ignored are annotations whose job sturdy does its own way: they are
 // reported once, as information, not translated.
@@ -73,6 +71,10 @@ var ignored = map[string]string{
 	"canary":                    "",
 	"canary-weight":             "",
 	"canary-weight-total":       "",
+	"custom-headers":            "custom-headers names a ConfigMap of response headers, which sturdy does not read; set them with an HTTPRoute's ResponseHeaderModifier, or in the application",
+	"enable-cors":               "enable-cors is not translated: sturdy does not answer CORS preflight requests itself; the application must, or set the headers with an HTTPRoute's ResponseHeaderModifier",
+	"permanent-redirect-code":   "",
+	"temporal-redirect-code":    "",
 	"ssl-redirect":              "",
 	"force-ssl-redirect":        "",
 	"proxy-body-size":           "",
@@ -104,10 +106,6 @@ func parseNginx(ann map[string]string) *nginx {
 		}
 		if slices.Contains(snippets, name) {
 			n.refuse = fmt.Sprintf("%s holds nginx configuration, which sturdy does not run; express it as sturdy config (docs/kubernetes.md) and remove the annotation", k)
-			continue
-		}
-		if what, ok := notYet[name]; ok {
-			n.refuse = fmt.Sprintf("%s needs %s, which this sturdy does not have yet; the Ingress is not served rather than served wrong", k, what)
 			continue
 		}
 		switch name {
@@ -210,6 +208,86 @@ func parseNginx(ann map[string]string) *nginx {
 			} else {
 				n.canaryTotal = int32(w)
 			}
+		case "use-regex":
+			b, err := strconv.ParseBool(v)
+			if err != nil {
+				bad("is not true or false")
+				continue
+			}
+			n.regex = n.regex || b
+		case "rewrite-target":
+			switch {
+			case !strings.HasPrefix(v, "/") && !strings.HasPrefix(v, "$"):
+				n.refuse = fmt.Sprintf("%s %q is not a path: a rewrite to another host is a redirect (permanent-redirect)", k, v)
+			case strings.ContainsAny(v, "?#"):
+				n.refuse = fmt.Sprintf("%s %q holds a query: sturdy keeps the client's query and rewrites only the path", k, v)
+			default:
+				n.rewriteTarget, n.regex = v, true
+			}
+		case "permanent-redirect", "temporal-redirect":
+			if !strings.Contains(v, "://") && !strings.HasPrefix(v, "/") {
+				bad("is not a URL like https://example.com/new")
+				continue
+			}
+			code, status := name+"-code", http.StatusMovedPermanently
+			if name == "temporal-redirect" {
+				status = http.StatusFound
+			}
+			if c := strings.TrimSpace(ann[nginxPrefix+code]); c != "" {
+				switch s, _ := strconv.Atoi(c); s {
+				case 301, 302, 303, 307, 308:
+					status = s
+				default:
+					n.events = append(n.events, fmt.Sprintf("%s%s: %q is not a redirect status (301, 302, 303, 307, 308); %d is used", nginxPrefix, code, c, status))
+				}
+			}
+			if n.redirect != nil && name == "permanent-redirect" {
+				continue // temporal-redirect wins, as in ingress-nginx
+			}
+			// The URL is nginx's: its variables ($host, $request_uri) are sturdy's too.
+			n.redirect = &config.Redirect{URL: v, Status: status}
+		case "app-root":
+			if !strings.HasPrefix(v, "/") || strings.ContainsAny(v, "?#") {
+				bad("is not a path like /app")
+				continue
+			}
+			n.appRoot = v
+		case "upstream-vhost":
+			if v == "" {
+				bad("is empty")
+				continue
+			}
+			n.upstreamVhost = v
+		case "x-forwarded-prefix":
+			if strings.ContainsAny(v, "\r\n\x00") {
+				bad("holds a line break")
+				continue
+			}
+			n.forwardPrefix = v
+		case "canary-by-header", "canary-by-header-value", "canary-by-header-pattern", "canary-by-cookie":
+			switch {
+			case name == "canary-by-cookie" && (v == "" || strings.ContainsAny(v, "=; \t")):
+				bad("is not a cookie name")
+				continue
+			case name == "canary-by-header" && config.RuleHeaderProblem(v) != "" && !strings.EqualFold(v, "Host"):
+				bad("is not a header name")
+				continue
+			case name == "canary-by-header-pattern":
+				if _, err := regexp.Compile(v); err != nil {
+					bad("is not an RE2 regular expression")
+					continue
+				}
+			}
+			switch name {
+			case "canary-by-header":
+				n.canaryHeader = v
+			case "canary-by-header-value":
+				n.canaryHeaderValue = v
+			case "canary-by-header-pattern":
+				n.canaryHeaderPattern = v
+			default:
+				n.canaryCookie = v
+			}
 		default:
 			if why, ok := ignored[name]; ok {
 				if why != "" {
@@ -260,6 +338,13 @@ func (n *nginx) apply(r *config.Route, zone string) {
 	}
 	if n.authURL != "" {
 		r.ForwardAuth = &config.ForwardAuth{URL: n.authURL, CopyHeaders: n.authHeaders}
+	}
+	if n.upstreamVhost != "" {
+		// nginx's proxy_set_header Host: its variables are sturdy's too.
+		r.HostHeader = n.upstreamVhost
+	}
+	if n.forwardPrefix != "" {
+		r.RequestHeaders = &config.HeaderRules{Set: map[string]string{"X-Forwarded-Prefix": literal(n.forwardPrefix)}}
 	}
 }
 

@@ -8,16 +8,14 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
-	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/sturdyproxy/sturdy/internal/config"
 )
 
-// backend is one Service port that a rule sends to, with its share.
+// backend is one Service port that a rule sends to.
 type backend struct {
-	svc    Ref
-	port   int32 // the Service's port
-	weight int32
+	svc  Ref
+	port int32 // the Service's port
 }
 
 // poolName names the pool of a Service port; the same Service port shares
@@ -104,39 +102,4 @@ func slicePort(sl *discoveryv1.EndpointSlice, sp *corev1.ServicePort) int32 {
 		}
 	}
 	return 0
-}
-
-// targetIsNamed reports whether a Service port's target is a container
-// port name (resolved per pod, which only EndpointSlices know).
-func targetIsNamed(sp *corev1.ServicePort) bool { return sp.TargetPort.Type == intstr.String }
-
-// weighted merges the hosts of several backends into one pool whose host
-// weights give each backend its share of the traffic: a host of a backend
-// with weight w and n hosts gets a weight proportional to w/n, scaled so
-// that the heaviest is config.MaxWeight.
-func weighted(parts [][]config.Host, weights []int32) []config.Host {
-	best := 0.0
-	for i, hs := range parts {
-		if len(hs) > 0 && weights[i] > 0 {
-			best = max(best, float64(weights[i])/float64(len(hs)))
-		}
-	}
-	byAddr := map[string]int{}
-	var out []config.Host
-	for i, hs := range parts {
-		if weights[i] <= 0 || len(hs) == 0 {
-			continue
-		}
-		w := int(float64(weights[i])/float64(len(hs))/best*config.MaxWeight + 0.5)
-		w = max(w, 1)
-		for _, h := range hs {
-			if j, ok := byAddr[h.Addr]; ok {
-				out[j].Weight = min(out[j].Weight+w, config.MaxWeight)
-				continue
-			}
-			byAddr[h.Addr] = len(out)
-			out = append(out, config.Host{Addr: h.Addr, Weight: w})
-		}
-	}
-	return out
 }

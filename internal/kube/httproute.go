@@ -2,6 +2,7 @@ package kube
 
 import (
 	"fmt"
+	"net/http"
 	"slices"
 	"strings"
 	"time"
@@ -13,14 +14,16 @@ import (
 	"github.com/sturdyproxy/sturdy/internal/config"
 )
 
-// rule is one HTTPRoute rule as sturdy config can serve it.
+// rule is one HTTPRoute rule as sturdy config serves it: one route per
+// match, each with the rule's filters and backends.
 type rule struct {
-	paths    []string // one per match: path prefixes
-	pool     *config.Pool
-	poolName string
-	redirect *config.RedirectHTTPS // the rule only redirects to HTTPS
-	timeouts config.Timeouts
-	dropped  string // why the rule is not served; "" when it is
+	matches []config.RouteMatch
+	// tmpl is every route key of the rule but its name, listeners, hosts
+	// and match.
+	tmpl config.Route
+	// pools are the rule's own pools; Service pools are shared.
+	pools   []*config.Pool
+	dropped string // why the rule is not served; "" when it is
 }
 
 // hostSet is the hosts a route is served for on one sturdy listener.
@@ -103,55 +106,23 @@ func (t *translator) httpRoute(r *gwv1.HTTPRoute, byGateway map[Ref][]*glistener
 			if ru.dropped != "" {
 				continue
 			}
-			if ru.redirect != nil {
-				if sp.proto == gwv1.HTTPProtocolType {
-					sp.redirect = ru.redirect
-					t.redirects = append(t.redirects, redirectClaim{sp, ref, i})
-				}
-				continue
-			}
-			sp.plain++
-			for j, path := range ru.paths {
-				rc := config.Route{
-					Name:      fmt.Sprintf("httproute/%s/%s/%d/%d/%s", r.Namespace, r.Name, i, j, sp.name),
-					Listeners: []string{sp.name},
-					Path:      path,
-					Pool:      ru.poolName,
-					Timeouts:  ru.timeouts,
+			for j := range ru.matches {
+				rc := ru.tmpl
+				rc.Name = fmt.Sprintf("httproute/%s/%s/%d/%d/%s", r.Namespace, r.Name, i, j, sp.name)
+				rc.Listeners = []string{sp.name}
+				rc.Match = &ru.matches[j]
+				if rd := rc.Redirect; rd != nil && rd.Scheme == "" && rd.Port == 0 {
+					// Gateway API: without a scheme, the port is the Gateway
+					// listener's, not the one sturdy binds behind it.
+					c := *rd
+					c.Port = int(sp.number)
+					rc.Redirect = &c
 				}
 				if !hosts.any {
 					rc.Hosts = slices.Clone(hosts.names)
 				}
-				t.entries = append(t.entries, entry{origin: ref, obj: r, seq: i*1000 + j, route: rc, pool: ru.pool})
+				t.entries = append(t.entries, entry{origin: ref, obj: r, seq: i*1000 + j, route: rc, pools: ru.pools})
 			}
-		}
-	}
-}
-
-// redirectClaim is a rule that asked for its HTTP listener to redirect
-// to HTTPS.
-type redirectClaim struct {
-	port  *sport
-	route Ref
-	rule  int
-}
-
-// settleRedirects reports the HTTPS redirects that could not be served:
-// today a redirect is a whole listener's, so one that shares its port
-// with routes that serve is left out, and its route says so.
-func (t *translator) settleRedirects() {
-	for _, c := range t.redirects {
-		if c.port.plain == 0 {
-			continue
-		}
-		c.port.redirect = nil
-		st := t.res.Routes[c.route]
-		if st == nil {
-			continue
-		}
-		msg := fmt.Sprintf("Dropped Rule(s) %d (a redirect to HTTPS of only some requests of port %d needs route-level redirects, not supported yet)", c.rule, c.port.number)
-		for i := range st.Parents {
-			st.Parents[i].Conditions = append(st.Parents[i].Conditions, cond(string(gwv1.RouteConditionPartiallyInvalid), true, string(gwv1.RouteReasonUnsupportedValue), msg, t.res.Generations[c.route]))
 		}
 	}
 }
@@ -251,144 +222,169 @@ func covers(pattern, host string) bool {
 
 // rule translates one HTTPRoute rule. res is a ResolvedRefs=False
 // condition when a backend could not be resolved.
-func (t *translator) rule(r *gwv1.HTTPRoute, i int, rs gwv1.HTTPRouteRule) (rule, *metav1.Condition) {
-	var ru rule
+func (t *translator) rule(r *gwv1.HTTPRoute, i int, rs gwv1.HTTPRouteRule) (ru rule, res *metav1.Condition) {
+	drop := func(why string) (rule, *metav1.Condition) { return rule{dropped: why}, nil }
 	if why := unsupportedRule(rs); why != "" {
-		ru.dropped = why
-		return ru, nil
+		return drop(why)
 	}
-	if red, ok := httpsRedirect(rs); ok {
-		ru.redirect = red
-		return ru, nil
+	var f filters
+	for _, fl := range rs.Filters {
+		if why := f.add(fl); why != "" {
+			return drop(why)
+		}
 	}
-	if len(rs.Filters) > 0 {
-		ru.dropped = "filter " + string(rs.Filters[0].Type) + " is not supported yet"
-		return ru, nil
+	// A backendRef's filters are the rule's when it is the only one;
+	// sturdy has no header rules per backend of a split.
+	for _, br := range rs.BackendRefs {
+		if len(br.Filters) == 0 {
+			continue
+		}
+		if len(rs.BackendRefs) > 1 {
+			return drop("filters on one of several backendRefs: sturdy applies header rules to a route, not to one backend of a split")
+		}
+		for _, fl := range br.Filters {
+			if why := f.add(fl); why != "" {
+				return drop(why)
+			}
+		}
 	}
 	matches := rs.Matches
 	if len(matches) == 0 {
 		matches = []gwv1.HTTPRouteMatch{{}}
 	}
+	prefixReplaced := f.redirect != nil && f.redirect.Prefix != nil || f.rewrite != nil && f.rewrite.Prefix != nil
 	for _, m := range matches {
-		path, why := lowerMatch(m)
+		rm, why := lowerMatch(m)
 		if why != "" {
-			ru.dropped = why
-			return ru, nil
+			return drop(why)
 		}
-		ru.paths = append(ru.paths, path)
+		if prefixReplaced && rm.Path.Prefix == "" {
+			return drop("ReplacePrefixMatch with a match that is not a PathPrefix")
+		}
+		ru.matches = append(ru.matches, rm)
 	}
+	tm := &ru.tmpl
+	tm.ResponseHeaders = f.response
+	if f.redirect != nil {
+		if f.rewrite != nil {
+			return drop("RequestRedirect and URLRewrite on one rule")
+		}
+		// The redirect is the answer: backendRefs and request rules are
+		// never used.
+		tm.Redirect = f.redirect
+		return ru, nil
+	}
+	tm.RequestHeaders, tm.HostHeader, tm.Rewrite = f.request, f.hostHeader, f.rewrite
 	if to := rs.Timeouts; to != nil && to.Request != nil {
 		d, err := time.ParseDuration(string(*to.Request))
 		if err != nil {
-			ru.dropped = fmt.Sprintf("timeouts.request %q is not a duration", *to.Request)
-			return ru, nil
+			return drop(fmt.Sprintf("timeouts.request %q is not a duration", *to.Request))
 		}
-		ru.timeouts.Total = config.Duration(d)
+		if d > 0 {
+			tm.Timeouts.Total = config.Duration(d)
+			tm.Timeouts.Connect = config.Duration(min(d, config.DefaultConnectTimeout))
+		}
 	}
-	var parts [][]config.Host
-	var weights []int32
-	var live []backend
-	var res *metav1.Condition
+	own := fmt.Sprintf("httproute/%s/%s/%d", r.Namespace, r.Name, i)
+	fail := func() {
+		// Gateway API: what no backend can serve is answered 500.
+		p := &config.Pool{Name: own + "/unresolved", Discovered: true}
+		ru.pools = append(ru.pools, p)
+		tm.Sorry.Status = http.StatusInternalServerError
+		if tm.Pool == "" && tm.Backends == nil {
+			tm.Pool = p.Name
+		}
+	}
+	if f.fail500 != "" {
+		fail()
+		return ru, nil
+	}
+	var shares []config.Backend
+	unresolved := 0
 	for _, br := range rs.BackendRefs {
-		b, hosts, c := t.backendRef(r, br)
+		w := 1
+		if br.Weight != nil {
+			w = int(*br.Weight)
+		}
+		b, hosts, c := t.backendRef(r, br.BackendObjectReference)
 		if c != nil {
 			if res == nil {
 				res = c
 			}
+			unresolved += w
 			continue
 		}
-		if b.weight > 0 {
-			live = append(live, b)
-			parts = append(parts, hosts)
-			weights = append(weights, b.weight)
+		if w == 0 {
+			continue
+		}
+		name := t.servicePool(b, hosts)
+		if j := slices.IndexFunc(shares, func(s config.Backend) bool { return s.Pool == name }); j >= 0 {
+			shares[j].Weight += w
+		} else {
+			shares = append(shares, config.Backend{Pool: name, Weight: w})
 		}
 	}
-	own := fmt.Sprintf("httproute/%s/%s/%d", r.Namespace, r.Name, i)
 	switch {
-	case len(live) == 1 && res == nil:
-		ru.poolName = t.servicePool(live[0], parts[0])
-	case len(live) == 0:
-		// Nothing to send to: the empty-pool chain answers 503.
-		ru.pool = &config.Pool{Name: own, Discovered: true}
+	case len(shares) == 1 && unresolved == 0:
+		tm.Pool = shares[0].Pool
+	case len(shares) == 0:
+		// No backendRefs, all of weight 0, or none resolved.
+		fail()
 	default:
-		ru.pool = &config.Pool{Name: own, Hosts: weighted(parts, weights), Discovered: true}
+		tm.Backends = shares
+		if unresolved > 0 {
+			fail()
+			tm.Backends = append(tm.Backends, config.Backend{Pool: own + "/unresolved", Weight: unresolved})
+		}
 	}
-	if ru.pool != nil {
-		ru.poolName = ru.pool.Name
+	if m := f.mirror; m != nil {
+		b, hosts, c := t.backendRef(r, m.BackendRef)
+		if c != nil {
+			// The copies go nowhere; the answers are the same.
+			if res == nil {
+				res = c
+			}
+			return ru, res
+		}
+		name := t.servicePool(b, hosts)
+		if tm.Pool == name || slices.ContainsFunc(tm.Backends, func(s config.Backend) bool { return s.Pool == name }) {
+			return drop("RequestMirror to a Service the rule also sends to: the copies would load it twice and count in its health")
+		}
+		mc := &config.Mirror{Pool: name}
+		switch {
+		case m.Percent != nil:
+			mc.Share = config.Share{Num: uint64(max(*m.Percent, 0)), Den: 100}
+		case m.Fraction != nil:
+			den := int32(100)
+			if m.Fraction.Denominator != nil {
+				den = *m.Fraction.Denominator
+			}
+			if den <= 0 || m.Fraction.Numerator < 0 || m.Fraction.Numerator > den {
+				return drop(fmt.Sprintf("RequestMirror fraction %d/%d is not a share", m.Fraction.Numerator, den))
+			}
+			mc.Share = config.Share{Num: uint64(m.Fraction.Numerator), Den: uint64(den)}
+		}
+		tm.Mirror = mc
 	}
 	return ru, res
 }
 
-// unsupportedRule says which part of a rule today's config cannot serve.
+// unsupportedRule says which part of a rule sturdy cannot serve.
 func unsupportedRule(rs gwv1.HTTPRouteRule) string {
 	switch {
 	case rs.Retry != nil:
-		return "retry is not supported yet; sturdy retries by its own policy"
+		return "retry is not supported; sturdy retries by its own policy"
 	case rs.SessionPersistence != nil:
-		return "sessionPersistence is not supported yet"
+		return "sessionPersistence is not supported"
 	case rs.Timeouts != nil && rs.Timeouts.BackendRequest != nil:
-		return "timeouts.backendRequest is not supported yet"
-	}
-	for _, br := range rs.BackendRefs {
-		if len(br.Filters) > 0 {
-			return "filters on a backendRef are not supported yet"
-		}
+		return "timeouts.backendRequest is not supported"
 	}
 	return ""
 }
 
-// lowerMatch is a match as a path prefix. Exact and regular-expression
-// paths, headers, query parameters and methods need issue 15's matching.
-func lowerMatch(m gwv1.HTTPRouteMatch) (string, string) {
-	path := "/"
-	if m.Path != nil {
-		if m.Path.Type != nil && *m.Path.Type != gwv1.PathMatchPathPrefix {
-			return "", "path match " + string(*m.Path.Type) + " is not supported yet"
-		}
-		if m.Path.Value != nil {
-			path = *m.Path.Value
-		}
-	}
-	switch {
-	case len(m.Headers) > 0:
-		return "", "header matches are not supported yet"
-	case len(m.QueryParams) > 0:
-		return "", "query parameter matches are not supported yet"
-	case m.Method != nil:
-		return "", "method matches are not supported yet"
-	}
-	return path, ""
-}
-
-// httpsRedirect recognises the one redirect today's config serves: a rule
-// that sends every request of an HTTP listener to HTTPS, as a listener's
-// redirect_https.
-func httpsRedirect(rs gwv1.HTTPRouteRule) (*config.RedirectHTTPS, bool) {
-	if len(rs.Filters) != 1 || rs.Filters[0].Type != gwv1.HTTPRouteFilterRequestRedirect || len(rs.BackendRefs) > 0 {
-		return nil, false
-	}
-	f := rs.Filters[0].RequestRedirect
-	if f == nil || f.Scheme == nil || *f.Scheme != "https" || f.Hostname != nil || f.Path != nil {
-		return nil, false
-	}
-	for _, m := range rs.Matches {
-		if p, why := lowerMatch(m); why != "" || p != "/" {
-			return nil, false
-		}
-	}
-	red := &config.RedirectHTTPS{Status: 302, Port: 443}
-	if f.StatusCode != nil {
-		red.Status = *f.StatusCode
-	}
-	if f.Port != nil {
-		red.Port = int(*f.Port)
-	}
-	return red, true
-}
-
 // backendRef resolves one backendRef to a Service port and its ready
 // endpoints; c is a ResolvedRefs=False condition when it cannot be.
-func (t *translator) backendRef(r *gwv1.HTTPRoute, br gwv1.HTTPBackendRef) (backend, []config.Host, *metav1.Condition) {
+func (t *translator) backendRef(r *gwv1.HTTPRoute, br gwv1.BackendObjectReference) (backend, []config.Host, *metav1.Condition) {
 	gen := r.Generation
 	fail := func(reason, format string, args ...any) (backend, []config.Host, *metav1.Condition) {
 		c := cond("ResolvedRefs", false, reason, fmt.Sprintf(format, args...), gen)
@@ -422,9 +418,5 @@ func (t *translator) backendRef(r *gwv1.HTTPRoute, br gwv1.HTTPBackendRef) (back
 	if ap := sp.AppProtocol; ap != nil && *ap != "http" && *ap != "kubernetes.io/http" {
 		return fail(string(gwv1.RouteReasonUnsupportedProtocol), "Service %s/%s port %d has appProtocol %s; sturdy speaks HTTP/1.1 to backends", ns, br.Name, sp.Port, *ap)
 	}
-	w := int32(1)
-	if br.Weight != nil {
-		w = *br.Weight
-	}
-	return backend{svc: sref, port: sp.Port, weight: w}, t.x.endpoints(sref, sp), nil
+	return backend{svc: sref, port: sp.Port}, t.x.endpoints(sref, sp), nil
 }

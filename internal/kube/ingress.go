@@ -2,6 +2,8 @@ package kube
 
 import (
 	"fmt"
+	"net/http"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -23,8 +25,19 @@ const legacyClass = "kubernetes.io/ingress.class"
 
 // ingressPath is one Ingress path as translated, before the canaries.
 type ingressPath struct {
-	host, path string
-	ei         []int // indexes into t.entries
+	ei []int // the serving routes' indexes into t.entries
+}
+
+// pathKey identifies an Ingress path for its canary: the host, the path
+// and its type.
+type pathKey struct{ host, path, typ string }
+
+func keyOf(host string, p networkingv1.HTTPIngressPath) pathKey {
+	typ := networkingv1.PathTypeImplementationSpecific
+	if p.PathType != nil {
+		typ = *p.PathType
+	}
+	return pathKey{strings.ToLower(host), p.Path, string(typ)}
 }
 
 func (t *translator) ingresses() {
@@ -44,10 +57,9 @@ func (t *translator) ingresses() {
 			ours = append(ours, ing)
 		}
 	}
-	paths := map[[2]string]*ingressPath{}
+	paths := map[pathKey]*ingressPath{}
 	var canaries []*networkingv1.Ingress
 	hasDefault := slices.ContainsFunc(t.in.Base.Routes, func(r config.Route) bool { return r.Default })
-	var redirectable []Ref
 	for _, ing := range ours {
 		ref := refOf("Ingress", ing)
 		res := &IngressResult{Served: true}
@@ -73,61 +85,77 @@ func (t *translator) ingresses() {
 			zone = z.Name
 			t.zones = append(t.zones, *z)
 		}
-		add := func(seq int, host, path string, be *networkingv1.IngressBackend, def bool) {
+		hp, ok80 := t.port(ingressHTTP, gwv1.HTTPProtocolType)
+		if !ok80 {
+			res.Events = append(res.Events, fmt.Sprintf("port %d is an HTTPS listener of a Gateway; the Ingress is not served on it", ingressHTTP))
+		}
+		// add writes the routes of one path: the one that serves, and on
+		// port 80 the redirect to HTTPS when the host asks for it.
+		add := func(seq int, host string, m *config.RouteMatch, rw *config.Rewrite, be *networkingv1.IngressBackend, def bool) *entry {
 			pool, ok := t.ingressBackend(ing, be, n, res)
 			if !ok {
-				return
+				return nil
 			}
-			listeners := []string{}
-			hp, ok80 := t.port(ingressHTTP, gwv1.HTTPProtocolType)
-			if ok80 {
-				listeners = append(listeners, hp.name)
-			} else {
-				res.Events = append(res.Events, fmt.Sprintf("port %d is an HTTPS listener of a Gateway; the Ingress is not served on it", ingressHTTP))
-			}
-			wantsRedirect := n.forceSSLRedirect || n.sslRedirect && tlsHosts[host]
+			var listeners []string
 			if tlsHosts[host] {
 				if sp, ok := t.port(ingressHTTPS, gwv1.HTTPSProtocolType); ok {
 					listeners = append(listeners, sp.name)
 				}
 			}
+			redirect := ok80 && n.redirect == nil && (n.forceSSLRedirect || n.sslRedirect && tlsHosts[host])
+			if ok80 && !redirect {
+				listeners = append(listeners, hp.name)
+			}
 			r := config.Route{
 				Name:      fmt.Sprintf("ingress/%s/%s/%d", ing.Namespace, ing.Name, seq),
 				Listeners: listeners,
-				Path:      path,
-				Pool:      pool.Name,
+				Match:     m,
 				Default:   def,
 			}
 			if host != "" {
 				r.Hosts = []string{strings.ToLower(host)}
 			}
+			if redirect {
+				// ingress-nginx's ssl-redirect: 308 to the same URL over HTTPS.
+				rr := config.Route{Name: r.Name + "/to-https", Listeners: []string{hp.name}, Hosts: r.Hosts, Match: m,
+					Redirect: &config.Redirect{Scheme: "https", Status: http.StatusPermanentRedirect}}
+				t.entries = append(t.entries, entry{origin: ref, obj: ing, seq: seq*4 + 1, route: rr})
+			}
+			if n.redirect != nil {
+				// permanent-redirect and temporal-redirect answer every path.
+				rd := *n.redirect
+				r.Redirect = &rd
+				t.entries = append(t.entries, entry{origin: ref, obj: ing, seq: seq * 4, route: r})
+				return nil
+			}
+			r.Pool, r.Rewrite = pool.Name, rw
 			n.apply(&r, zone)
-			e := entry{origin: ref, obj: ing, seq: seq, route: r, pool: &pool}
-			if wantsRedirect && ok80 {
-				e.redirectPort = hp
-				redirectable = append(redirectable, ref)
-			} else if ok80 {
-				hp.plain++
-			}
-			t.entries = append(t.entries, e)
-			k := [2]string{host, path}
-			if paths[k] == nil {
-				paths[k] = &ingressPath{host: host, path: path}
-			}
-			paths[k].ei = append(paths[k].ei, len(t.entries)-1)
+			t.entries = append(t.entries, entry{origin: ref, obj: ing, seq: seq * 4, route: r, pools: []*config.Pool{&pool}})
+			return &t.entries[len(t.entries)-1]
 		}
 		seq := 0
+		appRoot := map[string]bool{}
 		for _, rule := range ing.Spec.Rules {
 			if rule.HTTP == nil {
 				continue
 			}
+			if n.appRoot != "" && !appRoot[rule.Host] {
+				appRoot[rule.Host] = true
+				t.appRoot(ing, n, rule.Host, tlsHosts[rule.Host], ok80, hp)
+			}
 			for _, p := range rule.HTTP.Paths {
 				seq++
-				path, ok := ingressPathOf(p, res)
+				m, rw, ok := ingressMatch(p, n, res)
 				if !ok {
 					continue
 				}
-				add(seq, rule.Host, path, &p.Backend, false)
+				if e := add(seq, rule.Host, m, rw, &p.Backend, false); e != nil {
+					k := keyOf(rule.Host, p)
+					if paths[k] == nil {
+						paths[k] = &ingressPath{}
+					}
+					paths[k].ei = append(paths[k].ei, len(t.entries)-1)
+				}
 			}
 		}
 		if be := ing.Spec.DefaultBackend; be != nil {
@@ -135,34 +163,89 @@ func (t *translator) ingresses() {
 				res.Events = append(res.Events, "spec.defaultBackend is not served: another Ingress or the config file already has the default route")
 			} else {
 				hasDefault = true
-				add(0, "", "/", be, true)
+				add(0, "", nil, nil, be, true)
 			}
 		}
 	}
 	t.canaries(canaries, paths)
-	t.ingressRedirect(redirectable)
 }
 
-// ingressRedirect turns on port 80's redirect to HTTPS when every route
-// there asks for it (ingress-nginx's ssl-redirect), and says so on the
-// Ingresses where it cannot: today a redirect is a whole listener's.
-func (t *translator) ingressRedirect(want []Ref) {
-	hp := t.ports[ingressHTTP]
-	if hp == nil || len(want) == 0 || hp.proto != gwv1.HTTPProtocolType {
-		return
+// appRoot redirects a host's "/" to the app-root annotation's path.
+func (t *translator) appRoot(ing *networkingv1.Ingress, n *nginx, host string, tlsHost, ok80 bool, hp *sport) {
+	var ports []*sport
+	if tlsHost {
+		if sp, ok := t.port(ingressHTTPS, gwv1.HTTPSProtocolType); ok {
+			ports = append(ports, sp)
+		}
 	}
-	if hp.plain == 0 && (hp.redirect == nil || hp.redirect.Status == 308) {
-		hp.redirect = &config.RedirectHTTPS{Status: 308, Port: ingressHTTPS}
-		return
+	if ok80 {
+		ports = append(ports, hp)
 	}
-	slices.SortFunc(want, func(a, b Ref) int { return strings.Compare(a.String(), b.String()) })
-	for _, ref := range slices.Compact(want) {
-		r := t.res.Ingresses[ref]
-		r.Events = append(r.Events, fmt.Sprintf("ssl-redirect: port %d also serves hosts that do not redirect, and a redirect of only some hosts needs route-level redirects (not supported yet): these hosts are served over HTTP too", ingressHTTP))
+	for _, sp := range ports {
+		r := config.Route{
+			Name:      fmt.Sprintf("ingress/%s/%s/app-root/%s/%s", ing.Namespace, ing.Name, cmpOr(host, "any"), sp.name),
+			Listeners: []string{sp.name},
+			Match:     &config.RouteMatch{Path: &config.PathMatch{Exact: "/"}},
+			// The port is the one the client came to, not the one sturdy binds.
+			Redirect: &config.Redirect{Path: literal(n.appRoot), Port: int(sp.number), Status: http.StatusFound},
+		}
+		if host != "" {
+			r.Hosts = []string{strings.ToLower(host)}
+		}
+		t.entries = append(t.entries, entry{origin: refOf("Ingress", ing), obj: ing, seq: 0, route: r})
 	}
-	for i := range t.entries {
-		t.entries[i].redirectPort = nil
+}
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
 	}
+	return b
+}
+
+// ingressMatch is an Ingress path as a sturdy path condition: Exact is
+// exact, Prefix matches whole segments (a trailing slash ignored, as the
+// Ingress spec says), and ImplementationSpecific is what ingress-nginx
+// makes of it: characters, as an nginx prefix location, or with use-regex
+// or rewrite-target a case-insensitive regular expression anchored at the
+// start (nginx's location ~* "^path").
+func ingressMatch(p networkingv1.HTTPIngressPath, n *nginx, res *IngressResult) (*config.RouteMatch, *config.Rewrite, bool) {
+	path := p.Path
+	if path == "" {
+		path = "/"
+	}
+	typ := networkingv1.PathTypeImplementationSpecific
+	if p.PathType != nil {
+		typ = *p.PathType
+	}
+	m := &config.RouteMatch{}
+	switch {
+	case typ == networkingv1.PathTypeImplementationSpecific && n.regex:
+		if _, err := regexp.Compile("(?i)^" + path); err != nil {
+			res.Events = append(res.Events, fmt.Sprintf("path %q is not an RE2 regular expression (%v); not served", path, err))
+			return nil, nil, false
+		}
+		m.Path = &config.PathMatch{Regex: "^" + path, CaseInsensitive: true}
+	case !strings.HasPrefix(path, "/"):
+		res.Events = append(res.Events, fmt.Sprintf("path %q does not start with /; not served", path))
+		return nil, nil, false
+	case typ == networkingv1.PathTypeExact:
+		m.Path = &config.PathMatch{Exact: path}
+	case typ == networkingv1.PathTypePrefix:
+		m.Path = &config.PathMatch{Prefix: gatewayPrefix(path)}
+	default:
+		m.Path = &config.PathMatch{StartsWith: path}
+	}
+	var rw *config.Rewrite
+	if n.rewriteTarget != "" {
+		if _, err := regexp.Compile("(?i)^" + path); err != nil {
+			res.Events = append(res.Events, fmt.Sprintf("rewrite-target: path %q is not an RE2 regular expression (%v); not served", path, err))
+			return nil, nil, false
+		}
+		// nginx: rewrite "(?i)^path" target break;
+		rw = &config.Rewrite{Regex: "^" + path, CaseInsensitive: true, Path: n.rewriteTarget}
+	}
+	return m, rw, true
 }
 
 // ingressTLS adds an Ingress's certificates to port 443 and returns the
@@ -198,23 +281,6 @@ func (t *translator) ingressTLS(ing *networkingv1.Ingress, res *IngressResult) m
 	return hosts
 }
 
-// ingressPathOf is an Ingress path as a sturdy path prefix.
-func ingressPathOf(p networkingv1.HTTPIngressPath, res *IngressResult) (string, bool) {
-	path := p.Path
-	if path == "" {
-		path = "/"
-	}
-	if p.PathType != nil && *p.PathType == networkingv1.PathTypeExact {
-		res.Events = append(res.Events, fmt.Sprintf("path %s: pathType Exact needs exact path matching, which this sturdy does not have yet; the path is not served", path))
-		return "", false
-	}
-	if !strings.HasPrefix(path, "/") {
-		res.Events = append(res.Events, fmt.Sprintf("path %q does not start with /; not served", path))
-		return "", false
-	}
-	return path, true
-}
-
 // ingressBackend resolves an Ingress backend to its pool.
 func (t *translator) ingressBackend(ing *networkingv1.Ingress, be *networkingv1.IngressBackend, n *nginx, res *IngressResult) (config.Pool, bool) {
 	if be.Service == nil {
@@ -238,8 +304,11 @@ func (t *translator) ingressBackend(ing *networkingv1.Ingress, be *networkingv1.
 }
 
 // canaries splits the traffic of a path between its Ingress's Service
-// and a canary Ingress's (ingress-nginx's canary-weight).
-func (t *translator) canaries(list []*networkingv1.Ingress, paths map[[2]string]*ingressPath) {
+// and a canary Ingress's, as ingress-nginx does: canary-by-header, then
+// canary-by-cookie, then canary-weight (sturdy's backends, tried in that
+// order).
+func (t *translator) canaries(list []*networkingv1.Ingress, paths map[pathKey]*ingressPath) {
+	split := map[int]Ref{} // entry -> the canary that split it
 	for _, ing := range list {
 		ref := refOf("Ingress", ing)
 		res := t.res.Ingresses[ref]
@@ -250,13 +319,9 @@ func (t *translator) canaries(list []*networkingv1.Ingress, paths map[[2]string]
 				continue
 			}
 			for _, p := range rule.HTTP.Paths {
-				path, ok := ingressPathOf(p, res)
-				if !ok {
-					continue
-				}
-				main := paths[[2]string{rule.Host, path}]
+				main := paths[keyOf(rule.Host, p)]
 				if main == nil {
-					res.Events = append(res.Events, fmt.Sprintf("canary path %s%s has no main Ingress with the same host and path; not served", rule.Host, path))
+					res.Events = append(res.Events, fmt.Sprintf("canary path %s%s has no main Ingress with the same host, path and pathType; not served", rule.Host, p.Path))
 					continue
 				}
 				pool, ok := t.ingressBackend(ing, &p.Backend, n, res)
@@ -265,13 +330,15 @@ func (t *translator) canaries(list []*networkingv1.Ingress, paths map[[2]string]
 				}
 				matched++
 				for _, i := range main.ei {
+					if by, dup := split[i]; dup {
+						res.Events = append(res.Events, fmt.Sprintf("canary path %s%s: %s is already its canary, and a path has one; not served", rule.Host, p.Path, by))
+						continue
+					}
+					split[i] = ref
 					e := &t.entries[i]
-					w := n.canaryWeight
-					split := *e.pool
-					split.Name = fmt.Sprintf("%s+canary/%s/%s/%d", e.pool.Name, ing.Namespace, ing.Name, w)
-					split.Hosts = weighted([][]config.Host{e.pool.Hosts, pool.Hosts}, []int32{n.canaryTotal - w, w})
-					e.pool = &split
-					e.route.Pool = split.Name
+					e.route.Backends = n.canaryBackends(e.route.Pool, pool.Name)
+					e.route.Pool = ""
+					e.pools = append(e.pools, &pool)
 				}
 			}
 		}
@@ -279,4 +346,35 @@ func (t *translator) canaries(list []*networkingv1.Ingress, paths map[[2]string]
 			res.Served = false
 		}
 	}
+}
+
+// canaryBackends are the entries that choose between a path's main pool
+// and its canary's.
+func (n *nginx) canaryBackends(main, canary string) []config.Backend {
+	var out []config.Backend
+	if h := n.canaryHeader; h != "" {
+		switch {
+		case n.canaryHeaderValue != "":
+			out = append(out, config.Backend{Pool: canary, Header: &config.ValueMatch{Name: h, Exact: n.canaryHeaderValue}})
+		case n.canaryHeaderPattern != "":
+			out = append(out, config.Backend{Pool: canary, Header: &config.ValueMatch{Name: h, Regex: n.canaryHeaderPattern}})
+		default:
+			out = append(out,
+				config.Backend{Pool: canary, Header: &config.ValueMatch{Name: h, Exact: "always"}},
+				config.Backend{Pool: main, Header: &config.ValueMatch{Name: h, Exact: "never"}})
+		}
+	}
+	if c := n.canaryCookie; c != "" {
+		out = append(out,
+			config.Backend{Pool: canary, Cookie: &config.ValueMatch{Name: c, Exact: "always"}},
+			config.Backend{Pool: main, Cookie: &config.ValueMatch{Name: c, Exact: "never"}})
+	}
+	w, total := int(n.canaryWeight), int(n.canaryTotal)
+	if total-w > 0 || w == 0 {
+		out = append(out, config.Backend{Pool: main, Weight: max(total-w, 1)})
+	}
+	if w > 0 {
+		out = append(out, config.Backend{Pool: canary, Weight: w})
+	}
+	return out
 }

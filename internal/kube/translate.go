@@ -62,8 +62,6 @@ type sport struct {
 	name     string
 	certs    []config.Certificate
 	certFrom []Ref
-	redirect *config.RedirectHTTPS
-	plain    int // routes that are not the HTTPS redirect
 	hostname map[string]Ref
 }
 
@@ -73,11 +71,8 @@ type entry struct {
 	obj    metav1.Object
 	seq    int // order within the object (rule, match)
 	route  config.Route
-	// pool is built with the route unless it is a shared Service pool.
-	pool *config.Pool
-	// redirectPort is the plain listener the route leaves when that
-	// listener redirects to HTTPS (ingress-nginx's ssl-redirect).
-	redirectPort *sport
+	// pools are built with the route; shared Service pools are not here.
+	pools []*config.Pool
 }
 
 type translator struct {
@@ -88,9 +83,7 @@ type translator struct {
 	ports   map[int32]*sport
 	pools   map[string]*config.Pool
 	entries []entry
-	// redirects are the rules that asked for a listener redirect.
-	redirects []redirectClaim
-	zones     []config.RateLimitZone
+	zones   []config.RateLimitZone
 }
 
 // Translate turns a snapshot into sturdy config. It is pure: it reads
@@ -110,7 +103,6 @@ func Translate(in Input) *Result {
 	}
 	t.gateways()
 	t.ingresses()
-	t.settleRedirects()
 	t.assemble()
 	return t.res
 }
@@ -153,27 +145,23 @@ func (t *translator) assemble() {
 			for j, from := range p.certFrom {
 				t.res.Origins[path+".tls.certificates["+itoa(j)+"]"] = from
 			}
-		} else if p.redirect != nil && p.plain == 0 {
-			l.RedirectHTTPS = p.redirect
 		}
 		cfg.Listeners = append(cfg.Listeners, l)
 		served[p.name] = true
 	}
 
-	// The oldest object wins a host and path that two claim, as Gateway
+	// The oldest object wins a host and match that two claim, as Gateway
 	// API's conflict rules say; the loser's duplicate is left out (the
-	// file's validation would refuse it, and it could never be chosen).
+	// compile step would refuse it: it could never be chosen).
 	slices.SortStableFunc(t.entries, func(a, b entry) int {
 		return cmp.Or(older(a.obj, b.obj), cmp.Compare(a.origin.Kind, b.origin.Kind), cmp.Compare(a.seq, b.seq))
 	})
-	type key struct{ listener, host, path string }
+	type key struct{ listener, host, match string }
 	taken := map[key]bool{}
 	poolFrom := map[string]Ref{}
 	for _, e := range t.entries {
 		r := e.route
-		r.Listeners = slices.DeleteFunc(slices.Clone(r.Listeners), func(l string) bool {
-			return !served[l] || e.redirectPort != nil && e.redirectPort.redirect != nil && l == e.redirectPort.name
-		})
+		r.Listeners = slices.DeleteFunc(slices.Clone(r.Listeners), func(l string) bool { return !served[l] })
 		if len(r.Listeners) == 0 {
 			continue
 		}
@@ -181,11 +169,11 @@ func (t *translator) assemble() {
 		if len(hosts) == 0 {
 			hosts = []string{""}
 		}
+		mk, coveredBy := matchKey(&r)
 		fresh := false
 		for _, l := range r.Listeners {
 			for _, h := range hosts {
-				k := key{l, h, r.Path}
-				if !taken[k] {
+				if !taken[key{l, h, mk}] && (coveredBy == "" || !taken[key{l, h, coveredBy}]) {
 					fresh = true
 				}
 			}
@@ -195,27 +183,29 @@ func (t *translator) assemble() {
 		}
 		for _, l := range r.Listeners {
 			for _, h := range hosts {
-				taken[key{l, h, r.Path}] = true
+				taken[key{l, h, mk}] = true
 			}
 		}
-		if e.pool != nil {
-			t.pools[e.pool.Name] = e.pool
+		for _, p := range e.pools {
+			t.pools[p.Name] = p
 		}
-		if _, ok := poolFrom[r.Pool]; !ok {
-			poolFrom[r.Pool] = e.origin
+		for _, p := range routePools(&r) {
+			if _, ok := poolFrom[p]; !ok {
+				poolFrom[p] = e.origin
+			}
 		}
 		t.res.Origins["routes["+itoa(len(cfg.Routes))+"]"] = e.origin
 		cfg.Routes = append(cfg.Routes, r)
 	}
 
 	used := map[string]bool{}
-	for _, r := range cfg.Routes {
+	for i := range cfg.Routes {
+		r := &cfg.Routes[i]
 		for _, rl := range r.RateLimit {
 			used["zone:"+rl.Zone] = true
 		}
-		used[r.Pool] = true
-		if r.ForwardAuth != nil {
-			used[r.ForwardAuth.Pool] = true
+		for _, p := range routePools(r) {
+			used[p] = true
 		}
 	}
 	names := make([]string, 0, len(t.pools))
@@ -239,6 +229,24 @@ func (t *translator) assemble() {
 	cfg.Kubernetes = &k
 	cfg.File = base.File + " + Kubernetes"
 	t.res.Config = &cfg
+}
+
+// routePools names every pool a route uses.
+func routePools(r *config.Route) []string {
+	var out []string
+	if r.Pool != "" {
+		out = append(out, r.Pool)
+	}
+	for _, b := range r.Backends {
+		out = append(out, b.Pool)
+	}
+	if r.Mirror != nil {
+		out = append(out, r.Mirror.Pool)
+	}
+	if r.ForwardAuth != nil && r.ForwardAuth.Pool != "" {
+		out = append(out, r.ForwardAuth.Pool)
+	}
+	return out
 }
 
 // servicePool is the shared pool of one Service port, made once.

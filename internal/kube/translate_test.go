@@ -141,9 +141,6 @@ func TestGatewayTranslation(t *testing.T) {
 	if len(cfg.Listeners) != 2 || cfg.Listeners[0].Name != "port-80" || cfg.Listeners[1].Name != "port-443" {
 		t.Fatalf("listeners = %+v; want port-80 and port-443 (the TCP listener and the other class's Gateway are not served)", cfg.Listeners)
 	}
-	if r := cfg.Listeners[0].RedirectHTTPS; r == nil || r.Status != 301 || r.Port != 443 {
-		t.Errorf("port 80 redirect = %+v; want the HTTPRoute's redirect to HTTPS, 301", r)
-	}
 	if tl := rt.Listener("port-443").TLS; tl == nil || !tl.Store.Covers("shop.example.com") {
 		t.Errorf("port 443 has no certificate for shop.example.com")
 	}
@@ -151,27 +148,26 @@ func TestGatewayTranslation(t *testing.T) {
 	for _, r := range cfg.Routes {
 		byName[r.Name] = r
 	}
+	if r := byName["httproute/shop/to-https/0/0/port-80"].Redirect; r == nil || r.Status != 301 || r.Scheme != "https" || r.Port != 0 {
+		t.Errorf("port 80 redirect = %+v; want the HTTPRoute's redirect to HTTPS, 301, on the well-known port", r)
+	}
 	cart := byName["httproute/shop/shop/0/0/port-443"]
-	if cart.Path != "/cart" || cart.Pool != "svc/shop/cart/80" || strings.Join(cart.Hosts, ",") != "shop.example.com" {
+	if cart.Match.Path.Prefix != "/cart" || cart.Pool != "svc/shop/cart/80" || strings.Join(cart.Hosts, ",") != "shop.example.com" {
 		t.Errorf("cart route = %+v; want /cart on shop.example.com only (shop.other.org is outside the listener's *.example.com)", cart)
 	}
-	if _, ok := byName["httproute/shop/shop/1/0/port-443"]; ok {
-		t.Error("the header-match rule was served as if it had no header match")
+	if h := byName["httproute/shop/shop/1/0/port-443"].Match; h == nil || len(h.Headers) != 1 || h.Headers[0] != (config.ValueMatch{Name: "X-Beta", Exact: "1"}) || h.Path.Prefix != "/" {
+		t.Errorf("the header-match rule = %+v; want prefix / with X-Beta: 1", h)
 	}
 	if p := rt.Pool("svc/shop/cart/80"); p == nil || len(p.Hosts) != 1 || p.Hosts[0].Addr != "10.0.0.1:8080" {
 		t.Errorf("cart pool = %+v; want only the ready endpoint", p)
 	}
-	split := rt.Pool(byName["httproute/shop/shop/2/0/port-443"].Pool)
-	if split == nil || len(split.Hosts) != 3 {
-		t.Fatalf("weighted pool = %+v", split)
+	// Each Service keeps its own pool and health model; the route splits.
+	split := byName["httproute/shop/shop/2/0/port-443"]
+	if b := split.Backends; len(b) != 2 || b[0] != (config.Backend{Pool: "svc/shop/web/80", Weight: 90}) || b[1] != (config.Backend{Pool: "svc/shop/web-canary/80", Weight: 10}) || split.Pool != "" {
+		t.Errorf("weighted rule = %+v; want backends web 90, web-canary 10", split)
 	}
-	share := map[string]int{}
-	for _, h := range split.Hosts {
-		share[h.Addr] = h.Weight
-	}
-	// 90 over two pods, 10 over one: 45:45:10.
-	if share["10.0.1.1:8080"] != 1000 || share["10.0.2.1:8080"] != 222 {
-		t.Errorf("host weights = %v; want 1000, 1000, 222 (90%% over two pods, 10%% over one)", share)
+	if p := rt.Pool("svc/shop/web/80"); p == nil || len(p.Hosts) != 2 {
+		t.Errorf("web pool = %+v; want its two pods", p)
 	}
 	if _, ok := byName["httproute/shop/cross-ns/0/0/port-443"]; ok {
 		if p := rt.Pool(byName["httproute/shop/cross-ns/0/0/port-443"].Pool); p != nil && len(p.Hosts) > 0 {
@@ -183,8 +179,8 @@ func TestGatewayTranslation(t *testing.T) {
 	if c := condOf(shop.Conditions, "Accepted"); c.Status != metav1.ConditionTrue || c.ObservedGeneration != 3 {
 		t.Errorf("shop Accepted = %+v", c)
 	}
-	if c := condOf(shop.Conditions, "PartiallyInvalid"); c.Status != metav1.ConditionTrue || c.Reason != "UnsupportedValue" || !strings.HasPrefix(c.Message, "Dropped Rule(s) 1 (header matches") {
-		t.Errorf("shop PartiallyInvalid = %+v", c)
+	if c := condOf(shop.Conditions, "PartiallyInvalid"); c.Status != "absent" {
+		t.Errorf("shop PartiallyInvalid = %+v; every rule is served", c)
 	}
 	cross := res.Routes[Ref{"HTTPRoute", "shop", "cross-ns"}].Parents[0]
 	if c := condOf(cross.Conditions, "ResolvedRefs"); c.Status != metav1.ConditionFalse || c.Reason != "RefNotPermitted" {
@@ -291,20 +287,20 @@ func TestIngressAnnotations(t *testing.T) {
 				"app.example.com", "/", "app", "app-tls"),
 			ingress("app", "app-canary", a("canary", "true", "canary-weight", "20"), "app.example.com", "/", "app-v2", ""),
 			ingress("app", "snippet", a("server-snippet", "return 200;"), "snip.example.com", "/", "app", ""),
-			ingress("app", "rewrite", a("rewrite-target", "/$2"), "rw.example.com", "/", "app", ""),
+			ingress("app", "rewrite", a("rewrite-target", "/$2"), "rw.example.com", "/api(/|$)(.*)", "app", ""),
 			ingress("app", "elsewhere", nil, "x.example.com", "/", "app", ""),
 		},
 	}
 	snap.Ingresses[4].Spec.IngressClassName = ptr("nginx")
+	snap.Ingresses[3].Spec.Rules[0].HTTP.Paths[0].PathType = ptr(networkingv1.PathTypeImplementationSpecific)
 	res := Translate(Input{Base: base(t), Snap: snap})
 	rt := finish(t, res)
 	cfg := res.Config
-	var app config.Route
+	byName := map[string]config.Route{}
 	for _, r := range cfg.Routes {
-		if strings.HasPrefix(r.Name, "ingress/app/app/") {
-			app = r
-		}
+		byName[r.Name] = r
 	}
+	app := byName["ingress/app/app/1"]
 	if app.MaxBodyBytes != 8<<20 || app.Timeouts.Connect.D() != 3*time.Second || app.Timeouts.ResponseHeader.D() != 120*time.Second {
 		t.Errorf("body and timeouts not translated: %+v", app)
 	}
@@ -317,25 +313,28 @@ func TestIngressAnnotations(t *testing.T) {
 	if app.ForwardAuth == nil || app.ForwardAuth.URL != "http://auth.app.svc.cluster.local/check" {
 		t.Errorf("auth-url not translated: %+v", app.ForwardAuth)
 	}
-	if strings.Join(app.Listeners, ",") != "port-443" {
-		t.Errorf("listeners = %v; with TLS and ssl-redirect (the default) port 80 redirects", app.Listeners)
+	if strings.Join(app.Listeners, ",") != "port-443" || app.Match.Path.Prefix != "/" {
+		t.Errorf("route = %+v; with TLS and ssl-redirect (the default) port 80 redirects, and Prefix / is a prefix", app)
 	}
-	if r := cfg.Listeners[0].RedirectHTTPS; cfg.Listeners[0].Name != "port-80" || r == nil || r.Status != 308 {
-		t.Errorf("port 80 = %+v; want a 308 redirect to HTTPS", cfg.Listeners[0])
+	if r := byName["ingress/app/app/1/to-https"]; strings.Join(r.Listeners, ",") != "port-80" || r.Redirect == nil || r.Redirect.Status != 308 || r.Redirect.Scheme != "https" || r.Pool != "" {
+		t.Errorf("port 80 route = %+v; want a 308 redirect to HTTPS", r)
 	}
-	p := rt.Pool(app.Pool)
-	if p == nil || p.Balance() != config.BalanceHash || len(p.Hosts) != 2 {
-		t.Fatalf("pool = %+v; want hashing over the main and the canary pod", p)
+	// The canary: 20 of 100 to app-v2's pool, each Service its own pool.
+	if b := app.Backends; len(b) != 2 || b[0].Weight != 80 || b[1].Weight != 20 || !strings.HasPrefix(b[1].Pool, "svc/app/app-v2/80") {
+		t.Fatalf("backends = %+v; want 80 to app, 20 to the canary", b)
 	}
-	for _, h := range p.Hosts {
-		if h.Addr == "10.1.0.2:8080" && h.Weight != 250 {
-			t.Errorf("canary weight %d, want 250 (20:80 of 1000)", h.Weight)
-		}
+	p := rt.Pool(app.Backends[0].Pool)
+	if p == nil || p.Balance() != config.BalanceHash || len(p.Hosts) != 1 {
+		t.Fatalf("pool = %+v; want hashing (affinity: cookie) over the main pod", p)
 	}
 	for _, c := range cfg.Pools {
-		if c.Name == app.Pool && (c.TLS == nil || !c.TLS.InsecureSkipVerify) {
+		if c.Name == app.Backends[0].Pool && (c.TLS == nil || !c.TLS.InsecureSkipVerify) {
 			t.Errorf("backend-protocol HTTPS not translated: %+v", c.TLS)
 		}
+	}
+	rw := byName["ingress/app/rewrite/1"]
+	if m := rw.Match.Path; m.Regex != "^/api(/|$)(.*)" || !m.CaseInsensitive || rw.Rewrite == nil || rw.Rewrite.Path != "/$2" || rw.Rewrite.Regex != m.Regex {
+		t.Errorf("rewrite-target route = %+v %+v; want nginx's location ~* and rewrite ... break", rw.Match.Path, rw.Rewrite)
 	}
 	events := strings.Join(res.Ingresses[Ref{"Ingress", "app", "app"}].Events, "\n")
 	for _, want := range []string{"frobnicate is not understood", "proxy-send-timeout has no counterpart", "does not set that cookie"} {
@@ -343,7 +342,7 @@ func TestIngressAnnotations(t *testing.T) {
 			t.Errorf("events lack %q:\n%s", want, events)
 		}
 	}
-	for _, name := range []string{"snippet", "rewrite"} {
+	for _, name := range []string{"snippet"} {
 		r := res.Ingresses[Ref{"Ingress", "app", name}]
 		if r.Served || !strings.Contains(strings.Join(r.Events, "\n"), "not served") {
 			t.Errorf("%s: served=%v events=%v; it must be refused, and say so", name, r.Served, r.Events)
