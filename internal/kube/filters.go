@@ -46,7 +46,13 @@ func (f *filters) add(fl gwv1.HTTPRouteFilter) (why string) {
 			return "RequestHeaderModifier without its settings"
 		}
 		rules, host, why := headerRules(fl.RequestHeaderModifier, true)
-		f.request, f.hostHeader = rules, host
+		f.request = rules
+		if host != "" {
+			if f.hostHeader != "" {
+				return "Host set by both RequestHeaderModifier and URLRewrite"
+			}
+			f.hostHeader = host
+		}
 		return why
 	case gwv1.HTTPRouteFilterResponseHeaderModifier:
 		if fl.ResponseHeaderModifier == nil {
@@ -87,6 +93,9 @@ func (f *filters) add(fl gwv1.HTTPRouteFilter) (why string) {
 			return "URLRewrite without its settings"
 		}
 		if rw.Hostname != nil {
+			if f.hostHeader != "" {
+				return "Host set by both RequestHeaderModifier and URLRewrite"
+			}
 			f.hostHeader = literal(string(*rw.Hostname))
 		}
 		if p := rw.Path; p != nil {
