@@ -90,11 +90,12 @@ func (t *translator) ingresses() {
 			res.Events = append(res.Events, fmt.Sprintf("port %d is an HTTPS listener of a Gateway; the Ingress is not served on it", ingressHTTP))
 		}
 		// add writes the routes of one path: the one that serves, and on
-		// port 80 the redirect to HTTPS when the host asks for it.
-		add := func(seq int, host string, m *config.RouteMatch, rw *config.Rewrite, be *networkingv1.IngressBackend, def bool) *entry {
+		// port 80 the redirect to HTTPS when the host asks for it. It
+		// reports whether the last entry is a route that proxies.
+		add := func(seq int, host string, m *config.RouteMatch, rw *config.Rewrite, be *networkingv1.IngressBackend, def bool) bool {
 			pool, ok := t.ingressBackend(ing, be, n, res)
 			if !ok {
-				return nil
+				return false
 			}
 			var listeners []string
 			if tlsHosts[host] {
@@ -126,12 +127,12 @@ func (t *translator) ingresses() {
 				rd := *n.redirect
 				r.Redirect = &rd
 				t.entries = append(t.entries, entry{origin: ref, obj: ing, seq: seq * 4, route: r})
-				return nil
+				return false
 			}
 			r.Pool, r.Rewrite = pool.Name, rw
 			n.apply(&r, zone)
 			t.entries = append(t.entries, entry{origin: ref, obj: ing, seq: seq * 4, route: r, pools: []*config.Pool{&pool}})
-			return &t.entries[len(t.entries)-1]
+			return true
 		}
 		seq := 0
 		appRoot := map[string]bool{}
@@ -149,7 +150,7 @@ func (t *translator) ingresses() {
 				if !ok {
 					continue
 				}
-				if e := add(seq, rule.Host, m, rw, &p.Backend, false); e != nil {
+				if add(seq, rule.Host, m, rw, &p.Backend, false) {
 					k := keyOf(rule.Host, p)
 					if paths[k] == nil {
 						paths[k] = &ingressPath{}
