@@ -111,7 +111,7 @@ func (t *translator) rule(r *gwv1.HTTPRoute, i int, rs gwv1.HTTPRouteRule) (ru r
 		}
 		name := t.servicePool(b, hosts)
 		if j := slices.IndexFunc(shares, func(s config.Backend) bool { return s.Pool == name }); j >= 0 {
-			shares[j].Weight += w
+			shares[j].Weight = min(shares[j].Weight+w, config.MaxBackendWeight)
 		} else {
 			shares = append(shares, config.Backend{Pool: name, Weight: w})
 		}
@@ -126,7 +126,7 @@ func (t *translator) rule(r *gwv1.HTTPRoute, i int, rs gwv1.HTTPRouteRule) (ru r
 		tm.Backends = shares
 		if unresolved > 0 {
 			fail()
-			tm.Backends = append(tm.Backends, config.Backend{Pool: own + "/unresolved", Weight: unresolved})
+			tm.Backends = append(tm.Backends, config.Backend{Pool: own + "/unresolved", Weight: min(unresolved, config.MaxBackendWeight)})
 		}
 	}
 	if m := f.mirror; m != nil {
