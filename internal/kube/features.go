@@ -24,6 +24,7 @@ func SupportedFeatures() []gwv1.SupportedFeature {
 		features.SupportHTTPRouteQueryParamMatching,
 		features.SupportHTTPRouteRequestMirror,
 		features.SupportHTTPRouteRequestPercentageMirror,
+		features.SupportHTTPRouteRequestTimeout,
 		features.SupportHTTPRouteResponseHeaderModification,
 		features.SupportHTTPRouteSchemeRedirect,
 		features.SupportReferenceGrant,

@@ -86,7 +86,18 @@ func TestGatewayRoutingFeatures(t *testing.T) {
 	f.echo(t, "192.0.2.52:8080", "api")
 	f.echo(t, "192.0.2.53:8080", "v2")
 	shadow := f.echo(t, "192.0.2.54:8080", "shadow")
-	for _, s := range []struct{ name, addr string }{{"web", "192.0.2.51"}, {"api", "192.0.2.52"}, {"v2", "192.0.2.53"}, {"shadow", "192.0.2.54"}} {
+	// slow answers only when the request is given up (or after 5 s).
+	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-r.Context().Done():
+		case <-time.After(5 * time.Second):
+		}
+	}))
+	t.Cleanup(slow.Close)
+	f.mu.Lock()
+	f.addr["192.0.2.55:8080"] = slow.Listener.Addr().String()
+	f.mu.Unlock()
+	for _, s := range []struct{ name, addr string }{{"web", "192.0.2.51"}, {"api", "192.0.2.52"}, {"v2", "192.0.2.53"}, {"shadow", "192.0.2.54"}, {"slow", "192.0.2.55"}} {
 		must(c.Client.CoreV1().Services(ns).Create(ctx, svcObj(ns, s.name), metav1.CreateOptions{}))
 		must(c.Client.DiscoveryV1().EndpointSlices(ns).Create(ctx, sliceObj(ns, s.name, s.addr), metav1.CreateOptions{}))
 	}
@@ -120,6 +131,7 @@ func TestGatewayRoutingFeatures(t *testing.T) {
 			RequestMirror: &gwv1.HTTPRequestMirrorFilter{BackendRef: gwv1.BackendObjectReference{Name: "shadow", Port: ptr(gwv1.PortNumber(80))}}}}},
 		{Matches: match(gwv1.HTTPRouteMatch{Path: path(gwv1.PathMatchPathPrefix, "/split")}), BackendRefs: to("web:3", "api:1")},
 		{Matches: match(gwv1.HTTPRouteMatch{Path: path(gwv1.PathMatchPathPrefix, "/broken")}), BackendRefs: to("missing")},
+		{Matches: match(gwv1.HTTPRouteMatch{Path: path(gwv1.PathMatchPathPrefix, "/slow")}), BackendRefs: to("slow"), Timeouts: &gwv1.HTTPRouteTimeouts{Request: ptr(gwv1.Duration("300ms"))}},
 		{BackendRefs: to("web")},
 	}
 	must(gc.GatewayV1().HTTPRoutes(ns).Create(ctx, &gwv1.HTTPRoute{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "shop"}, Spec: gwv1.HTTPRouteSpec{
@@ -153,6 +165,7 @@ func TestGatewayRoutingFeatures(t *testing.T) {
 		{"RequestRedirect", "GET", "/old/page?q=1", nil, 301, "", map[string]string{"Location": "https://new.example.com/new/page?q=1"}},
 		{"RequestRedirect keeps the Gateway listener's port", "GET", "/moved/x", nil, 302, "", map[string]string{"Location": "http://elsewhere.example.com/moved/x"}},
 		{"an unresolved backendRef answers 500", "GET", "/broken", nil, 500, "", nil},
+		{"timeouts.request: a backend that does not answer in time gets 504", "GET", "/slow", nil, 504, "", nil},
 	} {
 		got := do(t, cl, c.method, u+c.path, c.h)
 		if got.code != c.code || !strings.HasPrefix(got.body, c.body) {
