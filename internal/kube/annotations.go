@@ -42,7 +42,8 @@ type nginx struct {
 	redirect      *config.Redirect
 	appRoot       string
 	upstreamVhost string
-	forwardPrefix string // x-forwarded-prefix
+	forwardPrefix string   // x-forwarded-prefix
+	aliases       []string // server-alias: more hosts for each rule's host
 
 	events []string // what was not understood or not translated
 	refuse string   // why the whole Ingress is refused
@@ -257,6 +258,12 @@ func parseNginx(ann map[string]string) *nginx {
 				continue
 			}
 			n.upstreamVhost = v
+		case "server-alias":
+			for _, h := range strings.Split(v, ",") {
+				if h = strings.ToLower(strings.TrimSpace(h)); h != "" {
+					n.aliases = append(n.aliases, h)
+				}
+			}
 		case "x-forwarded-prefix":
 			if strings.ContainsAny(v, "\r\n\x00") {
 				bad("holds a line break")

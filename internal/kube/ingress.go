@@ -114,7 +114,7 @@ func (t *translator) ingresses() {
 				Default:   def,
 			}
 			if host != "" {
-				r.Hosts = []string{strings.ToLower(host)}
+				r.Hosts = append([]string{strings.ToLower(host)}, n.aliases...)
 			}
 			if redirect {
 				// ingress-nginx's ssl-redirect: 308 to the same URL over HTTPS.
@@ -191,7 +191,7 @@ func (t *translator) appRoot(ing *networkingv1.Ingress, n *nginx, host string, t
 			Redirect: &config.Redirect{Path: literal(n.appRoot), Port: int(sp.number), Status: http.StatusFound},
 		}
 		if host != "" {
-			r.Hosts = []string{strings.ToLower(host)}
+			r.Hosts = append([]string{strings.ToLower(host)}, n.aliases...)
 		}
 		t.entries = append(t.entries, entry{origin: refOf("Ingress", ing), obj: ing, seq: 0, route: r})
 	}

@@ -219,7 +219,7 @@ func TestGatewayRoutingFeatures(t *testing.T) {
 
 // The ingress-nginx annotations that change where a request goes, on a
 // real API server with real traffic: rewrite-target with use-regex
-// captures, permanent-redirect, app-root, upstream-vhost,
+// captures, permanent-redirect, app-root, server-alias, upstream-vhost,
 // x-forwarded-prefix, canary-by-header, pathType Exact, and ssl-redirect
 // for one host while another on the same port is served over HTTP.
 func TestIngressNginxRoutingAnnotations(t *testing.T) {
@@ -250,7 +250,7 @@ func TestIngressNginxRoutingAnnotations(t *testing.T) {
 	login := ingressObj(ns, "login", nil, "app.example.com", "app", "")
 	login.Spec.Rules[0].HTTP.Paths[0].Path, login.Spec.Rules[0].HTTP.Paths[0].PathType = "/login", &exact
 	moved := ingressObj(ns, "moved", a("permanent-redirect", "https://new.example.com$request_uri"), "old.example.com", "app", "")
-	root := ingressObj(ns, "root", a("app-root", "/dashboard"), "root.example.com", "app", "")
+	root := ingressObj(ns, "root", a("app-root", "/dashboard", "server-alias", "www.root.example.com"), "root.example.com", "app", "")
 	main := ingressObj(ns, "main", nil, "canary.example.com", "app", "")
 	canary := ingressObj(ns, "main-canary", a("canary", "true", "canary-by-header", "X-Canary"), "canary.example.com", "app-canary", "")
 	secure := ingressObj(ns, "secure", nil, "secure.example.com", "app", "secure-tls")
@@ -278,6 +278,8 @@ func TestIngressNginxRoutingAnnotations(t *testing.T) {
 		{"permanent-redirect with nginx variables", "old.example.com", "/a?b=1", nil, 301, "", map[string]string{"Location": "https://new.example.com/a?b=1"}},
 		{"app-root", "root.example.com", "/", nil, 302, "", map[string]string{"Location": "http://root.example.com/dashboard"}},
 		{"below app-root is served", "root.example.com", "/dashboard", nil, 200, "app GET /dashboard", nil},
+		{"server-alias", "www.root.example.com", "/dashboard", nil, 200, "app GET /dashboard", nil},
+		{"app-root on the alias", "www.root.example.com", "/", nil, 302, "", map[string]string{"Location": "http://www.root.example.com/dashboard"}},
 		{"canary-by-header always", "canary.example.com", "/", map[string]string{"X-Canary": "always"}, 200, "canary GET /", nil},
 		{"canary-by-header never", "canary.example.com", "/", map[string]string{"X-Canary": "never"}, 200, "app GET /", nil},
 		{"canary without the header (weight 0)", "canary.example.com", "/", nil, 200, "app GET /", nil},
