@@ -57,6 +57,21 @@ func (t *translator) rule(r *gwv1.HTTPRoute, i int, rs gwv1.HTTPRouteRule) (ru r
 	}
 	tm := &ru.tmpl
 	tm.ResponseHeaders = f.response
+	own := fmt.Sprintf("httproute/%s/%s/%d", r.Namespace, r.Name, i)
+	fail := func() {
+		// Gateway API: what no backend can serve is answered 500.
+		p := &config.Pool{Name: own + "/unresolved", Discovered: true}
+		ru.pools = append(ru.pools, p)
+		tm.Sorry.Status = http.StatusInternalServerError
+		if tm.Pool == "" && tm.Backends == nil {
+			tm.Pool = p.Name
+		}
+	}
+	if f.fail500 != "" {
+		// Before a redirect too: the filter may not be skipped.
+		fail()
+		return ru, nil
+	}
 	if f.redirect != nil {
 		if f.rewrite != nil {
 			return drop("RequestRedirect and URLRewrite on one rule")
@@ -76,20 +91,6 @@ func (t *translator) rule(r *gwv1.HTTPRoute, i int, rs gwv1.HTTPRouteRule) (ru r
 			tm.Timeouts.Total = config.Duration(d)
 			tm.Timeouts.Connect = config.Duration(min(d, config.DefaultConnectTimeout))
 		}
-	}
-	own := fmt.Sprintf("httproute/%s/%s/%d", r.Namespace, r.Name, i)
-	fail := func() {
-		// Gateway API: what no backend can serve is answered 500.
-		p := &config.Pool{Name: own + "/unresolved", Discovered: true}
-		ru.pools = append(ru.pools, p)
-		tm.Sorry.Status = http.StatusInternalServerError
-		if tm.Pool == "" && tm.Backends == nil {
-			tm.Pool = p.Name
-		}
-	}
-	if f.fail500 != "" {
-		fail()
-		return ru, nil
 	}
 	var shares []config.Backend
 	unresolved := 0
@@ -145,7 +146,7 @@ func (t *translator) rule(r *gwv1.HTTPRoute, i int, rs gwv1.HTTPRouteRule) (ru r
 		mc := &config.Mirror{Pool: name}
 		switch {
 		case m.Percent != nil:
-			mc.Share = config.Share{Num: uint64(max(*m.Percent, 0)), Den: 100}
+			mc.Share = config.Share{Num: uint64(min(max(*m.Percent, 0), 100)), Den: 100}
 		case m.Fraction != nil:
 			den := int32(100)
 			if m.Fraction.Denominator != nil {
