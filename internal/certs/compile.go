@@ -192,7 +192,13 @@ func settings(t *config.TLS) (*tls.Config, error) {
 }
 
 func loadCert(e config.Certificate, path string) (*Cert, error) {
-	pair, err := tls.LoadX509KeyPair(e.Cert, e.Key)
+	var pair tls.Certificate
+	var err error
+	if e.CertPEM != nil || e.KeyPEM != nil {
+		pair, err = tls.X509KeyPair(e.CertPEM, e.KeyPEM)
+	} else {
+		pair, err = tls.LoadX509KeyPair(e.Cert, e.Key)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("cannot load certificate %s with key %s: %v", e.Cert, e.Key, err)
 	}

@@ -133,3 +133,15 @@ func selfSigned(t *testing.T) (certFile, keyFile string) {
 	os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kb}), 0o600)
 	return certFile, keyFile
 }
+
+// Outside a cluster, Kubernetes mode says what it is missing and exits 1.
+func TestRunKubernetesWithoutAPIServerSaysSo(t *testing.T) {
+	t.Setenv("KUBECONFIG", "")
+	t.Setenv("KUBERNETES_SERVICE_HOST", "")
+	f := filepath.Join(t.TempDir(), "k.yaml")
+	os.WriteFile(f, []byte("admin: { listen: 127.0.0.1:0 }\nkubernetes: {}\n"), 0o644)
+	code, _, stderr := run("run", "-c", f)
+	if code != 1 || !strings.Contains(stderr, "no Kubernetes API") {
+		t.Errorf("exit %d\n%s", code, stderr)
+	}
+}

@@ -14,6 +14,7 @@ import (
 	"github.com/cloudflare/tableflip"
 	"github.com/sturdyproxy/sturdy/internal/compile"
 	"github.com/sturdyproxy/sturdy/internal/config"
+	"github.com/sturdyproxy/sturdy/internal/kube"
 	"github.com/sturdyproxy/sturdy/internal/lint"
 	"github.com/sturdyproxy/sturdy/internal/sdnotify"
 	"github.com/sturdyproxy/sturdy/internal/server"
@@ -108,7 +109,25 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	for _, w := range lint.Check(cfg) {
 		log.Warn("risky config", "at", w.Error())
 	}
+	if cfg.Kubernetes != nil {
+		return serveKubernetes(ctx, cfg, *file, log)
+	}
 	return serve(ctx, cfg, log, func() (*config.Config, error) { return config.Load(*file) })
+}
+
+// serveKubernetes runs sturdy as a Gateway API and Ingress implementation:
+// the file's config plus what the cluster's objects translate to
+// (docs/kubernetes.md). SIGHUP re-reads the file's part, as in file mode.
+func serveKubernetes(ctx context.Context, cfg *config.Config, file string, log *slog.Logger) int {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		log.Error("cannot start", "err", err)
+		return exitFail
+	}
+	return serveWith(ctx, cfg, log, func(opts []server.Option) (*server.Server, error) {
+		srv, _, _, err := kube.NewServer(file, data, log, kube.Wiring{Path: file, Server: opts})
+		return srv, err
+	})
 }
 
 // serve runs a server until ctx ends; SIGHUP re-reads the config through
@@ -116,6 +135,18 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 // a new process started from the same path takes over the listening
 // sockets and the hosts' state, and this one drains and exits.
 func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, load func() (*config.Config, error), extra ...server.Option) int {
+	return serveWith(ctx, cfg, log, func(opts []server.Option) (*server.Server, error) {
+		srv, err := server.New(cfg, log, append(opts, extra...)...)
+		if err == nil {
+			srv.SetLoader(load)
+		}
+		return srv, err
+	})
+}
+
+// serveWith runs the server that build makes (with the process's options:
+// systemd notification, inherited sockets) until ctx ends.
+func serveWith(ctx context.Context, cfg *config.Config, log *slog.Logger, build func([]server.Option) (*server.Server, error)) int {
 	server.Version = version
 	endProfile, err := startProfile(log)
 	if err != nil {
@@ -123,7 +154,7 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, load func(
 		return exitFail
 	}
 	defer endProfile()
-	opts := append([]server.Option{server.WithNotifier(sdnotify.FromEnv())}, extra...)
+	opts := []server.Option{server.WithNotifier(sdnotify.FromEnv())}
 	upg, err := tableflip.New(tableflip.Options{PIDFile: cfg.PIDFile})
 	if err != nil {
 		log.Debug("binary upgrades are off", "err", err)
@@ -132,13 +163,12 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, load func(
 		defer upg.Stop()
 		opts = append(opts, server.WithSockets(upg))
 	}
-	srv, err := server.New(cfg, log, opts...)
+	srv, err := build(opts)
 	if err != nil {
 		printConfigError(os.Stderr, err)
 		log.Error("cannot start", "err", err)
 		return exitFail
 	}
-	srv.SetLoader(load)
 	if path := os.Getenv(stateEnv); path != "" {
 		// Started by a binary upgrade: take over the hosts' state first.
 		if err := srv.RestoreState(path); err != nil {

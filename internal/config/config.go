@@ -55,6 +55,9 @@ type Config struct {
 	// RequestID gives every request an id, unless its route says otherwise
 	// (routing.go). Default: off.
 	RequestID *RequestID `yaml:"request_id"`
+	// Kubernetes, when set, adds the listeners, routes and pools that
+	// Gateway API and Ingress objects describe (kubernetes.go).
+	Kubernetes *Kubernetes `yaml:"kubernetes"`
 
 	// File is the path the config was loaded from ("" when embedded).
 	File string `yaml:"-"`
@@ -270,6 +273,11 @@ type Pool struct {
 	// See protocols.go.
 	Protocol          string `yaml:"protocol"`
 	MaxStreamsPerConn int    `yaml:"max_streams_per_conn"`
+	// Discovered marks a pool whose hosts come from service discovery
+	// (Kubernetes EndpointSlices) rather than from the file: it may be
+	// empty for a while (a Service scaled to zero, pods not ready yet),
+	// and then the route's empty-pool chain answers. Never read from YAML.
+	Discovered bool `yaml:"-"`
 }
 
 // UpstreamTLS is how sturdy connects to backends over TLS.

@@ -141,6 +141,7 @@ func (c *Config) setDefaults() {
 	c.setRoutingDefaults()
 	c.setProtocolDefaults()
 	c.setFaultDefaults()
+	c.setKubernetesDefaults()
 	if c.Admin.Listen == "" {
 		c.Admin.Listen = DefaultAdminListen
 	}
@@ -262,12 +263,13 @@ func (c *Config) validate() ErrorList {
 	v.routing(pools)
 	v.protocols()
 	v.faults()
+	v.kubernetes()
 	return v.errs
 }
 
 func (v *validator) listeners() {
 	c := v.c
-	if len(c.Listeners) == 0 {
+	if len(c.Listeners) == 0 && c.Kubernetes == nil {
 		v.errorf("listeners", "no listeners; expected at least one, like { name: web, listen: 127.0.0.1:8080 }")
 	}
 	names := map[string]int{}
@@ -292,7 +294,7 @@ func (v *validator) listeners() {
 
 func (v *validator) pools() map[string]bool {
 	c := v.c
-	if len(c.Pools) == 0 {
+	if len(c.Pools) == 0 && c.Kubernetes == nil {
 		v.errorf("pools", "no pools; expected at least one, like { name: web, hosts: [ { addr: 127.0.0.1:9001 } ] }")
 	}
 	names := map[string]int{}
@@ -309,7 +311,7 @@ func (v *validator) pools() map[string]bool {
 				v.errorf(p+".hash_key", "%v", err)
 			}
 		}
-		if len(pl.Hosts) == 0 {
+		if len(pl.Hosts) == 0 && !pl.Discovered {
 			v.errorf(p+".hosts", "no hosts; expected at least one, like { addr: 127.0.0.1:9001 }")
 		}
 		if pl.MaxIdleConnsPerHost < 0 {
@@ -347,7 +349,7 @@ func (v *validator) pools() map[string]bool {
 
 func (v *validator) routes(pools map[string]bool) {
 	c := v.c
-	if len(c.Routes) == 0 {
+	if len(c.Routes) == 0 && c.Kubernetes == nil {
 		v.errorf("routes", "no routes; expected at least one, like { name: all, default: true, pool: web }")
 	}
 	listeners := map[string]bool{}

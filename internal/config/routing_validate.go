@@ -291,6 +291,20 @@ func (v *validator) headerRules(p string, h *HeaderRules) {
 	}
 }
 
+// RuleHeaderProblem says why header rules may not change the header
+// name, "" when they may: an invalid name, a hop-by-hop header, the
+// framing, or Host (which host_header sets). Translations from other
+// configs (Kubernetes) check it to leave out what validation would refuse.
+func RuleHeaderProblem(name string) string {
+	if !validHeaderName(name) {
+		return fmt.Sprintf("invalid header name %q", name)
+	}
+	if why, ok := ownedHeaders[textproto.CanonicalMIMEHeaderKey(name)]; ok {
+		return fmt.Sprintf("%s is %s, which sturdy handles itself", name, why)
+	}
+	return ""
+}
+
 func (v *validator) ruleHeaderName(p, name string) {
 	if !validHeaderName(name) {
 		v.errorf(p, "invalid header name %q", name)

@@ -61,6 +61,13 @@ type Certificate struct {
 	// Default marks the certificate for clients without SNI or with an
 	// unknown name. At most one per listener. Default: the first entry.
 	Default bool `yaml:"default"`
+	// CertPEM and KeyPEM, when set, are the certificate and key
+	// themselves, and Cert and Key only name where they came from
+	// ("secret default/site-tls"): a source of config that holds
+	// certificates in memory (Kubernetes Secrets) passes them this way
+	// rather than writing key files to disk. Never read from YAML.
+	CertPEM []byte `yaml:"-"`
+	KeyPEM  []byte `yaml:"-"`
 }
 
 // ClientAuth is a listener's client-certificate policy.
@@ -89,7 +96,8 @@ type HSTS struct {
 // redirect to the same host and path over HTTPS, except ACME HTTP-01
 // challenges (/.well-known/acme-challenge/).
 type RedirectHTTPS struct {
-	// Status is 308 (the default: the method and body are kept) or 301.
+	// Status is 308 (the default: the method and body are kept), 301 or
+	// 302 (Gateway API's default for a RequestRedirect).
 	Status int `yaml:"status"`
 	// Port is the HTTPS port in the Location; 443 (the default) is left out.
 	Port int `yaml:"port"`
@@ -228,8 +236,8 @@ func (v *validator) tls() {
 			if l.TLS != nil {
 				v.errorf(p+".redirect_https", "this listener is already HTTPS; put redirect_https on the plain listener (port 80)")
 			}
-			if r.Status != 301 && r.Status != 308 {
-				v.errorf(p+".redirect_https.status", "status %d; expected 308 (keeps the method) or 301", r.Status)
+			if r.Status != 301 && r.Status != 302 && r.Status != 308 {
+				v.errorf(p+".redirect_https.status", "status %d; expected 308 (keeps the method), 301 or 302", r.Status)
 			}
 			if r.Port < 1 || r.Port > 65535 {
 				v.errorf(p+".redirect_https.port", "port %d out of range; expected 1 to 65535", r.Port)

@@ -63,6 +63,8 @@ type Server struct {
 	shared     *ratelimit.Shared
 	stopShared context.CancelFunc
 	started    time.Time
+	dial       health.Dialer // how pool hosts are dialled
+	opts       options
 
 	// draining is set once shutdown begins; /readyz reports it.
 	draining atomic.Bool
@@ -93,10 +95,38 @@ type Server struct {
 type Option func(*options)
 
 type options struct {
-	lookup  resolve.Lookup
-	notify  *sdnotify.Notifier
-	sockets socketSource
-	demo    http.Handler
+	lookup     resolve.Lookup
+	notify     *sdnotify.Notifier
+	sockets    socketSource
+	demo       http.Handler
+	dial       health.Dialer
+	ready      func() (bool, string)
+	components []component
+}
+
+type component struct {
+	name string
+	run  func(context.Context) error
+}
+
+// WithDialer replaces how upstream clients and health probes dial pool
+// hosts (the DNS resolver's dialer by default). Tests use it to reach
+// loopback listeners behind the documentation addresses (192.0.2.0/24)
+// that Kubernetes EndpointSlices carry, since the API server refuses
+// loopback endpoint addresses.
+func WithDialer(d health.Dialer) Option { return func(o *options) { o.dial = d } }
+
+// WithReadiness adds a condition to /readyz: while ready reports false,
+// the server is not ready and says why (the Kubernetes source before its
+// first sync).
+func WithReadiness(ready func() (bool, string)) Option {
+	return func(o *options) { o.ready = ready }
+}
+
+// WithComponent runs run as a member of the server's supervised group,
+// from Start until shutdown (the Kubernetes source).
+func WithComponent(name string, run func(context.Context) error) Option {
+	return func(o *options) { o.components = append(o.components, component{name, run}) }
 }
 
 // WithLookup replaces the system resolver for pool host names (tests).
@@ -138,6 +168,7 @@ func New(cfg *config.Config, log *slog.Logger, opts ...Option) (*Server, error) 
 		notify:   o.notify,
 		started:  time.Now(),
 		demo:     o.demo,
+		opts:     o,
 	}
 	s.local = exhaust.New(exhaust.Options{Agg: s.agg, Bus: bus})
 	s.dns = resolve.New(resolve.Options{
@@ -145,9 +176,13 @@ func New(cfg *config.Config, log *slog.Logger, opts ...Option) (*Server, error) 
 		Refresh: cfg.DNS.Refresh.D(), Timeout: cfg.DNS.Timeout.D(), Hold: cfg.DNS.Hold.D(),
 		Bus: bus, OnChange: s.followDNS,
 	})
+	s.dial = s.dns.DialContext
+	if o.dial != nil {
+		s.dial = o.dial
+	}
 	s.monitor = health.NewMonitor(health.Options{
 		Bus:      bus,
-		Dial:     s.dns.DialContext,
+		Dial:     s.dial,
 		Current:  s.healthSet,
 		Panicked: s.group.Recovered,
 	})
@@ -176,7 +211,7 @@ func New(cfg *config.Config, log *slog.Logger, opts ...Option) (*Server, error) 
 
 // env is what every compile of this server builds on.
 func (s *Server) env() compile.Env {
-	return compile.Env{Monitor: s.monitor, Cache: s.cache, Agg: s.agg, Access: s.access, Edge: s.edge, Dial: s.dns.DialContext, Names: s.dns, ACME: s.acme, OnShared: s.sharedLimitsEvent,
+	return compile.Env{Monitor: s.monitor, Cache: s.cache, Agg: s.agg, Access: s.access, Edge: s.edge, Dial: s.dial, Names: s.dns, ACME: s.acme, OnShared: s.sharedLimitsEvent,
 		Instance: s.instance, Local: s.local}
 }
 
@@ -267,6 +302,9 @@ func (s *Server) Start() error {
 	if s.acme != nil {
 		s.acme.SetNames(rt.ACMENames())
 		s.group.Go("acme", s.acme.Run)
+	}
+	for _, c := range s.opts.components {
+		s.group.Go(c.name, c.run)
 	}
 	for _, l := range s.listeners {
 		s.serve(l)

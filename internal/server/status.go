@@ -103,11 +103,23 @@ func (s *Server) Status() view.Status {
 	}
 	st.Edge = edgeView(s.edge)
 	view.Judge(&st)
-	st.NotReady = notReady(cfg.Admin.ReadyRoutes, st.Routes)
+	counted, routes := cfg.Admin.ReadyRoutes, st.Routes
+	if k := cfg.Kubernetes; k != nil && len(counted) == 0 {
+		// The routes of Kubernetes objects do not count: an application
+		// scaled to zero answers 503 on its own routes, it must not take
+		// every sturdy replica out of its Service.
+		routes = routes[:min(k.FileRoutes, len(routes))]
+	}
+	st.NotReady = notReady(counted, routes)
 	var localReason string
 	st.Local, localReason = s.localView(now)
 	if localReason != "" {
 		st.NotReady = append(st.NotReady, localReason)
+	}
+	if ready := s.opts.ready; ready != nil {
+		if ok, why := ready(); !ok {
+			st.NotReady = append([]string{why}, st.NotReady...)
+		}
 	}
 	if st.Draining {
 		st.NotReady = append([]string{"shutting down: draining in-flight requests"}, st.NotReady...)
