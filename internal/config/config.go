@@ -162,7 +162,7 @@ type Route struct {
 	Default bool `yaml:"default"`
 	// Pool names the pool that serves this route. Required, unless static
 	// files answer every request (a try_files chain without @pool), the
-	// route redirects, or backends names several pools.
+	// route redirects or responds, or backends names several pools.
 	Pool string `yaml:"pool"`
 	// Timeouts bound each phase of a proxied request.
 	Timeouts Timeouts `yaml:"timeouts"`
@@ -204,6 +204,7 @@ type Route struct {
 	// Routing a real site (routing.go, docs/routing.md); default: none.
 	Match               *RouteMatch  `yaml:"match"`                 // method, header, query and exact/regex path conditions
 	Redirect            *Redirect    `yaml:"redirect"`              // answer with a redirect, before any upstream
+	Respond             *Respond     `yaml:"respond"`               // answer with a fixed status and body; no pool
 	RequestHeaders      *HeaderRules `yaml:"request_headers"`       // set/add/remove on the way to the backend
 	ResponseHeaders     *HeaderRules `yaml:"response_headers"`      // set/add/remove on every answer
 	HideResponseHeaders []string     `yaml:"hide_response_headers"` // nginx proxy_hide_header

@@ -286,6 +286,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			fw.wrapInner(cw)
 		}
 	}
+	if g != nil && g.Respond != nil {
+		fw.status = fw.answerFixed(g.Respond)
+		return
+	}
 	if rt.Static != nil && fw.serveFile() {
 		return
 	}
