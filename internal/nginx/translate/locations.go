@@ -55,7 +55,7 @@ type locCtx struct {
 // refused reports that the location keeps a rule sturdy cannot express,
 // or one it can but no route can be made to carry it: it must refuse.
 func (c *locCtx) refused() bool {
-	return len(c.protect) > 0 || c.guard.any() && (len(c.blockers) > 0 || c.pass == nil && c.static == nil && c.r.redirect == nil)
+	return len(c.protect) > 0 || c.guard.any() && (len(c.blockers) > 0 || c.pass == nil && c.static == nil && c.r.redirect == nil && c.r.respond == nil)
 }
 
 // refusalNotes say why the location refuses: the rules sturdy cannot
@@ -127,7 +127,7 @@ func (t *translator) planLocation(sp *serverPlan, l *nginx.Location) *locCtx {
 			c.blockers.add(NeedRegexLocations, "regular-expression location %q uses PCRE that sturdy's RE2 does not have (look-around)", l.Path)
 		}
 	}
-	if c.pass == nil && c.static == nil || len(c.blockers) > 0 || c.refused() || c.viaRedirect != nil || c.r.redirect != nil {
+	if c.pass == nil && c.static == nil && c.r.respond == nil || len(c.blockers) > 0 || c.refused() || c.viaRedirect != nil || c.r.redirect != nil {
 		return c
 	}
 	if c.pass != nil {
@@ -186,9 +186,11 @@ func (t *translator) content(c *locCtx, l *nginx.Location, depth int) {
 		if depth == 0 && t.redirectAnswer(c, l, d) {
 			return
 		}
-		if code, ok := fixedStatus(d); ok && depth == 0 {
-			c.content = l
-			t.fixedAnswer(c, l, code, fmt.Sprintf("return %d (%s)", code, d.Pos()))
+		if code, text, hasText, why := fixedReturn(d); code != 0 && why == "" && depth == 0 {
+			t.fixedAnswer(c, l, code, text, hasText, fmt.Sprintf("%s (%s)", strings.TrimSuffix(d.String(), ";"), d.Pos()))
+			return
+		} else if code != 0 && why != "" {
+			c.blockers.add(NeedFixedAnswers, "nginx answered itself (%s, %s): %s", strings.TrimSuffix(d.String(), ";"), d.Pos(), why)
 			return
 		}
 		c.blockers.add(returnNeed(d), "nginx answered itself (%s, %s)", strings.TrimSuffix(d.String(), ";"), d.Pos())
@@ -196,8 +198,7 @@ func (t *translator) content(c *locCtx, l *nginx.Location, depth int) {
 	}
 	if d := last(l.Local("internal")); d != nil && depth == 0 && !c.sub {
 		t.use(d)
-		c.content = l
-		t.fixedAnswer(c, l, 404, fmt.Sprintf("internal (%s): only nginx's own redirects reached it", d.Pos()))
+		t.fixedAnswer(c, l, 404, "", false, fmt.Sprintf("internal (%s): only nginx's own redirects reached it", d.Pos()))
 		return
 	}
 	if l.ProxyPass != nil {

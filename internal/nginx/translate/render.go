@@ -230,6 +230,15 @@ func (t *translator) renderRoute(r *route) *yaml.Node {
 		set(rm, "status", num(rd.Status), "", "")
 		set(m, "redirect", rm, "", "")
 	}
+	if rs := r.respond; rs != nil {
+		rm := &yaml.Node{Kind: yaml.MappingNode, Style: yaml.FlowStyle}
+		set(rm, "status", num(rs.Status), "", "")
+		if rs.Body != "" {
+			set(rm, "body", str(rs.Body), "", "")
+		}
+		set(rm, "content_type", str(rs.ContentType), "", "")
+		set(m, "respond", rm, "", "")
+	}
 	if len(r.backends) > 0 {
 		set(m, "backends", renderBackends(r.backends), "nginx's map / split_clients behind proxy_pass", "")
 		t.renderTimeouts(m, r)

@@ -54,6 +54,7 @@ type route struct {
 	requestID  *config.RequestID
 	rewrite    *config.Rewrite  // the path the backend gets (rewrite.go)
 	redirect   *config.Redirect // the route answers with a redirect (answer.go)
+	respond    *config.Respond  // the route answers itself (fixed.go)
 	errorPages []config.ErrorPage
 	backends   []backendPlan // several pools (maps.go); pool is then the first
 	// block is the nginx block the route was made from (nil for a server's catch-all).
@@ -121,7 +122,7 @@ func (t *translator) routes() {
 		}
 		if sp.catchAll {
 			c := t.planCatchAll(sp)
-			if c.static != nil && len(c.blockers) == 0 {
+			if (c.static != nil || c.r.respond != nil) && len(c.blockers) == 0 {
 				plans = append(plans, c)
 			} else {
 				sp.own.merge(c.blockers)
@@ -193,7 +194,7 @@ func (t *translator) emit(c *locCtx) int {
 			t.useTree(c.loc.Dir)
 		}
 		routes = t.refusalRoutes(c)
-	case len(c.blockers) > 0 || c.pool == nil && c.static == nil && c.r.redirect == nil:
+	case len(c.blockers) > 0 || c.pool == nil && c.static == nil && c.r.redirect == nil && c.r.respond == nil:
 		if len(c.blockers) == 0 {
 			c.blockers.add("", "nothing proxies its requests")
 		}
