@@ -191,12 +191,14 @@ type Route struct {
 	// ClientCert is none (default) or required: a certificate verified against the listener's client_auth.ca, else 403.
 	ClientCert string `yaml:"client_cert"`
 	// Access control at the edge, before any upstream attempt (access.go).
-	Methods     []string     `yaml:"methods"`      // allowed methods, nginx limit_except (access.go)
-	Access      []AccessRule `yaml:"access"`       // allow/deny rules, first match wins (access.go)
-	RateLimit   []RateLimit  `yaml:"rate_limit"`   // nginx limit_req (access.go)
-	ConnLimit   []ConnLimit  `yaml:"conn_limit"`   // nginx limit_conn (access.go)
-	BasicAuth   *BasicAuth   `yaml:"basic_auth"`   // nginx auth_basic (access.go)
-	ForwardAuth *ForwardAuth `yaml:"forward_auth"` // nginx auth_request (access.go)
+	Methods []string `yaml:"methods"` // allowed methods, nginx limit_except (access.go)
+	// MethodsStatus answers a method methods refuses: 405 (default, with Allow), or 403 as nginx.
+	MethodsStatus int          `yaml:"methods_status"`
+	Access        []AccessRule `yaml:"access"`       // allow/deny rules, first match wins (access.go)
+	RateLimit     []RateLimit  `yaml:"rate_limit"`   // nginx limit_req (access.go)
+	ConnLimit     []ConnLimit  `yaml:"conn_limit"`   // nginx limit_conn (access.go)
+	BasicAuth     *BasicAuth   `yaml:"basic_auth"`   // nginx auth_basic (access.go)
+	ForwardAuth   *ForwardAuth `yaml:"forward_auth"` // nginx auth_request (access.go)
 	// Static serves the route from files (see static.go); default: none.
 	Static *Static `yaml:"static"`
 	// Compress compresses the route's responses; default: off.
