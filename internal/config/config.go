@@ -140,6 +140,10 @@ type Listener struct {
 	// Protocols beyond HTTP/1.1 and HTTPS with HTTP/2 (protocols.go).
 	H2C           bool   `yaml:"h2c"`            // HTTP/2 with prior knowledge on a plain listener; default false
 	ProxyProtocol string `yaml:"proxy_protocol"` // off (default), optional or required: PROXY v1/v2 from trusted_proxies
+	// MergeSlashes merges repeated slashes in the path (//a///b is /a/b)
+	// before routing, as nginx's merge_slashes on. Default false: the
+	// path is routed and forwarded as sent.
+	MergeSlashes bool `yaml:"merge_slashes"`
 	HTTP3         *HTTP3 `yaml:"http3"`          // HTTP/3 over QUIC beside a TLS listener; default none
 }
 
