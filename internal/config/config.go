@@ -143,8 +143,8 @@ type Listener struct {
 	// MergeSlashes merges repeated slashes in the path (//a///b is /a/b)
 	// before routing, as nginx's merge_slashes on. Default false: the
 	// path is routed and forwarded as sent.
-	MergeSlashes bool `yaml:"merge_slashes"`
-	HTTP3         *HTTP3 `yaml:"http3"`          // HTTP/3 over QUIC beside a TLS listener; default none
+	MergeSlashes bool   `yaml:"merge_slashes"`
+	HTTP3        *HTTP3 `yaml:"http3"` // HTTP/3 over QUIC beside a TLS listener; default none
 }
 
 // Route sends matching requests to a pool.
