@@ -442,12 +442,20 @@ func TestImportBehaviours(t *testing.T) {
 			yaml:   []string{"path: {regex: ^/old/(.*)$}\n    redirect: {url: '${scheme}://${http_host}/new/${1}${is_args}${args}', status: 301}", "redirect: {url: 'https://b.example/', status: 302}", "path: /\n    default: true\n    pool: app"},
 		},
 		{
-			name:    "a protected prefix refuses its path written with a repeated slash, which nginx merged",
+			name:    "nginx's merge_slashes becomes the listener's, so a repeated slash cannot pass a protected prefix",
 			http:    up + "server {\nlisten 80;\nlocation /admin/ { allow 10.0.0.0/8; deny all; proxy_pass http://app; }\nlocation = /metrics { deny all; proxy_pass http://app; }\nlocation / { proxy_pass http://app; }\n}",
 			line:    5,
 			status:  TranslatedDiffers,
+			yaml:    []string{"listen: :80\n    merge_slashes: true # nginx merge_slashes on (its default)"},
+			notYAML: []string{"pool: refused", "-slashes"},
+		},
+		{
+			name:    "a protected prefix refuses its path written with a repeated slash where a server on its listener keeps slashes",
+			http:    up + "server {\nlisten 80;\nserver_name a.test;\nlocation /admin/ { allow 10.0.0.0/8; deny all; proxy_pass http://app; }\nlocation = /metrics { deny all; proxy_pass http://app; }\nlocation / { proxy_pass http://app; }\n}\nserver {\nlisten 80;\nserver_name b.test;\nmerge_slashes off;\nlocation / { proxy_pass http://app; }\n}",
+			line:    6,
+			status:  TranslatedDiffers,
 			yaml:    []string{"path: {regex: '^(?://+admin/+|/+admin//+)'}\n    pool: refused", "path: {regex: '^(?://+metrics)/*$'}\n    pool: refused"},
-			notYAML: []string{"path: {regex: '^(?://+)'}"},
+			notYAML: []string{"path: {regex: '^(?://+)'}", "merge_slashes: true"},
 		},
 		{
 			name:   "a FastCGI location is held closed, so its PHP files are not served from the root",
@@ -462,7 +470,7 @@ func TestImportBehaviours(t *testing.T) {
 			http:   up + "set_real_ip_from 10.0.0.0/8;\nreal_ip_header proxy_protocol;\nserver {\nlisten 8080 proxy_protocol;\nlocation / { proxy_set_header Host $host; proxy_pass http://app; }\n}",
 			line:   5,
 			status: Translated,
-			yaml:   []string{"listen: :8080\n    proxy_protocol: required", "trusted_proxies: [10.0.0.0/8]"},
+			yaml:   []string{"listen: :8080\n    merge_slashes: true # nginx merge_slashes on (its default)\n    proxy_protocol: required", "trusted_proxies: [10.0.0.0/8]"},
 		},
 		{
 			name:   "a 302 to https is a redirect route",

@@ -197,6 +197,9 @@ func (t *translator) renderListener(ln *listener) *yaml.Node {
 		}
 		set(m, "redirect_https", rm, wrapComment([]string{ln.redirectNote}), "")
 	}
+	if !ln.keepSlashes {
+		set(m, "merge_slashes", yes(), "", "nginx merge_slashes on (its default)")
+	}
 	if ln.proxyProtocol {
 		set(m, "proxy_protocol", str(config.ProxyProtocolRequired), "", "nginx listen ... proxy_protocol, from trusted_proxies")
 	}
