@@ -349,6 +349,20 @@ func TestImportBehaviours(t *testing.T) {
 			yaml:   []string{"path: /private/", "respond: {status: 404, body: \"<html>\\r\\n<head><title>404 Not Found</title>", "content_type: text/html}"},
 		},
 		{
+			name:   "a location whose rewrite redirects every request becomes a redirect route",
+			http:   up + "server {\nlisten 80;\nlocation / { proxy_pass http://app; }\nlocation /old/ { rewrite ^/(.*)$ https://new.example/$1 permanent; }\n}",
+			line:   6,
+			status: Translated,
+			yaml:   []string{"path: /old/\n    redirect: {url: 'https://new.example${uri}${is_args}${args}', status: 301}"},
+		},
+		{
+			name:   "a location rewrite that redirects only some paths is listed",
+			http:   up + "server {\nlisten 80;\nlocation / { proxy_pass http://app; }\nlocation /p { rewrite ^/p/(\\d+)$ /post/$1 permanent; proxy_pass http://app; }\n}",
+			line:   6,
+			status: TranslatedDiffers, needs: []Need{NeedRedirects},
+			notYAML: []string{"redirect:"},
+		},
+		{
 			name:   "return 200 text answers the text as the default_type",
 			http:   up + "default_type application/octet-stream;\nserver {\nlisten 80;\nlocation / { proxy_pass http://app; }\nlocation = /healthz { access_log off; return 200 \"ok\\n\"; }\nlocation = /.well-known/matrix/server { default_type application/json; return 200 '{\"m.server\": \"x:443\"}'; }\n}",
 			line:   7,

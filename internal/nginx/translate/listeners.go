@@ -21,10 +21,10 @@ type listener struct {
 	// keepSlashes is set when a server on the listener had merge_slashes
 	// off: the listener cannot merge them for all (slashes.go).
 	keepSlashes bool
-	listen        string
-	ssl           bool
-	certs         []*certEntry // TLS listeners: one per certificate file (tls.go)
-	tls           tlsPlan
+	listen      string
+	ssl         bool
+	certs       []*certEntry // TLS listeners: one per certificate file (tls.go)
+	tls         tlsPlan
 	// redirect is set on a plain listener whose every server sent clients
 	// to https (redirect.go).
 	redirect     *config.RedirectHTTPS

@@ -168,8 +168,8 @@ func (t *translator) content(c *locCtx, l *nginx.Location, depth int) {
 		return
 	}
 	t.locationRewrites(c, l)
-	if c.pass != nil {
-		return // a rewrite ... last handed the request to a proxied location
+	if c.pass != nil || c.r.redirect != nil {
+		return // a rewrite ... last handed the request to a proxied location, or one redirected every request
 	}
 	if d := last(l.Local("return")); d != nil {
 		t.use(d)
