@@ -363,6 +363,14 @@ func TestImportBehaviours(t *testing.T) {
 			notYAML: []string{"redirect:"},
 		},
 		{
+			name:    "if ($request_method = OPTIONS) { add_header ...; return 204; } becomes an OPTIONS route that answers itself",
+			http:    up + "server {\nlisten 80;\nlocation / { proxy_pass http://app; }\nlocation /api/ {\nif ($request_method = OPTIONS) { add_header Access-Control-Allow-Origin \"*\"; add_header Content-Length 0; return 204; }\nallow 10.0.0.0/8; deny all;\nproxy_pass http://app;\n}\n}",
+			line:    6,
+			status:  TranslatedDiffers,
+			yaml:    []string{"name: default-api-options\n    listeners: [http]\n    path: /api/\n    match:\n      methods: [OPTIONS]\n    respond: {status: 204, content_type: text/plain}", "Access-Control-Allow-Origin: '*'", "respond: {status: 204, content_type: text/plain}\n    max_body_bytes: 1MiB # nginx's default client_max_body_size\n    # nginx add_header\n    response_headers:\n      add:\n        Access-Control-Allow-Origin: '*'\n    # nginx allow/deny, first match wins\n    access:\n      - {allow: 10.0.0.0/8}"},
+			notYAML: []string{"Content-Length: "},
+		},
+		{
 			name:   "return 200 text answers the text as the default_type",
 			http:   up + "default_type application/octet-stream;\nserver {\nlisten 80;\nlocation / { proxy_pass http://app; }\nlocation = /healthz { access_log off; return 200 \"ok\\n\"; }\nlocation = /.well-known/matrix/server { default_type application/json; return 200 '{\"m.server\": \"x:443\"}'; }\n}",
 			line:   7,

@@ -12,8 +12,10 @@ import (
 
 // locCtx is one location being translated.
 type locCtx struct {
-	sp  *serverPlan
-	loc *nginx.Location // the location requests match
+	sp *serverPlan
+	// methodAnswers are its if ($request_method = M) { return ...; } blocks (methodif.go).
+	methodAnswers []methodAnswer
+	loc           *nginx.Location // the location requests match
 	// content is the location whose proxy_pass answers: loc itself, or the
 	// named location it hands requests to (try_files ... @x, error_page).
 	content   *nginx.Location
@@ -114,6 +116,7 @@ func (t *translator) planLocation(sp *serverPlan, l *nginx.Location) *locCtx {
 	c.differs.merge(sp.differs)
 	c.protect.merge(sp.protect)
 	t.matchPaths(c)
+	t.methodIfs(c, l)
 	t.content(c, l, 0)
 	t.guards(c, l.Scope, true)
 	if c.content != nil && c.content != l {
@@ -206,6 +209,9 @@ func (t *translator) content(c *locCtx, l *nginx.Location, depth int) {
 		return
 	}
 	for _, d := range l.Local("if") {
+		if c.handledIf(d) {
+			continue
+		}
 		if ifRefuses(d) == "" {
 			for _, x := range append(d.All("rewrite"), d.All("return")...) {
 				t.use(d)

@@ -220,9 +220,18 @@ func (t *translator) renderRoute(r *route) *yaml.Node {
 		set(m, "hosts", flowList(r.hosts), "", "")
 	}
 	if pm := r.match; pm != nil && !r.plainPrefix() {
-		set(m, "match", renderMatch(pm), "", "")
+		mm := renderMatch(pm)
+		if len(r.methods) > 0 {
+			set(mm, "methods", flowList(r.methods), "", "")
+		}
+		set(m, "match", mm, "", "")
 	} else {
 		set(m, "path", str(r.path), "", "")
+		if len(r.methods) > 0 {
+			mm := mapping()
+			set(mm, "methods", flowList(r.methods), "", "")
+			set(m, "match", mm, "", "")
+		}
 	}
 	if r.def {
 		set(m, "default", yes(), "", "")

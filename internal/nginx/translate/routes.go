@@ -55,6 +55,7 @@ type route struct {
 	rewrite    *config.Rewrite  // the path the backend gets (rewrite.go)
 	redirect   *config.Redirect // the route answers with a redirect (answer.go)
 	respond    *config.Respond  // the route answers itself (fixed.go)
+	methods    []string         // match.methods (methodif.go)
 	errorPages []config.ErrorPage
 	backends   []backendPlan // several pools (maps.go); pool is then the first
 	// block is the nginx block the route was made from (nil for a server's catch-all).
@@ -226,6 +227,12 @@ func (t *translator) emit(c *locCtx) int {
 			names = append(names, n)
 		}
 	}
+	for _, r := range t.methodRoutes(c, routes) {
+		r.block = b
+		if n := t.addRoute(r); n != "" {
+			names = append(names, n)
+		}
+	}
 	for _, r := range t.slashGuards(c, routes) {
 		r.block = b
 		t.addRoute(r)
@@ -327,7 +334,7 @@ func (t *translator) routeName(sp *serverPlan, v variant, path string) string {
 // addRoute adds r unless a route with the same listeners, hosts and path
 // exists; it returns the route's (unique) name, "" when it was a duplicate.
 func (t *translator) addRoute(r *route) string {
-	key := strings.Join(r.listeners, ",") + "|" + strings.Join(r.hosts, ",") + "|" + r.matchKey()
+	key := strings.Join(r.listeners, ",") + "|" + strings.Join(r.hosts, ",") + "|" + r.matchKey() + "|" + strings.Join(r.methods, ",")
 	if _, dup := t.routeKeys[key]; dup {
 		return ""
 	}
