@@ -36,10 +36,12 @@ type Policy struct {
 	route   string
 	acl     *acl.List
 	methods *methods.Set
-	rate    *ratelimit.Limits
-	conn    *connlimit.Limits
-	basic   *basicauth.Auth
-	forward *forwardauth.Auth
+	// methodsStatus answers a refused method: 405 (with Allow) or 403.
+	methodsStatus int
+	rate          *ratelimit.Limits
+	conn          *connlimit.Limits
+	basic         *basicauth.Auth
+	forward       *forwardauth.Auth
 }
 
 // Client is what the proxy decided about the request's client.
@@ -94,6 +96,9 @@ func (p *Policy) Admit(w http.ResponseWriter, r *http.Request, c Client, now tim
 		return adm, p.refuse(w, http.StatusForbidden, 0, "requests from this address are refused"), false
 	}
 	if p.methods != nil && !p.methods.Allows(r.Method) {
+		if p.methodsStatus == http.StatusForbidden {
+			return adm, p.refuse(w, http.StatusForbidden, 0, "method "+strconv.Quote(r.Method)+" is not allowed here"), false
+		}
 		w.Header()["Allow"] = []string{p.methods.Allow()}
 		return adm, p.refuse(w, http.StatusMethodNotAllowed, 0, "method "+strconv.Quote(r.Method)+" is not allowed here"), false
 	}

@@ -172,6 +172,24 @@ routes:
 	}
 }
 
+// methods_status: 403 answers a refused method as nginx's limit_except
+// does: 403, without Allow; allowed methods still reach the backend.
+func TestMethodsStatus403OverRealSockets(t *testing.T) {
+	s := newStack(t, `
+routes:
+  - { name: site, default: true, pool: web }
+  - { name: upload, path: /upload, pool: web, methods: [POST], methods_status: 403 }
+`)
+	c := from(t, "127.0.0.7")
+	resp, body := do(t, c, "GET", s.front+"/upload")
+	if resp.StatusCode != 403 || resp.Header.Get("Allow") != "" || body != `403 Forbidden: route "upload": method "GET" is not allowed here.`+"\n" {
+		t.Fatalf("GET: %d %q Allow=%q, want 403 without Allow", resp.StatusCode, body, resp.Header.Get("Allow"))
+	}
+	if resp, _ := do(t, c, "POST", s.front+"/upload"); resp.StatusCode != 200 {
+		t.Fatalf("POST: %d, want the backend's 200", resp.StatusCode)
+	}
+}
+
 // One client over its rate gets 429 with Retry-After; the others keep
 // their own budgets; a client that attribution holds responsible gets the
 // stricter limit.

@@ -75,6 +75,7 @@ func Compile(cfg *config.Config, opts Options, prev *Compiled) (*Compiled, error
 		if p.methods, err = methods.Compile(path+".methods", r.Methods); err != nil {
 			errs = append(errs, err)
 		}
+		p.methodsStatus = r.MethodsStatus
 		if p.rate, err = c.Rate.Route(path, r.Name, r.RateLimit); err != nil {
 			errs = append(errs, err)
 		}

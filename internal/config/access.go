@@ -258,6 +258,9 @@ func (c *Config) setAccessDefaults() {
 		for j, m := range r.Methods {
 			r.Methods[j] = strings.ToUpper(m)
 		}
+		if len(r.Methods) > 0 {
+			setDefaultInt(&r.MethodsStatus, http.StatusMethodNotAllowed)
+		}
 		if b := r.BasicAuth; b != nil {
 			if b.Realm == "" {
 				b.Realm = DefaultBasicAuthRealm

@@ -143,7 +143,11 @@ type Listener struct {
 	// Protocols beyond HTTP/1.1 and HTTPS with HTTP/2 (protocols.go).
 	H2C           bool   `yaml:"h2c"`            // HTTP/2 with prior knowledge on a plain listener; default false
 	ProxyProtocol string `yaml:"proxy_protocol"` // off (default), optional or required: PROXY v1/v2 from trusted_proxies
-	HTTP3         *HTTP3 `yaml:"http3"`          // HTTP/3 over QUIC beside a TLS listener; default none
+	// MergeSlashes merges repeated slashes in the path (//a///b is /a/b)
+	// before routing, as nginx's merge_slashes on. Default false: the
+	// path is routed and forwarded as sent.
+	MergeSlashes bool   `yaml:"merge_slashes"`
+	HTTP3        *HTTP3 `yaml:"http3"` // HTTP/3 over QUIC beside a TLS listener; default none
 }
 
 // Route sends matching requests to a pool.
@@ -165,7 +169,7 @@ type Route struct {
 	Default bool `yaml:"default"`
 	// Pool names the pool that serves this route. Required, unless static
 	// files answer every request (a try_files chain without @pool), the
-	// route redirects, or backends names several pools.
+	// route redirects or responds, or backends names several pools.
 	Pool string `yaml:"pool"`
 	// Timeouts bound each phase of a proxied request.
 	Timeouts Timeouts `yaml:"timeouts"`
@@ -194,12 +198,14 @@ type Route struct {
 	// ClientCert is none (default) or required: a certificate verified against the listener's client_auth.ca, else 403.
 	ClientCert string `yaml:"client_cert"`
 	// Access control at the edge, before any upstream attempt (access.go).
-	Methods     []string     `yaml:"methods"`      // allowed methods, nginx limit_except (access.go)
-	Access      []AccessRule `yaml:"access"`       // allow/deny rules, first match wins (access.go)
-	RateLimit   []RateLimit  `yaml:"rate_limit"`   // nginx limit_req (access.go)
-	ConnLimit   []ConnLimit  `yaml:"conn_limit"`   // nginx limit_conn (access.go)
-	BasicAuth   *BasicAuth   `yaml:"basic_auth"`   // nginx auth_basic (access.go)
-	ForwardAuth *ForwardAuth `yaml:"forward_auth"` // nginx auth_request (access.go)
+	Methods []string `yaml:"methods"` // allowed methods, nginx limit_except (access.go)
+	// MethodsStatus answers a method methods refuses: 405 (default, with Allow), or 403 as nginx.
+	MethodsStatus int          `yaml:"methods_status"`
+	Access        []AccessRule `yaml:"access"`       // allow/deny rules, first match wins (access.go)
+	RateLimit     []RateLimit  `yaml:"rate_limit"`   // nginx limit_req (access.go)
+	ConnLimit     []ConnLimit  `yaml:"conn_limit"`   // nginx limit_conn (access.go)
+	BasicAuth     *BasicAuth   `yaml:"basic_auth"`   // nginx auth_basic (access.go)
+	ForwardAuth   *ForwardAuth `yaml:"forward_auth"` // nginx auth_request (access.go)
 	// Static serves the route from files (see static.go); default: none.
 	Static *Static `yaml:"static"`
 	// Compress compresses the route's responses; default: off.
@@ -207,6 +213,7 @@ type Route struct {
 	// Routing a real site (routing.go, docs/routing.md); default: none.
 	Match               *RouteMatch  `yaml:"match"`                 // method, header, query and exact/regex path conditions
 	Redirect            *Redirect    `yaml:"redirect"`              // answer with a redirect, before any upstream
+	Respond             *Respond     `yaml:"respond"`               // answer with a fixed status and body; no pool
 	RequestHeaders      *HeaderRules `yaml:"request_headers"`       // set/add/remove on the way to the backend
 	ResponseHeaders     *HeaderRules `yaml:"response_headers"`      // set/add/remove on every answer
 	HideResponseHeaders []string     `yaml:"hide_response_headers"` // nginx proxy_hide_header

@@ -225,6 +225,7 @@ func (r *Route) IsRedirect() bool { return r.Redirect != nil }
 
 func (c *Config) setRoutingDefaults() {
 	setRequestIDDefaults(c.RequestID)
+	c.setRespondDefaults()
 	for i := range c.Routes {
 		r := &c.Routes[i]
 		p := fmt.Sprintf("routes[%d]", i)

@@ -42,6 +42,7 @@ func (v *validator) routing(pools map[string]bool) {
 		p := fmt.Sprintf("routes[%d]", i)
 		v.routeMatch(p, r)
 		v.redirect(p, r)
+		v.respond(p, r)
 		v.rewrite(p, r)
 		v.headerRules(p+".request_headers", r.RequestHeaders)
 		v.headerRules(p+".response_headers", r.ResponseHeaders)

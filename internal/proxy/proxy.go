@@ -161,6 +161,9 @@ type Snapshot struct {
 type Listener struct {
 	// Table chooses the route. Required.
 	Table *route.Table[*Route]
+	// MergeSlashes merges repeated slashes in the path before routing
+	// (nginx merge_slashes); the backend gets the merged path.
+	MergeSlashes bool
 	// Challenge answers ACME HTTP-01 challenges (before any redirect);
 	// nil means none.
 	Challenge func(http.ResponseWriter, *http.Request) bool
@@ -215,6 +218,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if ln.HSTS != nil {
 		w.Header()["Strict-Transport-Security"] = ln.HSTS
+	}
+	if ln.MergeSlashes {
+		mergeSlashes(r)
 	}
 	e, found := ln.Table.MatchRequest(r)
 	if !found {
@@ -285,6 +291,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			defer cw.Close() // before the counters: the compressed tail is part of the answer
 			fw.wrapInner(cw)
 		}
+	}
+	if g != nil && g.Respond != nil {
+		fw.status = fw.answerFixed(g.Respond)
+		return
 	}
 	if rt.Static != nil && fw.serveFile() {
 		return

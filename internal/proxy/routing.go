@@ -25,6 +25,9 @@ type Routing struct {
 	PathRegex *regexp.Regexp
 	// Redirect answers every request with a redirect, before any upstream.
 	Redirect *Redirect
+	// Respond answers every request with a fixed answer, after the
+	// route's access controls, before any upstream.
+	Respond *Respond
 	// Rewrite changes the path the backend receives.
 	Rewrite *Rewrite
 	// Request and Response are the header rules.

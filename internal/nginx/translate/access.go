@@ -255,7 +255,6 @@ func (t *translator) limitExcept(c *locCtx, d *nginx.Directive, g *guard) {
 	}
 	g.methods = ms
 	g.kept.add("", "nginx refused methods other than %s (limit_except, %s)", strings.Join(ms, " "), d.Pos())
-	c.differs.add(NeedMethodRules, "methods other than %s get 405 with Allow from sturdy; nginx answered 403", strings.Join(ms, " "))
 }
 
 // forwardAuth translates auth_request: the location the sub-request

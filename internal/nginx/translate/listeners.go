@@ -18,10 +18,13 @@ type listener struct {
 	name string
 	// proxyProtocol: nginx read the PROXY protocol here (from set_real_ip_from peers).
 	proxyProtocol bool
-	listen        string
-	ssl           bool
-	certs         []*certEntry // TLS listeners: one per certificate file (tls.go)
-	tls           tlsPlan
+	// keepSlashes is set when a server on the listener had merge_slashes
+	// off: the listener cannot merge them for all (slashes.go).
+	keepSlashes bool
+	listen      string
+	ssl         bool
+	certs       []*certEntry // TLS listeners: one per certificate file (tls.go)
+	tls         tlsPlan
 	// redirect is set on a plain listener whose every server sent clients
 	// to https (redirect.go).
 	redirect     *config.RedirectHTTPS
@@ -78,6 +81,7 @@ func (t *translator) listeners() {
 			}
 			ln.ssl = ln.ssl || l.SSL || serverSSL(srv)
 			ln.from = append(ln.from, l.Dir)
+			ln.keepSlashes = ln.keepSlashes || !mergesSlashes(srv)
 			if l.ProxyProto {
 				switch {
 				case len(t.trusted) > 0:
@@ -106,6 +110,7 @@ func (t *translator) listeners() {
 				byAddr[addr] = ln
 				t.listenersOut = append(t.listenersOut, ln)
 			}
+			ln.keepSlashes = ln.keepSlashes || !mergesSlashes(srv)
 			ln.comments = appendOnce(ln.comments, fmt.Sprintf("server at %s has no listen directive: nginx listens on *:80 for it", srv.Dir.Pos()))
 			t.listenerOf[l.Addr] = ln
 		}

@@ -12,8 +12,10 @@ import (
 
 // locCtx is one location being translated.
 type locCtx struct {
-	sp  *serverPlan
-	loc *nginx.Location // the location requests match
+	sp *serverPlan
+	// methodAnswers are its if ($request_method = M) { return ...; } blocks (methodif.go).
+	methodAnswers []methodAnswer
+	loc           *nginx.Location // the location requests match
 	// content is the location whose proxy_pass answers: loc itself, or the
 	// named location it hands requests to (try_files ... @x, error_page).
 	content   *nginx.Location
@@ -55,7 +57,7 @@ type locCtx struct {
 // refused reports that the location keeps a rule sturdy cannot express,
 // or one it can but no route can be made to carry it: it must refuse.
 func (c *locCtx) refused() bool {
-	return len(c.protect) > 0 || c.guard.any() && (len(c.blockers) > 0 || c.pass == nil && c.static == nil && c.r.redirect == nil)
+	return len(c.protect) > 0 || c.guard.any() && (len(c.blockers) > 0 || c.pass == nil && c.static == nil && c.r.redirect == nil && c.r.respond == nil)
 }
 
 // refusalNotes say why the location refuses: the rules sturdy cannot
@@ -114,6 +116,7 @@ func (t *translator) planLocation(sp *serverPlan, l *nginx.Location) *locCtx {
 	c.differs.merge(sp.differs)
 	c.protect.merge(sp.protect)
 	t.matchPaths(c)
+	t.methodIfs(c, l)
 	t.content(c, l, 0)
 	t.guards(c, l.Scope, true)
 	if c.content != nil && c.content != l {
@@ -127,7 +130,7 @@ func (t *translator) planLocation(sp *serverPlan, l *nginx.Location) *locCtx {
 			c.blockers.add(NeedRegexLocations, "regular-expression location %q uses PCRE that sturdy's RE2 does not have (look-around)", l.Path)
 		}
 	}
-	if c.pass == nil && c.static == nil || len(c.blockers) > 0 || c.refused() || c.viaRedirect != nil || c.r.redirect != nil {
+	if c.pass == nil && c.static == nil && c.r.respond == nil || len(c.blockers) > 0 || c.refused() || c.viaRedirect != nil || c.r.redirect != nil {
 		return c
 	}
 	if c.pass != nil {
@@ -168,8 +171,8 @@ func (t *translator) content(c *locCtx, l *nginx.Location, depth int) {
 		return
 	}
 	t.locationRewrites(c, l)
-	if c.pass != nil {
-		return // a rewrite ... last handed the request to a proxied location
+	if c.pass != nil || c.r.redirect != nil {
+		return // a rewrite ... last handed the request to a proxied location, or one redirected every request
 	}
 	if d := last(l.Local("return")); d != nil {
 		t.use(d)
@@ -186,9 +189,11 @@ func (t *translator) content(c *locCtx, l *nginx.Location, depth int) {
 		if depth == 0 && t.redirectAnswer(c, l, d) {
 			return
 		}
-		if code, ok := fixedStatus(d); ok && depth == 0 {
-			c.content = l
-			t.fixedAnswer(c, l, code, fmt.Sprintf("return %d (%s)", code, d.Pos()))
+		if code, text, hasText, why := fixedReturn(d); code != 0 && why == "" && depth == 0 {
+			t.fixedAnswer(c, l, code, text, hasText, fmt.Sprintf("%s (%s)", strings.TrimSuffix(d.String(), ";"), d.Pos()))
+			return
+		} else if code != 0 && why != "" {
+			c.blockers.add(NeedFixedAnswers, "nginx answered itself (%s, %s): %s", strings.TrimSuffix(d.String(), ";"), d.Pos(), why)
 			return
 		}
 		c.blockers.add(returnNeed(d), "nginx answered itself (%s, %s)", strings.TrimSuffix(d.String(), ";"), d.Pos())
@@ -196,8 +201,7 @@ func (t *translator) content(c *locCtx, l *nginx.Location, depth int) {
 	}
 	if d := last(l.Local("internal")); d != nil && depth == 0 && !c.sub {
 		t.use(d)
-		c.content = l
-		t.fixedAnswer(c, l, 404, fmt.Sprintf("internal (%s): only nginx's own redirects reached it", d.Pos()))
+		t.fixedAnswer(c, l, 404, "", false, fmt.Sprintf("internal (%s): only nginx's own redirects reached it", d.Pos()))
 		return
 	}
 	if l.ProxyPass != nil {
@@ -205,6 +209,9 @@ func (t *translator) content(c *locCtx, l *nginx.Location, depth int) {
 		return
 	}
 	for _, d := range l.Local("if") {
+		if c.handledIf(d) {
+			continue
+		}
 		if ifRefuses(d) == "" {
 			for _, x := range append(d.All("rewrite"), d.All("return")...) {
 				t.use(d)

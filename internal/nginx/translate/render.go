@@ -197,6 +197,9 @@ func (t *translator) renderListener(ln *listener) *yaml.Node {
 		}
 		set(m, "redirect_https", rm, wrapComment([]string{ln.redirectNote}), "")
 	}
+	if !ln.keepSlashes {
+		set(m, "merge_slashes", yes(), "", "nginx merge_slashes on (its default)")
+	}
 	if ln.proxyProtocol {
 		set(m, "proxy_protocol", str(config.ProxyProtocolRequired), "", "nginx listen ... proxy_protocol, from trusted_proxies")
 	}
@@ -217,9 +220,18 @@ func (t *translator) renderRoute(r *route) *yaml.Node {
 		set(m, "hosts", flowList(r.hosts), "", "")
 	}
 	if pm := r.match; pm != nil && !r.plainPrefix() {
-		set(m, "match", renderMatch(pm), "", "")
+		mm := renderMatch(pm)
+		if len(r.methods) > 0 {
+			set(mm, "methods", flowList(r.methods), "", "")
+		}
+		set(m, "match", mm, "", "")
 	} else {
 		set(m, "path", str(r.path), "", "")
+		if len(r.methods) > 0 {
+			mm := mapping()
+			set(mm, "methods", flowList(r.methods), "", "")
+			set(m, "match", mm, "", "")
+		}
 	}
 	if r.def {
 		set(m, "default", yes(), "", "")
@@ -229,6 +241,15 @@ func (t *translator) renderRoute(r *route) *yaml.Node {
 		set(rm, "url", str(rd.URL), "", "")
 		set(rm, "status", num(rd.Status), "", "")
 		set(m, "redirect", rm, "", "")
+	}
+	if rs := r.respond; rs != nil {
+		rm := &yaml.Node{Kind: yaml.MappingNode, Style: yaml.FlowStyle}
+		set(rm, "status", num(rs.Status), "", "")
+		if rs.Body != "" {
+			set(rm, "body", str(rs.Body), "", "")
+		}
+		set(rm, "content_type", str(rs.ContentType), "", "")
+		set(m, "respond", rm, "", "")
 	}
 	if len(r.backends) > 0 {
 		set(m, "backends", renderBackends(r.backends), "nginx's map / split_clients behind proxy_pass", "")

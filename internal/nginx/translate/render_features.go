@@ -76,6 +76,7 @@ func renderGuard(m *yaml.Node, r *route) {
 	}
 	if len(g.methods) > 0 {
 		set(m, "methods", flowList(g.methods), "", "nginx limit_except")
+		set(m, "methods_status", num(403), "", "nginx answered 403, not 405")
 	}
 	if len(r.rateLimit) > 0 {
 		l := &yaml.Node{Kind: yaml.SequenceNode}

@@ -2,6 +2,7 @@ package translate
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/sturdyproxy/sturdy/internal/config"
@@ -95,6 +96,9 @@ func (t *translator) locationRewrites(c *locCtx, l *nginx.Location) {
 	for _, d := range rws {
 		t.use(d)
 	}
+	if len(rws) > 0 && t.locationRedirect(c, l, rws[0]) {
+		return
+	}
 	var pathRewrites []*nginx.Directive
 	for _, d := range rws {
 		if flag := d.Arg(2); flag == "redirect" || flag == "permanent" || rewriteNeed(d) == NeedRedirects {
@@ -169,5 +173,39 @@ func (t *translator) rewriteLast(c *locCtx, l *nginx.Location, d *nginx.Directiv
 	c.content, c.pass, c.target = m, m.ProxyPass, &tg
 	c.r.rewrite = &config.Rewrite{Regex: d.Arg(0), Path: strings.ReplaceAll(path, "$", "$$")}
 	c.r.comments = append(c.r.comments, fmt.Sprintf("%s (%s) sent the request to location %s (%s)", strings.TrimSuffix(d.String(), ";"), d.Pos(), locationLabel(m), m.Dir.Pos()))
+	return true
+}
+
+// locationRedirect translates a location whose first rewrite redirects
+// every request (`rewrite ^(.*)$ https://new.example$1 permanent;`):
+// nginx ran it before anything else of the location, so the location is
+// a redirect route. The regex's capture, when it has one, is the whole
+// path, which the target gets as $uri. false when the rewrite matches
+// only some paths, or an if or return of the location could answer first.
+func (t *translator) locationRedirect(c *locCtx, l *nginx.Location, d *nginx.Directive) bool {
+	if rewriteNeed(d) != NeedRedirects || !rewritesEverything(d) || len(l.Local("if")) > 0 || len(l.Local("return")) > 0 || c.sub {
+		return false
+	}
+	repl := d.Arg(1)
+	switch d.Arg(0) {
+	case "^(.*)", "^(.*)$", "(.*)":
+		repl = strings.ReplaceAll(repl, "$1", "$uri")
+	case "^/(.*)", "^/(.*)$":
+		repl = strings.ReplaceAll(repl, "/$1", "$uri")
+	}
+	if strings.Contains(repl, "$1") || strings.Contains(repl, "${1}") || strings.Contains(repl, "$2") {
+		return false
+	}
+	x := *d
+	x.Args = slices.Clone(d.Args)
+	x.Args[0], x.Args[1] = "^", repl
+	rd, why := rewriteRedirect(c, &x)
+	if rd == nil {
+		c.differs.add(NeedRedirects, "nginx redirected every request (%s, %s); %s", strings.TrimSuffix(d.String(), ";"), d.Pos(), why)
+		return false
+	}
+	c.content = l
+	c.r.redirect = rd
+	c.r.comments = append(c.r.comments, fmt.Sprintf("%s, location %s (%s): %s", c.sp.label, locationLabel(l), l.Dir.Pos(), strings.TrimSuffix(d.String(), ";")))
 	return true
 }

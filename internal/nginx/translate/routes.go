@@ -54,6 +54,8 @@ type route struct {
 	requestID  *config.RequestID
 	rewrite    *config.Rewrite  // the path the backend gets (rewrite.go)
 	redirect   *config.Redirect // the route answers with a redirect (answer.go)
+	respond    *config.Respond  // the route answers itself (fixed.go)
+	methods    []string         // match.methods (methodif.go)
 	errorPages []config.ErrorPage
 	backends   []backendPlan // several pools (maps.go); pool is then the first
 	// block is the nginx block the route was made from (nil for a server's catch-all).
@@ -121,7 +123,7 @@ func (t *translator) routes() {
 		}
 		if sp.catchAll {
 			c := t.planCatchAll(sp)
-			if c.static != nil && len(c.blockers) == 0 {
+			if (c.static != nil || c.r.respond != nil) && len(c.blockers) == 0 {
 				plans = append(plans, c)
 			} else {
 				sp.own.merge(c.blockers)
@@ -193,7 +195,7 @@ func (t *translator) emit(c *locCtx) int {
 			t.useTree(c.loc.Dir)
 		}
 		routes = t.refusalRoutes(c)
-	case len(c.blockers) > 0 || c.pool == nil && c.static == nil && c.r.redirect == nil:
+	case len(c.blockers) > 0 || c.pool == nil && c.static == nil && c.r.redirect == nil && c.r.respond == nil:
 		if len(c.blockers) == 0 {
 			c.blockers.add("", "nothing proxies its requests")
 		}
@@ -220,6 +222,12 @@ func (t *translator) emit(c *locCtx) int {
 	}
 	var names []string
 	for _, r := range routes {
+		r.block = b
+		if n := t.addRoute(r); n != "" {
+			names = append(names, n)
+		}
+	}
+	for _, r := range t.methodRoutes(c, routes) {
 		r.block = b
 		if n := t.addRoute(r); n != "" {
 			names = append(names, n)
@@ -326,7 +334,7 @@ func (t *translator) routeName(sp *serverPlan, v variant, path string) string {
 // addRoute adds r unless a route with the same listeners, hosts and path
 // exists; it returns the route's (unique) name, "" when it was a duplicate.
 func (t *translator) addRoute(r *route) string {
-	key := strings.Join(r.listeners, ",") + "|" + strings.Join(r.hosts, ",") + "|" + r.matchKey()
+	key := strings.Join(r.listeners, ",") + "|" + strings.Join(r.hosts, ",") + "|" + r.matchKey() + "|" + strings.Join(r.methods, ",")
 	if _, dup := t.routeKeys[key]; dup {
 		return ""
 	}

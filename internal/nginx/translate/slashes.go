@@ -3,17 +3,21 @@ package translate
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/sturdyproxy/sturdy/internal/config"
+	"github.com/sturdyproxy/sturdy/internal/nginx"
 )
 
 // nginx merges repeated slashes before it chooses a location (merge_slashes
-// on): //admin/x is location /admin/'s. sturdy matches the path as sent,
-// so //admin/x would miss a protected /admin/ route and reach a wider
-// one. Each protected prefix or exact route therefore gets a companion
-// regex route for its path written with a repeated slash, which refuses:
-// narrower than nginx, never wider.
+// on): //admin/x is location /admin/'s. A listener whose every server
+// merged them gets merge_slashes: true, and sturdy merges them too. On a
+// listener shared with a server that had merge_slashes off, sturdy matches
+// the path as sent, so //admin/x would miss a protected /admin/ route and
+// reach a wider one: there each protected prefix or exact route gets a
+// companion regex route for its path written with a repeated slash, which
+// refuses: narrower than nginx, never wider.
 
 // maxSlashAlternatives bounds the companion regex (one alternative per
 // slash of the path).
@@ -47,17 +51,42 @@ func slashRegex(p string, exact bool) string {
 	return re
 }
 
+// mergesSlashes reports whether nginx merged repeated slashes for srv.
+func mergesSlashes(srv *nginx.Server) bool {
+	d := srv.Scope.Get1("merge_slashes")
+	return d == nil || d.Arg(0) != "off"
+}
+
+// listenersMerge reports whether every listener named merges slashes
+// (merge_slashes: true): only when every server on it had nginx merge
+// them. Elsewhere a protected route keeps its companion refusal route.
+func (t *translator) listenersMerge(names []string) bool {
+	if len(names) == 0 {
+		return false
+	}
+	for _, n := range names {
+		i := slices.IndexFunc(t.listenersOut, func(ln *listener) bool { return ln.name == n })
+		if i < 0 || t.listenersOut[i].keepSlashes {
+			return false
+		}
+	}
+	return true
+}
+
 // slashGuards are the companion refusal routes of a protected location's
 // routes.
 func (t *translator) slashGuards(c *locCtx, routes []*route) []*route {
 	if !c.guard.any() && len(c.protect) == 0 || c.r.redirect != nil {
 		return nil
 	}
-	if d := c.sp.srv.Scope.Get1("merge_slashes"); d != nil && d.Arg(0) == "off" {
+	if !mergesSlashes(c.sp.srv) {
 		return nil // nginx matched the path as sent, as sturdy does
 	}
 	var out []*route
 	for _, r := range routes {
+		if t.listenersMerge(r.listeners) {
+			continue // sturdy merges them too, before routing
+		}
 		p, exact := r.path, false
 		if m := r.match; m != nil {
 			switch {

@@ -1,10 +1,8 @@
 package translate
 
 import (
-	"fmt"
 	"path"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
@@ -323,34 +321,6 @@ func joinCC(a, b string) string {
 		return b
 	}
 	return a + ", " + b
-}
-
-// fixedStatus reports a return that answers with a status sturdy can give
-// from a file chain: no body of nginx's own, no redirect.
-func fixedStatus(d *nginx.Directive) (int, bool) {
-	if len(d.Args) != 1 {
-		return 0, false
-	}
-	n, err := strconv.Atoi(d.Arg(0))
-	if err != nil || n < 200 || n > 599 || n >= 300 && n < 400 {
-		return 0, false
-	}
-	return n, true
-}
-
-// fixedAnswer makes the location answer every request with code: a static
-// chain of only =CODE, which sturdy answers without touching a file.
-func (t *translator) fixedAnswer(c *locCtx, l *nginx.Location, code int, why string) {
-	root, _, ok := t.docRoot(&locCtx{sp: c.sp}, nil, l.Scope)
-	if !ok {
-		root = t.fsPath("html")
-	}
-	c.static = &staticPlan{root: root, fixed: code, tryFiles: []string{"=" + strconv.Itoa(code)},
-		comment: fmt.Sprintf("%s: sturdy has no fixed answers yet; a file chain of only =%d gives GET and HEAD that status without reading a file", why, code)}
-	c.differs.add(NeedFixedAnswers, "nginx answered %d to every method with its own page (%s); sturdy answers GET and HEAD %d with a one-line body, other methods 405", code, why, code)
-	if code == 444 {
-		c.differs.add(NeedFixedAnswers, "return 444 closed the connection without an answer; sturdy answers status 444")
-	}
 }
 
 // locate finds the location nginx chooses for uri in srv: exact, then the

@@ -94,6 +94,12 @@ func (c *locCtx) keepsOut() bool {
 	if c.guard.any() || len(c.protect) > 0 {
 		return true
 	}
+	if rs := c.r.respond; rs != nil {
+		switch rs.Status {
+		case 401, 403, 404, 444:
+			return true
+		}
+	}
 	if c.static != nil && c.pass == nil {
 		switch c.static.fixed {
 		case 401, 403, 404, 444:
