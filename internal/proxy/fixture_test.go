@@ -83,7 +83,7 @@ func newFixture(tb testing.TB, n int, up Upstream, tune ...func(*health.PoolConf
 		Edge:      edge.New(false, nil, nil, nil),
 	}
 	return &fixture{
-		h:  &Handler{Listener: "web", Current: func() *Snapshot { return snap }},
+		h:  &Handler{Listener: "web", Current: func() *Snapshot { return snap }, Port: "8080"}, // the server always sets Port
 		rt: rt, pool: p, mon: mon, evs: evs,
 	}
 }

@@ -500,7 +500,7 @@ func (f *forwarder) prepare() failure {
 			out.ContentLength, out.Trailer = 0, nil
 		default:
 			f.buffered = buf
-			out.GetBody = f.replay // for the upstream's stale-connection retry
+			out.GetBody = replayOf(buf) // for the upstream's stale-connection retry
 			out.ContentLength = int64(len(buf))
 			if len(r.Trailer) > 0 {
 				out.ContentLength = -1 // chunked again, to carry the trailers
@@ -589,9 +589,11 @@ func (f *forwarder) bodySent(c outcome.Class) int64 {
 	return 0
 }
 
-// replay is the buffered body once more.
-func (f *forwarder) replay() (io.ReadCloser, error) {
-	return io.NopCloser(bytes.NewReader(f.buffered)), nil
+// replayOf gives the buffered body once more. It holds the bytes, not
+// the forwarder: a method value of the forwarder would move every
+// request's forwarder to the heap.
+func replayOf(buf []byte) func() (io.ReadCloser, error) {
+	return func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(buf)), nil }
 }
 
 // bodyFailed is a request body that broke while being read whole, before

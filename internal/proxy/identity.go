@@ -20,7 +20,7 @@ func (f *forwarder) identity(out http.Header) {
 		}
 	}
 	if !trusted || len(out["X-Forwarded-Port"]) == 0 {
-		out["X-Forwarded-Port"] = []string{f.h.port(r)}
+		out["X-Forwarded-Port"] = f.h.portHeader(r)
 	}
 	if tok := f.snap.Instance; tok != "" {
 		if prior := out[hopsHeader]; len(prior) > 0 {
@@ -29,6 +29,20 @@ func (f *forwarder) identity(out http.Header) {
 			out[hopsHeader] = []string{tok}
 		}
 	}
+}
+
+// portHeader is X-Forwarded-Port's value: the listener's port, made once,
+// or the connection's.
+func (h *Handler) portHeader(r *http.Request) []string {
+	if h.Port == "" {
+		return []string{h.port(r)}
+	}
+	if v := h.portHdr.Load(); v != nil {
+		return *v
+	}
+	v := []string{h.Port}
+	h.portHdr.Store(&v)
+	return v
 }
 
 // port is the port the client connected to.

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/netip"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/sturdyproxy/sturdy/internal/access"
@@ -189,6 +190,10 @@ type Handler struct {
 	// Port is the listener's port, sent as X-Forwarded-Port; "" means the
 	// port of the connection's local address.
 	Port string
+
+	// portHdr is X-Forwarded-Port's value for Port, made on first use and
+	// shared by every request (header values are never written in place).
+	portHdr atomic.Pointer[[]string]
 }
 
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -233,22 +238,42 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		rt.Stats.observe(writeEdgeError(w, http.StatusBadRequest, rt.Name, "encoded slashes (%2F, %5C) in the path are ambiguous, and this route does not allow them (allow_encoded_slashes)"), 0, time.Now().UnixNano(), false)
 		return
 	}
+	h.serveRoute(w, r, snap, rt, conn)
+}
+
+// The steps of a routed request are three functions, not one, so that
+// each has few enough returns for its defers to be open-coded (a defer
+// the compiler cannot inline costs a few hundred instructions a request).
+
+// serveRoute answers a request that a route took, and counts and logs it.
+func (h *Handler) serveRoute(w http.ResponseWriter, r *http.Request, snap *Snapshot, rt *Route, conn *Conn) {
 	start := time.Now()
 	fw := forwarder{h: h, snap: snap, rt: rt, w: w, r: r, now: start, conn: conn}
 	fw.dl, _ = w.(deadliner)
 	if snap.Access != nil && snap.AccessFormat.WantsUpstreamTimes() {
 		fw.times = new(upstreamTimes)
 	}
-	defer func() {
-		d := time.Since(start)
-		rt.Stats.observe(fw.status, d, start.UnixNano()+int64(d), fw.attr == health.AttrClient)
-		if snap.Access != nil {
-			fw.logAccess(snap.Access, start, d)
-		}
-		if fw.rw != nil {
-			fw.rw.release()
-		}
-	}()
+	defer fw.finish(start)
+	fw.admitAndServe(w)
+}
+
+// finish counts the answer in the route's figures and the access log.
+func (fw *forwarder) finish(start time.Time) {
+	d := time.Since(start)
+	fw.rt.Stats.observe(fw.status, d, start.UnixNano()+int64(d), fw.attr == health.AttrClient)
+	if a := fw.snap.Access; a != nil {
+		fw.logAccess(a, start, d)
+	}
+	if fw.rw != nil {
+		fw.rw.release()
+	}
+}
+
+// admitAndServe runs the route's checks before it takes capacity: client
+// certificate, redirect, body size and access controls. w is the
+// listener's writer, under any route writer.
+func (fw *forwarder) admitAndServe(w http.ResponseWriter) {
+	rt, r := fw.rt, fw.r
 	g := rt.Routing
 	if g != nil {
 		fw.begin(g)
@@ -263,7 +288,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if rt.MaxBodyBytes > 0 && r.Body != nil && r.Body != http.NoBody {
 		if r.ContentLength > rt.MaxBodyBytes {
-			snap.Edge.C.Add(edge.RejectTooLarge)
+			fw.snap.Edge.C.Add(edge.RejectTooLarge)
 			fw.status = writeEdgeError(fw.w, http.StatusRequestEntityTooLarge, rt.Name, "the request body is larger than this route allows")
 			return
 		}
@@ -277,6 +302,13 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		defer fw.admission.Done() // releases concurrency slots
 	}
+	fw.serveAdmitted(w)
+}
+
+// serveAdmitted answers an admitted request within the route's bulkhead:
+// a fixed answer, a file, or a backend's.
+func (fw *forwarder) serveAdmitted(w http.ResponseWriter) {
+	rt := fw.rt
 	n := rt.Stats.InFlight.Add(1)
 	defer rt.Stats.InFlight.Add(-1)
 	if rt.MaxInFlight > 0 && n > rt.MaxInFlight {
@@ -287,12 +319,12 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if rt.Compress != nil {
-		if cw := compress.Wrap(w, r, rt.Compress); cw != nil {
+		if cw := compress.Wrap(w, fw.r, rt.Compress); cw != nil {
 			defer cw.Close() // before the counters: the compressed tail is part of the answer
 			fw.wrapInner(cw)
 		}
 	}
-	if g != nil && g.Respond != nil {
+	if g := rt.Routing; g != nil && g.Respond != nil {
 		fw.status = fw.answerFixed(g.Respond)
 		return
 	}
