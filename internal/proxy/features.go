@@ -18,7 +18,7 @@ func (f *forwarder) admit() bool {
 	if f.h.TLS {
 		proto = "https"
 	}
-	f.clientKey = clientKey(r, f.snap.ClientHeader, f.snap.Trusted)
+	f.clientKey = clientKey(r, f.snap.ClientHeader, f.peerTrusted(), f.snap.Trusted)
 	key := f.clientKey // the client's address, unless attribution keys by a header
 	if f.snap.ClientHeader != "" {
 		key = ip.String()

@@ -42,6 +42,7 @@ const (
 // stack of ServeHTTP (or, for a cache's background revalidation, on the
 // heap for one fetch).
 type forwarder struct {
+	peer uint8 // peerUnknown until peerTrusted asks
 	h    *Handler
 	snap *Snapshot
 	rt   *Route
@@ -105,7 +106,7 @@ func (f *forwarder) serve() {
 		defer f.grpcStart()()
 	}
 	if f.clientKey == "" {
-		f.clientKey = clientKey(r, f.snap.ClientHeader, f.snap.Trusted)
+		f.clientKey = clientKey(r, f.snap.ClientHeader, f.peerTrusted(), f.snap.Trusted)
 	}
 	f.clientBit = 1 << (balance.HashString(f.clientKey) & 63)
 	if rt.ShedClients && rt.Monitor.Attributed(f.clientKey) {
@@ -399,9 +400,8 @@ func isIdempotent(method string) bool {
 // client's (from X-Forwarded-For) and the header is believed; from anyone
 // else the header is ignored, so a client cannot choose its own key. The
 // common case (an untrusted peer) does not allocate.
-func clientKey(r *http.Request, header string, trusted []netip.Prefix) string {
-	peer, _ := clientAddr(r.RemoteAddr)
-	if !isTrusted(peer, trusted) {
+func clientKey(r *http.Request, header string, peerTrusted bool, trusted []netip.Prefix) string {
+	if !peerTrusted {
 		return hostOf(r.RemoteAddr)
 	}
 	if header != "" {
@@ -434,7 +434,7 @@ func (f *forwarder) prepare() failure {
 		Proto:         "HTTP/1.1",
 		ProtoMajor:    1,
 		ProtoMinor:    1,
-		Header:        outboundHeader(r, f.h.TLS, f.snap.Trusted),
+		Header:        outboundHeader(r, f.h.TLS, f.peerTrusted()),
 		ContentLength: r.ContentLength,
 		Host:          r.Host,
 		Trailer:       r.Trailer,

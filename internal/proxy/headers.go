@@ -40,7 +40,7 @@ var via = []string{"1.1 sturdy"}
 // with X-Forwarded-* and Via set by us. Because the forwarding fields are
 // set after the Connection-named ones are dropped, a client cannot use
 // "Connection: X-Forwarded-For" to strip ours.
-func outboundHeader(r *http.Request, tls bool, trusted []netip.Prefix) http.Header {
+func outboundHeader(r *http.Request, tls, peerTrusted bool) http.Header {
 	in := r.Header
 	out := make(http.Header, len(in)+6)
 	conn := in["Connection"]
@@ -71,8 +71,7 @@ func outboundHeader(r *http.Request, tls bool, trusted []netip.Prefix) http.Head
 		vals = vals[1:]
 	}
 	peerIP := hostOf(r.RemoteAddr)
-	peer, _ := clientAddr(r.RemoteAddr)
-	if isTrusted(peer, trusted) {
+	if peerTrusted {
 		// Believe what the trusted proxy in front of us said, and add it.
 		if prior := out["X-Forwarded-For"]; len(prior) > 0 {
 			set("X-Forwarded-For", strings.Join(prior, ", ")+", "+peerIP)

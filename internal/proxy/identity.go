@@ -12,8 +12,7 @@ import (
 // kept); X-Sturdy-Hops gets this instance's mark, for loop detection.
 func (f *forwarder) identity(out http.Header) {
 	r := f.r
-	peer, _ := clientAddr(r.RemoteAddr)
-	trusted := isTrusted(peer, f.snap.Trusted)
+	trusted := f.peerTrusted()
 	if !trusted {
 		for _, k := range f.snap.Untrusted {
 			delete(out, k)
@@ -83,3 +82,22 @@ func isLoop(h http.Header, token string) bool {
 	}
 	return n >= maxSelfPasses
 }
+
+// peerTrusted tells whether the connection's peer is one of the trusted
+// proxies. The address is parsed once per request, however many steps ask.
+func (f *forwarder) peerTrusted() bool {
+	if f.peer == peerUnknown {
+		f.peer = peerUntrusted
+		if a, _ := clientAddr(f.r.RemoteAddr); isTrusted(a, f.snap.Trusted) {
+			f.peer = peerIsTrusted
+		}
+	}
+	return f.peer == peerIsTrusted
+}
+
+// What a forwarder knows of its peer.
+const (
+	peerUnknown uint8 = iota
+	peerUntrusted
+	peerIsTrusted
+)

@@ -74,7 +74,7 @@ func (f *forwarder) logAccess(l *accesslog.Logger, start time.Time, d time.Durat
 		rec.Pool = f.rt.Pool.Name
 	}
 	if rec.Client == "" {
-		rec.Client = clientKey(r, f.snap.ClientHeader, f.snap.Trusted)
+		rec.Client = clientKey(r, f.snap.ClientHeader, f.peerTrusted(), f.snap.Trusted)
 	}
 	if f.rw != nil && f.rw.wrote && f.rw.sent != f.status {
 		// An error page answered: the client got its status, the
