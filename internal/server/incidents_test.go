@@ -127,6 +127,13 @@ func noEjections(t *testing.T, s *Server, ev *eventCounter) {
 		for _, h := range p.Hosts {
 			if h.Mode() != health.Healthy {
 				t.Errorf("host %s is %s", h.Addr, h.Mode())
+				for _, ph := range s.Status().Pools {
+					for _, vh := range ph.Hosts {
+						if vh.Addr == h.Addr {
+							t.Errorf("host %s: %s (%s)", vh.Addr, vh.Reason, vh.Evidence)
+						}
+					}
+				}
 			}
 		}
 	}
