@@ -117,6 +117,8 @@ func TestMajorityFailureIsTheHostsNotTheClients(t *testing.T) {
 	})
 }
 
+// (Status 5xx here: timeouts of a single route are that route's until
+// another route's time out too; see TestOneRoutesTimeoutsInARowAreNotTheHosts.)
 // Failed requests in a row from several clients make a host suspect at
 // once, while its peers succeed: no tick, no window to fill.
 func TestFailuresInARowFromSeveralClientsMakeSuspectAtOnce(t *testing.T) {
@@ -129,29 +131,29 @@ func TestFailuresInARowFromSeveralClientsMakeSuspectAtOnce(t *testing.T) {
 	}
 	h := p.Hosts[0]
 	for c := range 2 {
-		p.Settle(req(rt, fmt.Sprintf("192.0.2.%d", c)), []Failure{{h, outcome.ResponseTimeout, 0}}, false, t0)
+		p.Settle(req(rt, fmt.Sprintf("192.0.2.%d", c)), []Failure{{h, outcome.Status5xx, 0}}, false, t0)
 	}
 	if h.Mode() != Healthy {
 		t.Fatalf("suspect after 2 failures")
 	}
 	// One client alone cannot do it, however often.
 	for range 10 {
-		p.Settle(req(rt, "192.0.2.1"), []Failure{{h, outcome.ResponseTimeout, 0}}, false, t0)
+		p.Settle(req(rt, "192.0.2.1"), []Failure{{h, outcome.Status5xx, 0}}, false, t0)
 	}
 	if h.Mode() != Healthy {
 		t.Fatalf("one client's failures in a row made the host %s", h.Mode())
 	}
-	p.Settle(req(rt, "192.0.2.4"), []Failure{{h, outcome.ResponseTimeout, 0}}, false, t0)
+	p.Settle(req(rt, "192.0.2.4"), []Failure{{h, outcome.Status5xx, 0}}, false, t0)
 	if h.Mode() != Ejected || rec.count(event.HostSuspect) != 1 {
 		t.Fatalf("host %s after failures in a row from 3 clients", h.Mode())
 	}
 	// A success ends a streak.
 	h2 := p.Hosts[1]
 	for c := range 2 {
-		p.Settle(req(rt, fmt.Sprintf("192.0.2.%d", c)), []Failure{{h2, outcome.ResponseTimeout, 0}}, false, t0)
+		p.Settle(req(rt, fmt.Sprintf("192.0.2.%d", c)), []Failure{{h2, outcome.Status5xx, 0}}, false, t0)
 	}
 	p.Record(h2, outcome.OK, req(rt, "192.0.2.9"), t0)
-	p.Settle(req(rt, "192.0.2.4"), []Failure{{h2, outcome.ResponseTimeout, 0}}, false, t0)
+	p.Settle(req(rt, "192.0.2.4"), []Failure{{h2, outcome.Status5xx, 0}}, false, t0)
 	if h2.Mode() != Healthy {
 		t.Fatalf("host %s: the streak survived a success", h2.Mode())
 	}
@@ -435,4 +437,22 @@ func TestARunsOwnConcurrentFailureIsNotSomeoneElses(t *testing.T) {
 			t.Fatalf("known=%v others-succeed=%v with only successes from others", known, ok)
 		}
 	})
+}
+
+// Timeouts in a row from several clients of one route are that route's
+// slow requests (incident 002), even before the host's window has seen
+// its other routes: the streak rule leaves them to the window's rules.
+func TestOneRoutesTimeoutsInARowAreNotTheHosts(t *testing.T) {
+	_, p, rec := setup(t, 3, "{ max_ejected: 100% }", nil)
+	rt := route(p.m, "report", 0)
+	for _, h := range p.Hosts {
+		p.Record(h, outcome.OK, req(rt, "192.0.2.9"), t0)
+	}
+	h := p.Hosts[0]
+	for c := range 6 {
+		p.Settle(req(rt, fmt.Sprintf("192.0.2.%d", c)), []Failure{{h, outcome.ResponseTimeout, 0}}, false, t0)
+	}
+	if h.Mode() != Healthy || rec.count(event.HostSuspect) != 0 {
+		t.Fatalf("one route's timeouts made the host %s", h.Mode())
+	}
 }

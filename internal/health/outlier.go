@@ -123,6 +123,13 @@ func (p *Pool) hostFailed(h *Host, c, r uint64, class outcome.Class, now time.Ti
 	if t := h.window.Sum(now); Count(t.OKRoutes|t.FailRoutes) >= 2 && routes < 2 {
 		return
 	}
+	if routes < 2 && class == outcome.ResponseTimeout && r != 0 {
+		// Timeouts of one route are that route's slow requests until
+		// another route's fail too, even before the window has seen the
+		// host's other routes (incident 002's first second); the
+		// window's outlier rule still judges the host.
+		return
+	}
 	if !p.peerSucceeds(h) {
 		return
 	}
