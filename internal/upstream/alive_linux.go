@@ -5,24 +5,28 @@ import (
 	"unsafe"
 )
 
-// peek runs inside RawConn.Read: one non-blocking MSG_PEEK of one byte.
-// EAGAIN means the connection is open and nothing is waiting on it.
-func (pc *conn) peek(fd uintptr) bool {
+// peekOne is one non-blocking MSG_PEEK of one byte: n bytes waiting
+// (0: EOF) or the error; EAGAIN means open with nothing waiting.
+func (pc *conn) peekOne(fd uintptr) (uintptr, syscall.Errno) {
 	for {
 		n, _, errno := syscall.Syscall6(syscall.SYS_RECVFROM, fd, uintptr(unsafe.Pointer(&pc.peekBuf[0])), 1,
 			syscall.MSG_PEEK|syscall.MSG_DONTWAIT, 0, 0)
-		switch {
-		case errno == syscall.EINTR:
-			continue
-		case errno == syscall.EAGAIN:
-			pc.peekRes = peekEmpty
-		default:
-			// n == 0: EOF; n > 0: unsolicited data; else an error (RST).
-			_ = n
-			pc.peekRes = peekDead
+		if errno != syscall.EINTR {
+			return n, errno
 		}
-		return true // never wait for readability
 	}
+}
+
+// peek runs inside RawConn.Read, for the liveness check of an idle
+// connection: anything but EAGAIN (EOF, unsolicited data, a reset) means
+// it cannot carry a request.
+func (pc *conn) peek(fd uintptr) bool {
+	if _, errno := pc.peekOne(fd); errno == syscall.EAGAIN {
+		pc.peekRes = peekEmpty
+	} else {
+		pc.peekRes = peekDead
+	}
+	return true // never wait for readability
 }
 
 // canSplice: TCPConn.ReadFrom splices on Linux.
@@ -38,15 +42,9 @@ func (pc *conn) broken() bool {
 	}
 	res := true
 	err := pc.raw.Read(func(fd uintptr) bool {
-		for {
-			n, _, errno := syscall.Syscall6(syscall.SYS_RECVFROM, fd, uintptr(unsafe.Pointer(&pc.peekBuf[0])), 1,
-				syscall.MSG_PEEK|syscall.MSG_DONTWAIT, 0, 0)
-			if errno == syscall.EINTR {
-				continue
-			}
-			res = errno != syscall.EAGAIN && (errno != 0 || n == 0)
-			return true
-		}
+		n, errno := pc.peekOne(fd)
+		res = errno != syscall.EAGAIN && (errno != 0 || n == 0)
+		return true
 	})
 	return err != nil || res
 }
