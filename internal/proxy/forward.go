@@ -571,7 +571,14 @@ func (f *forwarder) attempt(host *health.Host) (*http.Response, outcome.Class, e
 			// The attempt failed because the client's body did.
 			return nil, outcome.ClientBodyError, f.body.err
 		}
-		return nil, outcome.Classify(err, f.r.Context().Err() != nil || f.callerGone()), err
+		gone := f.r.Context().Err() != nil || f.callerGone()
+		if !gone && f.ctx.Err() == context.DeadlineExceeded {
+			// The route's deadline ended the attempt. An HTTP/2 transport
+			// may report the stream reset it sent before the context's
+			// error; the cause is the deadline either way.
+			return nil, outcome.ResponseTimeout, err
+		}
+		return nil, outcome.Classify(err, gone), err
 	}
 	return resp, outcome.OK, nil
 }

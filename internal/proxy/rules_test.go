@@ -27,6 +27,10 @@ type step struct {
 	body     string
 	err      error
 	readBody bool
+	// atDeadline makes the host fail with err only once the attempt's
+	// context has ended, as an HTTP/2 transport reports the stream reset
+	// it sent when the deadline passed.
+	atDeadline bool
 }
 
 var (
@@ -80,6 +84,9 @@ func (s *script) RoundTrip(r *http.Request) (*http.Response, error) {
 	s.mu.Lock()
 	s.attempts = append(s.attempts, attempt{host, r.Method, string(body)})
 	s.mu.Unlock()
+	if st.atDeadline {
+		<-r.Context().Done()
+	}
 	if st.err != nil {
 		return nil, st.err
 	}
@@ -197,6 +204,13 @@ func TestRequestPathRules(t *testing.T) {
 		{
 			name:  "a 4xx is the client's answer, never a failure",
 			steps: []step{answer(404)}, tries: 1, status: 404,
+		},
+		{
+			name: "an attempt the route's deadline ended is a response timeout, whatever error the transport gave",
+			tune: func(_ *health.PoolConfig, r *Route) { r.Tries, r.Total = 1, 10 * time.Millisecond },
+			steps: []step{{err: reset.err, readBody: true, atDeadline: true}}, tries: 1,
+			status: 504, bodyHas: "response_timeout",
+			hostFails: map[int]outcome.Class{0: outcome.ResponseTimeout}, attributed: health.AttrHost,
 		},
 		{
 			name:  "a response timeout with one try is a 504",
