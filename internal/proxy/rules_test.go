@@ -206,8 +206,8 @@ func TestRequestPathRules(t *testing.T) {
 			steps: []step{answer(404)}, tries: 1, status: 404,
 		},
 		{
-			name: "an attempt the route's deadline ended is a response timeout, whatever error the transport gave",
-			tune: func(_ *health.PoolConfig, r *Route) { r.Tries, r.Total = 1, 10 * time.Millisecond },
+			name:  "an attempt the route's deadline ended is a response timeout, whatever error the transport gave",
+			tune:  func(_ *health.PoolConfig, r *Route) { r.Tries, r.Total = 1, 10*time.Millisecond },
 			steps: []step{{err: reset.err, readBody: true, atDeadline: true}}, tries: 1,
 			status: 504, bodyHas: "response_timeout",
 			hostFails: map[int]outcome.Class{0: outcome.ResponseTimeout}, attributed: health.AttrHost,
