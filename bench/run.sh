@@ -18,6 +18,10 @@
 #                   1k 64k (proxied), static1k static1m (files the proxy
 #                   serves itself; not HAProxy), gzip64k (64 KiB of JSON
 #                   proxied and gzipped at level 6 by the proxy; not HAProxy)
+#   PROCS=1         workers per proxy: 1 pins each proxy to CPU 1 and the load
+#                   to CPU 0; 2 (or more) runs everything unpinned with that
+#                   many workers each (GOMAXPROCS, nginx worker_processes,
+#                   HAProxy nbthread), to see how each proxy scales
 #   NO_INSTALL=1    never call apt-get; skip what is missing
 #   NICE=-10        run everything at this niceness (root only) so that other
 #                   work on a shared machine disturbs the figures less
@@ -38,6 +42,7 @@ CONNS=${CONNS:-"64 1"}
 BODIES=${BODIES:-"1k 64k"}
 NO_INSTALL=${NO_INSTALL:-0}
 NICE=${NICE:-}
+PROCS=${PROCS:-1}
 
 BENCH_TAG=bench
 # shellcheck source=bench/lib.sh
@@ -49,6 +54,8 @@ case $WARMUP in '' | *[!0-9]*) die "WARMUP must be a whole number of seconds" ;;
 ((ROUNDS >= 1 && ROUNDS <= 50)) || die "ROUNDS must be 1..50"
 ((DURATION >= 1 && DURATION <= 120)) || die "DURATION must be 1..120"
 ((WARMUP <= 60)) || die "WARMUP must be 0..60"
+case $PROCS in '' | *[!0-9]*) die "PROCS must be a number" ;; esac
+((PROCS >= 1 && PROCS <= NCPU)) || die "PROCS must be 1..$NCPU (the CPUs of this machine)"
 
 BENCH_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 REPO=$(cd "$BENCH_DIR/.." && pwd)
@@ -84,7 +91,9 @@ trap 'exit 130' INT TERM
 # ---- CPU pinning: proxy on CPU 1, this script, wrk and origin on CPU 0 ----
 
 PIN_LOAD=() PIN_PROXY=()
-if ((NCPU >= 2)) && command -v taskset >/dev/null; then
+if ((PROCS > 1)); then
+	log "PROCS=$PROCS: unpinned, $PROCS workers per proxy; the load shares the CPUs with the proxy"
+elif ((NCPU >= 2)) && command -v taskset >/dev/null; then
 	taskset -cp 0 $$ >/dev/null
 	PIN_LOAD=(taskset -c 0)
 	PIN_PROXY=(taskset -c 1)
@@ -192,7 +201,7 @@ start_proxy() { # start_proxy NAME: starts it pinned to the proxy core, records 
 	case $name in
 	sturdy | sturdy-health)
 		render "$BENCH_DIR/conf/$name.yaml" "$TMP/$name.yaml" "${PORT[$name]}"
-		GOMAXPROCS=1 "${PIN_PROXY[@]}" "$TMP/sturdy" run -c "$TMP/$name.yaml" >"$RESULTS/$name.log" 2>&1 &
+		GOMAXPROCS=$PROCS "${PIN_PROXY[@]}" "$TMP/sturdy" run -c "$TMP/$name.yaml" >"$RESULTS/$name.log" 2>&1 &
 		;;
 	nginx)
 		mkdir -p "$TMP/nginx"
@@ -206,7 +215,7 @@ start_proxy() { # start_proxy NAME: starts it pinned to the proxy core, records 
 	caddy)
 		mkdir -p "$TMP/caddy"
 		render "$BENCH_DIR/conf/Caddyfile" "$TMP/Caddyfile" "${PORT[caddy]}"
-		GOMAXPROCS=1 XDG_DATA_HOME="$TMP/caddy" XDG_CONFIG_HOME="$TMP/caddy" HOME="$TMP/caddy" \
+		GOMAXPROCS=$PROCS XDG_DATA_HOME="$TMP/caddy" XDG_CONFIG_HOME="$TMP/caddy" HOME="$TMP/caddy" \
 			"${PIN_PROXY[@]}" caddy run --adapter caddyfile --config "$TMP/Caddyfile" >"$RESULTS/caddy.log" 2>&1 &
 		;;
 	esac
@@ -253,8 +262,19 @@ mem_kib() { # mem_kib FIELD PIDs...: sum of VmRSS or VmHWM
 	echo "$total"
 }
 
-cpu1_busy() { # busy clock ticks of CPU 1 (the proxy core) since boot
-	awk '$1 == "cpu1" { print $2 + $3 + $4; exit }' /proc/stat
+cpu_busy() { # busy clock ticks since boot of CPU 1 (the proxy core), or of all CPUs when unpinned
+	local cpu=cpu1
+	((PROCS == 1)) || cpu=cpu
+	awk -v c="$cpu" '$1 == c { print $2 + $3 + $4; exit }' /proc/stat
+}
+bench_ticks() { # sets TICKS: CPU clock ticks used so far by this script's waited children (wrk) and the origin
+	# times(1) must run in this shell, not a subshell: a subshell starts its
+	# children's count at zero.
+	times >"$TMP/times"
+	TICKS=$(awk -v o="$(cpu_ticks "${PID[origin]}")" -v hz="$CLK_TCK" 'NR == 2 {
+		n = split($0, f, /[ ms]+/); s = 0
+		for (i = 1; i + 1 <= n; i += 2) if (f[i] != "") s += f[i] * 60 + f[i + 1]
+		printf "%d", s * hz + o }' "$TMP/times")
 }
 now_ns() { date +%s%N; }
 
@@ -298,11 +318,14 @@ run_cell() { # run_cell ROUND NAME BODY CONNS: appends one line to $RESULTS/raw.
 	fi
 	out="$RESULTS/wrk-r$round-$name-$body-c$conns.txt"
 	local busy0 busy1 t0 t1
-	busy0=$(cpu1_busy)
+	busy0=$(cpu_busy)
+	local own0=0 own1=0
+	if ((PROCS > 1)); then bench_ticks; own0=$TICKS; fi
 	t0=$(now_ns)
 	timeout $((DURATION + 30)) "${PIN_LOAD[@]}" wrk -t"$threads" -c"$conns" -d"${DURATION}s" --latency "${hdr[@]}" "$url" >"$out" 2>&1 || true
 	t1=$(now_ns)
-	busy1=$(cpu1_busy)
+	busy1=$(cpu_busy)
+	if ((PROCS > 1)); then bench_ticks; own1=$TICKS; fi
 	if ((${#pids[@]})); then
 		cpu1=$(cpu_ticks "${pids[@]}")
 		wait "${PID[sampler]}" 2>/dev/null || true
@@ -317,11 +340,12 @@ run_cell() { # run_cell ROUND NAME BODY CONNS: appends one line to $RESULTS/raw.
 		return 0
 	fi
 	read -r reqs rps p50 p99 errs <<<"$w"
-	# CPU time on the proxy core not used by the proxy: other engineers'
+	# CPU time on the proxy core not used by the proxy (unpinned: on all
+	# CPUs, not used by the proxy, wrk or the origin): other engineers'
 	# builds and tests on a shared machine. Figures are suspect when high.
 	local other
-	other=$(awk -v b="$((busy1 - busy0 - (cpu1 - cpu0)))" -v ns="$((t1 - t0))" -v hz="$CLK_TCK" \
-		'BEGIN { v = 100 * b / (ns / 1e9 * hz); if (v < 0) v = 0; printf "%.0f", v }')
+	other=$(awk -v b="$((busy1 - busy0 - (cpu1 - cpu0) - (own1 - own0)))" -v ns="$((t1 - t0))" -v hz="$CLK_TCK" -v cpus="$PROCS" \
+		'BEGIN { v = 100 * b / (ns / 1e9 * hz * (cpus > 1 ? cpus : 1)); if (v < 0) v = 0; printf "%.0f", v }')
 	echo "$round $name $body $conns $reqs $rps $p50 $p99 $cpu_us ${rss:--} ${hwm:--} $errs $other" >>"$RESULTS/raw.txt"
 	local per=-
 	if [[ $cpu_us != - ]]; then per=$(awk -v c="$cpu_us" -v n="$reqs" 'BEGIN { printf "%.1f", c / n }'); fi
@@ -378,7 +402,7 @@ done
 		if command -v caddy >/dev/null; then printf ', Caddy %s' "$(caddy version | awk '{ print $1 }')"; fi
 		printf ', %s' "$(wrk -v 2>&1 | awk 'NR == 1 { print $1, $2 }')"
 	)"
-	echo "Command: ROUNDS=$ROUNDS DURATION=$DURATION WARMUP=$WARMUP ONLY=$ONLY${NICE:+ NICE=$NICE} bench/run.sh"
+	echo "Command: ROUNDS=$ROUNDS DURATION=$DURATION WARMUP=$WARMUP ONLY=$ONLY CONNS='$CONNS' BODIES='$BODIES' PROCS=$PROCS${NICE:+ NICE=$NICE} bench/run.sh"
 	echo
 	"$TMP/report" table "$RESULTS/raw.txt"
 	if [[ " ${RUN[*]} " == *" sturdy-health "* ]]; then
