@@ -7,7 +7,9 @@ package config
 
 import (
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -111,6 +113,31 @@ type HeaderRules struct {
 	Add map[string]string `yaml:"add"`
 	// Remove deletes the header.
 	Remove []string `yaml:"remove"`
+}
+
+// HeaderRule is one rule of a HeaderRules, for checks that go through
+// them all: Key is its place under the rules' key ("set.X-A",
+// "remove[0]"), Verb "set", "add" or "remove".
+type HeaderRule struct {
+	Key, Name, Verb, Value string
+}
+
+// Rules lists the rules in a stable order: set and add by name, then
+// remove in list order.
+func (h *HeaderRules) Rules() []HeaderRule {
+	var out []HeaderRule
+	for _, kind := range []struct {
+		verb string
+		m    map[string]string
+	}{{"set", h.Set}, {"add", h.Add}} {
+		for _, n := range slices.Sorted(maps.Keys(kind.m)) {
+			out = append(out, HeaderRule{Key: kind.verb + "." + n, Name: n, Verb: kind.verb, Value: kind.m[n]})
+		}
+	}
+	for j, n := range h.Remove {
+		out = append(out, HeaderRule{Key: "remove[" + strconv.Itoa(j) + "]", Name: n, Verb: "remove"})
+	}
+	return out
 }
 
 // Backend (routes[].backends[]) is one pool of a split route: chosen when

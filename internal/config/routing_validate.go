@@ -270,25 +270,12 @@ func (v *validator) headerRules(p string, h *HeaderRules) {
 		}
 		seen[k] = q
 	}
-	for _, kind := range []struct {
-		key string
-		m   map[string]string
-	}{{"set", h.Set}, {"add", h.Add}} {
-		names := make([]string, 0, len(kind.m))
-		for n := range kind.m {
-			names = append(names, n)
+	for _, rule := range h.Rules() {
+		q := p + "." + rule.Key
+		use(q, rule.Name)
+		if strings.ContainsAny(rule.Value, "\r\n\x00") {
+			v.errorf(q, "the value holds a line break or NUL")
 		}
-		slices.Sort(names)
-		for _, n := range names {
-			q := p + "." + kind.key + "." + n
-			use(q, n)
-			if strings.ContainsAny(kind.m[n], "\r\n\x00") {
-				v.errorf(q, "the value holds a line break or NUL")
-			}
-		}
-	}
-	for j, n := range h.Remove {
-		use(fmt.Sprintf("%s.remove[%d]", p, j), n)
 	}
 }
 
