@@ -24,9 +24,10 @@ import (
 )
 
 // buildSturdy builds the sturdy binary into dir with version v.
-func buildSturdy(t *testing.T, out, v string) {
+func buildSturdy(t *testing.T, out, v string, flags ...string) {
 	t.Helper()
-	cmd := exec.Command("go", "build", "-o", out, "-ldflags", "-X github.com/sturdyproxy/sturdy/internal/cli.version="+v, "../../cmd/sturdy")
+	args := append([]string{"build", "-o", out, "-ldflags", "-X github.com/sturdyproxy/sturdy/internal/cli.version=" + v}, flags...)
+	cmd := exec.Command("go", append(args, "../../cmd/sturdy")...)
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, b)

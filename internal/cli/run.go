@@ -14,7 +14,6 @@ import (
 	"github.com/cloudflare/tableflip"
 	"github.com/sturdyproxy/sturdy/internal/compile"
 	"github.com/sturdyproxy/sturdy/internal/config"
-	"github.com/sturdyproxy/sturdy/internal/kube"
 	"github.com/sturdyproxy/sturdy/internal/lint"
 	"github.com/sturdyproxy/sturdy/internal/sdnotify"
 	"github.com/sturdyproxy/sturdy/internal/server"
@@ -29,6 +28,9 @@ func cmdVersion(_ context.Context, args []string, stdout, stderr io.Writer) int 
 		return code
 	}
 	v := version
+	if !withKubernetes {
+		v += " (without Kubernetes mode)"
+	}
 	if bi, ok := debug.ReadBuildInfo(); ok {
 		for _, s := range bi.Settings {
 			if s.Key == "vcs.revision" && len(s.Value) >= 12 {
@@ -113,21 +115,6 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return serveKubernetes(ctx, cfg, *file, log)
 	}
 	return serve(ctx, cfg, log, func() (*config.Config, error) { return config.Load(*file) })
-}
-
-// serveKubernetes runs sturdy as a Gateway API and Ingress implementation:
-// the file's config plus what the cluster's objects translate to
-// (docs/kubernetes.md). SIGHUP re-reads the file's part, as in file mode.
-func serveKubernetes(ctx context.Context, cfg *config.Config, file string, log *slog.Logger) int {
-	data, err := os.ReadFile(file)
-	if err != nil {
-		log.Error("cannot start", "err", err)
-		return exitFail
-	}
-	return serveWith(ctx, cfg, log, func(opts []server.Option) (*server.Server, error) {
-		srv, _, _, err := kube.NewServer(file, data, log, kube.Wiring{Path: file, Server: opts})
-		return srv, err
-	})
 }
 
 // serve runs a server until ctx ends; SIGHUP re-reads the config through
