@@ -195,18 +195,18 @@ func Compile(cfg *config.Config, prev *Runtime, env Env) (*Runtime, error) {
 		Edge:         edge.New(cfg.Edge.NonASCII == config.NonASCIIReject, deny, trusted, env.Edge),
 		Access:       env.Access,
 		AccessFormat: format,
-		Untrusted:    canonical(cfg.Edge.UntrustedHeaders),
+		Untrusted:    headerSet(cfg.Edge.UntrustedHeaders),
 		Instance:     env.Instance,
 		Local:        env.Local,
 	}
 	return rt, nil
 }
 
-// canonical returns header names in canonical form.
-func canonical(names []string) []string {
-	out := make([]string, len(names))
-	for i, n := range names {
-		out[i] = textproto.CanonicalMIMEHeaderKey(n)
+// headerSet is the set of names, in canonical form.
+func headerSet(names []string) map[string]struct{} {
+	out := make(map[string]struct{}, len(names))
+	for _, n := range names {
+		out[textproto.CanonicalMIMEHeaderKey(n)] = struct{}{}
 	}
 	return out
 }

@@ -235,10 +235,24 @@ func (p *parser) feed(b []byte) {
 			b = b[1:]
 			p.st = stChunkSize
 		default:
+			if len(p.line) == 0 {
+				// The common case: the whole line is in b. Look at it
+				// there instead of copying it.
+				if i := bytes.IndexByte(b, '\n'); i >= 0 && i <= maxLine {
+					p.last = 0
+					if i > 0 {
+						p.last = b[i-1]
+					}
+					p.onLine(b[:i])
+					p.last = 0
+					b = b[i+1:]
+					continue
+				}
+			}
 			b = p.take(b)
 			if p.ready {
 				p.ready = false
-				p.onLine()
+				p.onLine(p.line)
 				p.line, p.long, p.last = p.line[:0], false, 0
 			}
 		}
@@ -269,9 +283,8 @@ func (p *parser) take(b []byte) []byte {
 	return b[i+1:]
 }
 
-// onLine handles one complete line in the current state.
-func (p *parser) onLine() {
-	line := p.line
+// onLine handles one complete line (without its LF) in the current state.
+func (p *parser) onLine(line []byte) {
 	bareLF := p.last != '\r'
 	if !bareLF && !p.long {
 		line = line[:len(line)-1]
@@ -331,9 +344,13 @@ func (p *parser) field(line []byte) {
 	if colon < 0 {
 		return // net/http refuses the head
 	}
+	p.lastFrame = false
+	if colon != len("upgrade") && colon != len("content-length") && colon != len("transfer-encoding") &&
+		(colon == 0 || line[colon-1] != ' ' && line[colon-1] != '\t') {
+		return // not a field looked at here: most are not
+	}
 	name := bytes.TrimRight(line[:colon], " \t")
 	value := bytes.Trim(line[colon+1:], " \t")
-	p.lastFrame = false
 	switch {
 	case asciiEqualFold(name, "content-length"):
 		p.lastFrame = true

@@ -125,3 +125,27 @@ func TestReadsAfterAFault(t *testing.T) {
 		b.Close()
 	}
 }
+
+// Where reads end must never change what the parser finds: the bytes fed
+// in one read and one byte at a time leave it in the same state.
+func FuzzFeedSplits(f *testing.F) {
+	for _, c := range framingCases {
+		f.Add(c.in, 7)
+	}
+	f.Fuzz(func(t *testing.T, in string, split int) {
+		step := 1 + int(uint(split)%64)
+		state := func(step int) [5]int64 {
+			fc := Wrap(nil)
+			for b := []byte(in); len(b) > 0; {
+				k := min(step, len(b))
+				fc.p.feed(b[:k])
+				b = b[k:]
+			}
+			return [5]int64{fc.bad.Load(), fc.body.Load(), fc.blind.Load(), fc.p.req, int64(fc.p.st)}
+		}
+		whole, bytewise, pieces := state(len(in)+1), state(1), state(step)
+		if whole != bytewise || whole != pieces {
+			t.Fatalf("bad, body, blind, request, state: %v in one read, %v byte by byte, %v in reads of %d", whole, bytewise, pieces, step)
+		}
+	})
+}

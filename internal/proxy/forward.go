@@ -434,7 +434,7 @@ func (f *forwarder) prepare() failure {
 		Proto:         "HTTP/1.1",
 		ProtoMajor:    1,
 		ProtoMinor:    1,
-		Header:        outboundHeader(r, f.h.TLS, f.peerTrusted()),
+		Header:        outboundHeader(r, f.h.TLS, f.peerTrusted(), f.snap.Untrusted),
 		ContentLength: r.ContentLength,
 		Host:          r.Host,
 		Trailer:       r.Trailer,

@@ -40,12 +40,18 @@ var via = []string{"1.1 sturdy"}
 // with X-Forwarded-* and Via set by us. Because the forwarding fields are
 // set after the Connection-named ones are dropped, a client cannot use
 // "Connection: X-Forwarded-For" to strip ours.
-func outboundHeader(r *http.Request, tls, peerTrusted bool) http.Header {
+func outboundHeader(r *http.Request, tls, peerTrusted bool, untrusted map[string]struct{}) http.Header {
 	in := r.Header
 	out := make(http.Header, len(in)+6)
 	conn := in["Connection"]
+	if peerTrusted {
+		untrusted = nil
+	}
 	for k, vv := range in {
 		if isHop(k) || (len(conn) > 0 && namedIn(conn, k)) || certs.IdentityHeader(k) {
+			continue
+		}
+		if _, drop := untrusted[k]; drop {
 			continue
 		}
 		out[k] = vv

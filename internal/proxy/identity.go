@@ -6,19 +6,13 @@ import (
 	"strings"
 )
 
-// identity finishes the outbound header's forwarding fields: from a peer
-// that is not trusted, the fields in snap.Untrusted are dropped;
+// identity finishes the outbound header's forwarding fields (from a peer
+// that is not trusted, outboundHeader left snap.Untrusted's out):
 // X-Forwarded-Port is set to the listener's port (a trusted proxy's is
 // kept); X-Sturdy-Hops gets this instance's mark, for loop detection.
 func (f *forwarder) identity(out http.Header) {
 	r := f.r
-	trusted := f.peerTrusted()
-	if !trusted {
-		for _, k := range f.snap.Untrusted {
-			delete(out, k)
-		}
-	}
-	if !trusted || len(out["X-Forwarded-Port"]) == 0 {
+	if !f.peerTrusted() || len(out["X-Forwarded-Port"]) == 0 {
 		out["X-Forwarded-Port"] = f.h.portHeader(r)
 	}
 	if tok := f.snap.Instance; tok != "" {
