@@ -13,12 +13,13 @@ import (
 	"github.com/sturdyproxy/sturdy/internal/testutil"
 )
 
-// STURDY_CPUPROFILE makes sturdy run write a CPU profile of its whole
-// run, finished when it stops.
-func TestRunWritesCPUProfile(t *testing.T) {
+// STURDY_CPUPROFILE and STURDY_MUTEXPROFILE make sturdy run write a CPU
+// and a lock-contention profile of its whole run, finished when it stops.
+func TestRunWritesProfiles(t *testing.T) {
 	dir := t.TempDir()
-	prof := filepath.Join(dir, "cpu.pprof")
+	prof, mutex := filepath.Join(dir, "cpu.pprof"), filepath.Join(dir, "mutex.pprof")
 	t.Setenv(profileEnv, prof)
+	t.Setenv(mutexProfileEnv, mutex)
 	web, admin := freeAddr(t), freeAddr(t)
 	cfg := filepath.Join(dir, "sturdy.yaml")
 	os.WriteFile(cfg, []byte(strings.NewReplacer("{{web}}", web, "{{admin}}", admin, "{{b}}", backendAt(t, "127.0.0.1", "b")).Replace(`
@@ -43,12 +44,14 @@ pools: [ { name: web, hosts: [ { addr: "{{b}}" } ] } ]
 	if code := <-done; code != 0 || !up {
 		t.Fatalf("answered: %v, exit %d; stderr:\n%s", up, code, errb.String())
 	}
-	b, err := os.ReadFile(prof)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// A finished profile is a gzip stream (pprof's format).
-	if !bytes.HasPrefix(b, []byte{0x1f, 0x8b}) || len(b) < 64 {
-		t.Fatalf("profile is %d bytes, not a finished pprof file: % x", len(b), b[:min(len(b), 8)])
+	for _, p := range []string{prof, mutex} {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// A finished profile is a gzip stream (pprof's format).
+		if !bytes.HasPrefix(b, []byte{0x1f, 0x8b}) || len(b) < 64 {
+			t.Fatalf("%s is %d bytes, not a finished pprof file: % x", filepath.Base(p), len(b), b[:min(len(b), 8)])
+		}
 	}
 }
