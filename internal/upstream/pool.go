@@ -238,6 +238,9 @@ func (hp *hostPool) dial(ctx context.Context) (*conn, error) {
 func (hp *hostPool) put(pc *conn) {
 	c := hp.c
 	pc.used = true
+	if c.o.IdleTimeout > 0 {
+		pc.idleAt = time.Now() // outside the lock: every request takes it twice
+	}
 	hp.mu.Lock()
 	if len(hp.waiters) > 0 && !hp.retired {
 		w := hp.waiters[0]
@@ -253,9 +256,6 @@ func (hp *hostPool) put(pc *conn) {
 		hp.mu.Unlock()
 		hp.discard(pc)
 		return
-	}
-	if c.o.IdleTimeout > 0 {
-		pc.idleAt = time.Now()
 	}
 	hp.idle = append(hp.idle, pc)
 	hp.mu.Unlock()
