@@ -27,6 +27,7 @@ type nginx struct {
 	authURL          string
 	authHeaders      []string
 	upstreamTLS      bool
+	upstreamProto    string // backend-protocol GRPC (h2c) or GRPCS (h2): the pool's protocol
 	hashCookie       string
 	canary           bool
 	canaryWeight     int32
@@ -177,8 +178,12 @@ func parseNginx(ann map[string]string) *nginx {
 			case "HTTP":
 			case "HTTPS":
 				n.upstreamTLS = true
+			case "GRPC":
+				n.upstreamProto = config.ProtocolH2C
+			case "GRPCS":
+				n.upstreamTLS, n.upstreamProto = true, config.ProtocolH2
 			default:
-				n.refuse = fmt.Sprintf("%s %s is not supported: sturdy speaks HTTP and HTTPS to backends", k, v)
+				n.refuse = fmt.Sprintf("%s %s is not supported: sturdy speaks HTTP, HTTPS, GRPC (h2c) and GRPCS (HTTP/2 over TLS) to backends", k, v)
 			}
 		case "affinity":
 			if v != "cookie" {

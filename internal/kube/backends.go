@@ -8,20 +8,28 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/sturdyproxy/sturdy/internal/config"
 )
 
 // backend is one Service port that a rule sends to.
 type backend struct {
-	svc  Ref
-	port int32 // the Service's port
+	svc   Ref
+	port  int32  // the Service's port
+	proto string // the pool's protocol: "" for HTTP/1.1, or config.ProtocolH2C
 }
 
 // poolName names the pool of a Service port; the same Service port shares
 // one pool (and one health model) across every route that uses it.
 func (b backend) poolName() string {
-	return "svc/" + b.svc.Namespace + "/" + b.svc.Name + "/" + strconv.Itoa(int(b.port))
+	name := "svc/" + b.svc.Namespace + "/" + b.svc.Name + "/" + strconv.Itoa(int(b.port))
+	if b.proto != "" {
+		// Another protocol is other connections: its own pool.
+		name += "+" + b.proto
+	}
+	return name
 }
 
 // servicePort finds the port of svc named by a backend reference: by
@@ -102,4 +110,77 @@ func slicePort(sl *discoveryv1.EndpointSlice, sp *corev1.ServicePort) int32 {
 		}
 	}
 	return 0
+}
+
+// backendRef resolves one backendRef of a route to a Service port and its
+// ready endpoints; c is a ResolvedRefs=False condition when it cannot be.
+// The protocol sturdy speaks to the port is its appProtocol's: HTTP/1.1
+// (none, http, kubernetes.io/http) or h2c (kubernetes.io/h2c); a
+// GRPCRoute's backends are gRPC, so h2c unless the port says otherwise.
+func (t *translator) backendRef(ro routeObj, br gwv1.BackendObjectReference) (backend, []config.Host, *metav1.Condition) {
+	gen := ro.obj.GetGeneration()
+	fail := func(reason, format string, args ...any) (backend, []config.Host, *metav1.Condition) {
+		c := cond("ResolvedRefs", false, reason, fmt.Sprintf(format, args...), gen)
+		return backend{}, nil, &c
+	}
+	if (br.Group != nil && *br.Group != "" && *br.Group != "core") || (br.Kind != nil && *br.Kind != "Service") {
+		return fail(string(gwv1.RouteReasonInvalidKind), "backendRef %s is not a Service", br.Name)
+	}
+	ns := ro.obj.GetNamespace()
+	if br.Namespace != nil {
+		ns = string(*br.Namespace)
+	}
+	if !t.x.granted(gatewayGroup, ro.kind, ro.obj.GetNamespace(), "", "Service", ns, string(br.Name)) {
+		return fail(string(gwv1.RouteReasonRefNotPermitted), "Service %s/%s is in another namespace and no ReferenceGrant there allows it", ns, br.Name)
+	}
+	sref := Ref{Kind: "Service", Namespace: ns, Name: string(br.Name)}
+	svc := t.x.services[sref]
+	if svc == nil {
+		return fail(string(gwv1.RouteReasonBackendNotFound), "Service %s/%s does not exist", ns, br.Name)
+	}
+	if svc.Spec.Type == corev1.ServiceTypeExternalName {
+		return fail(string(gwv1.RouteReasonUnsupportedProtocol), "Service %s/%s is an ExternalName Service; sturdy routes to endpoints", ns, br.Name)
+	}
+	if br.Port == nil {
+		return fail(string(gwv1.RouteReasonBackendNotFound), "backendRef %s names no port", br.Name)
+	}
+	sp, err := servicePort(svc, *br.Port, "")
+	if err != nil {
+		return fail(string(gwv1.RouteReasonBackendNotFound), "%v", err)
+	}
+	proto, ok := backendProtocol(ro.kind, sp.AppProtocol)
+	if !ok {
+		return fail(string(gwv1.RouteReasonUnsupportedProtocol), "Service %s/%s port %d has appProtocol %s; sturdy speaks %s to the backends of a %s", ns, br.Name, sp.Port, *sp.AppProtocol, protocolsFor(ro.kind), ro.kind)
+	}
+	return backend{svc: sref, port: sp.Port, proto: proto}, t.x.endpoints(sref, sp), nil
+}
+
+// backendProtocol is the pool protocol for a Service port's appProtocol
+// on a route of kind; ok is false when sturdy cannot speak it there.
+func backendProtocol(kind string, ap *string) (proto string, ok bool) {
+	a := ""
+	if ap != nil {
+		a = *ap
+	}
+	if kind == "GRPCRoute" {
+		switch a {
+		case "", "kubernetes.io/h2c", "h2c", "grpc":
+			return config.ProtocolH2C, true
+		}
+		return "", false
+	}
+	switch a {
+	case "", "http", "kubernetes.io/http":
+		return "", true
+	case "kubernetes.io/h2c":
+		return config.ProtocolH2C, true
+	}
+	return "", false
+}
+
+func protocolsFor(kind string) string {
+	if kind == "GRPCRoute" {
+		return "HTTP/2 without TLS (h2c: no appProtocol, kubernetes.io/h2c, h2c or grpc)"
+	}
+	return "HTTP/1.1 (no appProtocol, http, kubernetes.io/http) or h2c (kubernetes.io/h2c)"
 }

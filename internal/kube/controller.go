@@ -149,6 +149,7 @@ type listers struct {
 type nsListers struct {
 	gateways  func() ([]*gwv1.Gateway, error)
 	routes    func() ([]*gwv1.HTTPRoute, error)
+	grpc      func() ([]*gwv1.GRPCRoute, error) // nil when the cluster has no GRPCRoute CRD
 	grants    func() ([]*gwv1.ReferenceGrant, error)
 	services  func() ([]*corev1.Service, error)
 	slices    func() ([]*discoveryv1.EndpointSlice, error)
@@ -175,6 +176,7 @@ func (c *Controller) Run(ctx context.Context) error {
 	if len(namespaces) == 0 {
 		namespaces = []string{corev1.NamespaceAll}
 	}
+	grpcOK := c.servesGRPCRoute()
 	var starters []interface{ Start(<-chan struct{}) }
 	starters = append(starters, gwAll, kAll)
 	for _, ns := range namespaces {
@@ -193,6 +195,11 @@ func (c *Controller) Run(ctx context.Context) error {
 			ingresses: func() ([]*networkingv1.Ingress, error) { return in.Lister().List(all) },
 		})
 		l.informer = append(l.informer, g.Informer(), h.Informer(), rg.Informer(), sv.Informer(), es.Informer(), se.Informer(), in.Informer())
+		if grpcOK {
+			gr := gf.Gateway().V1().GRPCRoutes()
+			l.per[len(l.per)-1].grpc = func() ([]*gwv1.GRPCRoute, error) { return gr.Lister().List(all) }
+			l.informer = append(l.informer, gr.Informer())
+		}
 	}
 	handler := cache.ResourceEventHandlerFuncs{
 		AddFunc: func(any) { c.poke() },
@@ -248,6 +255,23 @@ func (c *Controller) Run(ctx context.Context) error {
 	}
 }
 
+// servesGRPCRoute reports whether the API server has the GRPCRoute CRD
+// (Gateway API's standard channel since v1.1). Without it, a GRPCRoute
+// informer would never sync and no route of any kind would be served, so
+// GRPCRoutes are left unwatched, with a warning.
+func (c *Controller) servesGRPCRoute() bool {
+	list, err := c.kube.Discovery().ServerResourcesForGroupVersion(gwv1.GroupVersion.String())
+	if err == nil {
+		for _, r := range list.APIResources {
+			if r.Name == "grpcroutes" {
+				return true
+			}
+		}
+	}
+	c.log.Warn("kubernetes: the API server has no GRPCRoute CRD; GRPCRoutes are not watched (install Gateway API's standard channel v1.1 or later, then restart sturdy)", "err", err)
+	return false
+}
+
 // snapshot reads every watched object from the informers' caches.
 func (c *Controller) snapshot() (*Snapshot, error) {
 	l := c.listen
@@ -274,6 +298,11 @@ func (c *Controller) snapshot() (*Snapshot, error) {
 		collect(err)
 		in, err := p.ingresses()
 		collect(err)
+		if p.grpc != nil {
+			gr, err := p.grpc()
+			collect(err)
+			s.GRPCRoutes = append(s.GRPCRoutes, gr...)
+		}
 		s.Gateways, s.HTTPRoutes, s.ReferenceGrants = append(s.Gateways, g...), append(s.HTTPRoutes, h...), append(s.ReferenceGrants, rg...)
 		s.Services, s.EndpointSlices, s.Secrets, s.Ingresses = append(s.Services, sv...), append(s.EndpointSlices, es...), append(s.Secrets, se...), append(s.Ingresses, in...)
 	}

@@ -15,6 +15,7 @@ func SupportedFeatures() []gwv1.SupportedFeature {
 	names := []features.FeatureName{
 		features.SupportGateway,
 		features.SupportGatewayPort8080,
+		features.SupportGRPCRoute,
 		features.SupportHTTPRoute,
 		features.SupportHTTPRouteHostRewrite,
 		features.SupportHTTPRouteMethodMatching,

@@ -1,6 +1,7 @@
 package kube
 
 import (
+	"cmp"
 	"crypto/tls"
 	"fmt"
 	"slices"
@@ -23,10 +24,11 @@ type glistener struct {
 	port   *sport // nil when the listener is not usable
 	kinds  []gwv1.RouteGroupKind
 	status *gwv1.ListenerStatus
+	claims []claim // the hosts each attached route took
 }
 
 // gateways translates every Gateway of this controller's classes and
-// the HTTPRoutes attached to them.
+// the HTTPRoutes and GRPCRoutes attached to them.
 func (t *translator) gateways() {
 	classes := map[string]bool{}
 	for _, c := range t.in.Snap.GatewayClasses {
@@ -59,10 +61,23 @@ func (t *translator) gateways() {
 		t.res.Generations[ref] = gw.Generation
 		byGateway[ref] = t.gateway(gw)
 	}
-	routes := slices.Clone(t.in.Snap.HTTPRoutes)
-	slices.SortFunc(routes, func(a, b *gwv1.HTTPRoute) int { return older(a, b) })
+	// Both kinds in one order, the oldest first: of an HTTPRoute and a
+	// GRPCRoute sharing a host on a listener, the older one is accepted.
+	type pending struct {
+		obj  metav1.Object
+		kind string
+		run  func()
+	}
+	var routes []pending
+	for _, r := range t.in.Snap.HTTPRoutes {
+		routes = append(routes, pending{r, "HTTPRoute", func() { t.httpRoute(r, byGateway) }})
+	}
+	for _, r := range t.in.Snap.GRPCRoutes {
+		routes = append(routes, pending{r, "GRPCRoute", func() { t.grpcRoute(r, byGateway) }})
+	}
+	slices.SortFunc(routes, func(a, b pending) int { return cmp.Or(older(a.obj, b.obj), cmp.Compare(a.kind, b.kind)) })
 	for _, r := range routes {
-		t.httpRoute(r, byGateway)
+		r.run()
 	}
 	for ref, ls := range byGateway {
 		t.gatewayStatus(ref, ls)
@@ -120,7 +135,7 @@ func (t *translator) gateway(gw *gwv1.Gateway) []*glistener {
 		p.hostname[host] = ref
 		resolved, reason, msg := true, string(gwv1.ListenerReasonResolvedRefs), ""
 		if !kindsOK {
-			resolved, reason, msg = false, string(gwv1.ListenerReasonInvalidRouteKinds), "sturdy serves HTTPRoute only"
+			resolved, reason, msg = false, string(gwv1.ListenerReasonInvalidRouteKinds), "sturdy serves HTTPRoute and GRPCRoute only"
 		}
 		programmed := true
 		if l.Protocol == gwv1.HTTPSProtocolType {
@@ -145,22 +160,24 @@ func (t *translator) gateway(gw *gwv1.Gateway) []*glistener {
 	return out
 }
 
-// routeKinds is what a listener's allowedRoutes.kinds leaves of
-// HTTPRoute, the one kind sturdy serves; ok is false when a kind was
-// named that it does not.
+// routeKinds is what a listener's allowedRoutes.kinds leaves of the
+// kinds sturdy serves, HTTPRoute and GRPCRoute; ok is false when a kind
+// was named that it does not.
 func routeKinds(l gwv1.Listener) ([]gwv1.RouteGroupKind, bool) {
 	group := gwv1.Group(gatewayGroup)
-	http := gwv1.RouteGroupKind{Group: &group, Kind: "HTTPRoute"}
+	served := []gwv1.RouteGroupKind{{Group: &group, Kind: "HTTPRoute"}, {Group: &group, Kind: "GRPCRoute"}}
 	if l.AllowedRoutes == nil || len(l.AllowedRoutes.Kinds) == 0 {
-		return []gwv1.RouteGroupKind{http}, true
+		return served, true
 	}
 	ok := true
 	var out []gwv1.RouteGroupKind
 	for _, k := range l.AllowedRoutes.Kinds {
-		if (k.Group == nil || *k.Group == gatewayGroup) && k.Kind == "HTTPRoute" {
-			out = append(out, http)
-		} else {
+		i := slices.IndexFunc(served, func(s gwv1.RouteGroupKind) bool { return s.Kind == k.Kind })
+		switch {
+		case i < 0 || (k.Group != nil && *k.Group != gatewayGroup):
 			ok = false
+		case !slices.ContainsFunc(out, func(o gwv1.RouteGroupKind) bool { return o.Kind == k.Kind }):
+			out = append(out, served[i])
 		}
 	}
 	return out, ok
@@ -225,10 +242,10 @@ func (t *translator) certificate(ref Ref) (config.Certificate, error) {
 	return config.Certificate{Cert: name, Key: name, CertPEM: crt, KeyPEM: key}, nil
 }
 
-// allows reports whether a Gateway listener accepts routes from the
-// namespace ns.
-func (t *translator) allows(gl *glistener, ns string) bool {
-	if len(gl.kinds) == 0 {
+// allows reports whether a Gateway listener accepts routes of kind from
+// the namespace ns.
+func (t *translator) allows(gl *glistener, ns, kind string) bool {
+	if !slices.ContainsFunc(gl.kinds, func(k gwv1.RouteGroupKind) bool { return string(k.Kind) == kind }) {
 		return false
 	}
 	from := gwv1.NamespacesFromSame

@@ -5,7 +5,6 @@ import (
 	"slices"
 	"strings"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
@@ -39,19 +38,48 @@ func (h *hostSet) add(names []string, any bool) {
 	}
 }
 
+// routeObj is what attachment and status read of a route, whatever its
+// kind.
+type routeObj struct {
+	kind      string // "HTTPRoute", "GRPCRoute"
+	obj       metav1.Object
+	parents   []gwv1.ParentReference
+	hostnames []gwv1.Hostname
+}
+
+func (ro routeObj) ref() Ref { return refOf(ro.kind, ro.obj) }
+
+// prefix starts the names of the route's sturdy routes and own pools
+// ("httproute/NS/NAME").
+func (ro routeObj) prefix() string {
+	return strings.ToLower(ro.kind) + "/" + ro.obj.GetNamespace() + "/" + ro.obj.GetName()
+}
+
 func (t *translator) httpRoute(r *gwv1.HTTPRoute, byGateway map[Ref][]*glistener) {
-	ref := refOf("HTTPRoute", r)
-	gen := r.Generation
+	ro := routeObj{kind: "HTTPRoute", obj: r, parents: r.Spec.ParentRefs, hostnames: r.Spec.Hostnames}
+	st := t.route(ro, byGateway, len(r.Spec.Rules), func(i int) (rule, *metav1.Condition) { return t.rule(ro, i, r.Spec.Rules[i]) })
+	if st != nil {
+		t.res.Routes[ro.ref()] = &gwv1.HTTPRouteStatus{RouteStatus: *st}
+	}
+}
+
+// route attaches a route of any kind to the listeners of sturdy's
+// Gateways and writes one entry per match of each rule it serves; rule
+// translates rule i. The status is nil when no parent of the route is a
+// Gateway of sturdy's: that status is not sturdy's to write.
+func (t *translator) route(ro routeObj, byGateway map[Ref][]*glistener, n int, translate func(i int) (rule, *metav1.Condition)) *gwv1.RouteStatus {
+	ref := ro.ref()
+	gen := ro.obj.GetGeneration()
 	type parent struct {
 		ref gwv1.ParentReference
 		ls  []*glistener
 	}
 	var parents []parent
-	for _, pr := range r.Spec.ParentRefs {
+	for _, pr := range ro.parents {
 		if (pr.Group != nil && *pr.Group != gatewayGroup) || (pr.Kind != nil && *pr.Kind != "Gateway") {
 			continue
 		}
-		ns := r.Namespace
+		ns := ro.obj.GetNamespace()
 		if pr.Namespace != nil {
 			ns = string(*pr.Namespace)
 		}
@@ -60,15 +88,15 @@ func (t *translator) httpRoute(r *gwv1.HTTPRoute, byGateway map[Ref][]*glistener
 		}
 	}
 	if len(parents) == 0 {
-		return // not attached to a Gateway of ours: its status is not ours to write
+		return nil
 	}
 	t.res.Generations[ref] = gen
 	excluded, isExcluded := t.in.Exclude[ref]
-	rules := make([]rule, len(r.Spec.Rules))
+	rules := make([]rule, n)
 	resolved := cond("ResolvedRefs", true, string(gwv1.RouteReasonResolvedRefs), "", gen)
 	var dropped []string
-	for i, rs := range r.Spec.Rules {
-		ru, res := t.rule(r, i, rs)
+	for i := range n {
+		ru, res := translate(i)
 		rules[i] = ru
 		if res != nil && resolved.Status == metav1.ConditionTrue {
 			resolved = *res
@@ -77,11 +105,11 @@ func (t *translator) httpRoute(r *gwv1.HTTPRoute, byGateway map[Ref][]*glistener
 			dropped = append(dropped, fmt.Sprintf("%d (%s)", i, ru.dropped))
 		}
 	}
-	st := &gwv1.HTTPRouteStatus{}
+	st := &gwv1.RouteStatus{}
 	served := map[*sport]*hostSet{}
 	for _, p := range parents {
 		ps := gwv1.RouteParentStatus{ParentRef: p.ref, ControllerName: gwv1.GatewayController(t.k.ControllerName)}
-		accepted := t.attach(r, p.ref, p.ls, served)
+		accepted := t.attach(ro, p.ref, p.ls, served)
 		switch {
 		case isExcluded:
 			accepted = cond("Accepted", false, string(gwv1.RouteReasonUnsupportedValue), excluded, gen)
@@ -95,9 +123,8 @@ func (t *translator) httpRoute(r *gwv1.HTTPRoute, byGateway map[Ref][]*glistener
 		}
 		st.Parents = append(st.Parents, ps)
 	}
-	t.res.Routes[ref] = st
 	if isExcluded {
-		return
+		return st
 	}
 	for sp, hosts := range served {
 		for i, ru := range rules {
@@ -106,7 +133,7 @@ func (t *translator) httpRoute(r *gwv1.HTTPRoute, byGateway map[Ref][]*glistener
 			}
 			for j := range ru.matches {
 				rc := ru.tmpl
-				rc.Name = fmt.Sprintf("httproute/%s/%s/%d/%d/%s", r.Namespace, r.Name, i, j, sp.name)
+				rc.Name = fmt.Sprintf("%s/%d/%d/%s", ro.prefix(), i, j, sp.name)
 				rc.Listeners = []string{sp.name}
 				rc.Match = &ru.matches[j]
 				if rd := rc.Redirect; rd != nil && rd.Scheme == "" && rd.Port == 0 {
@@ -119,16 +146,17 @@ func (t *translator) httpRoute(r *gwv1.HTTPRoute, byGateway map[Ref][]*glistener
 				if !hosts.any {
 					rc.Hosts = slices.Clone(hosts.names)
 				}
-				t.entries = append(t.entries, entry{origin: ref, obj: r, seq: i*1000 + j, route: rc, pools: ru.pools})
+				t.entries = append(t.entries, entry{origin: ref, obj: ro.obj, seq: i*1000 + j, route: rc, pools: ru.pools})
 			}
 		}
 	}
+	return st
 }
 
 // attach finds the listeners of one parent that take the route, adds the
 // hosts it is served for on each, and says whether it was accepted.
-func (t *translator) attach(r *gwv1.HTTPRoute, pr gwv1.ParentReference, ls []*glistener, served map[*sport]*hostSet) metav1.Condition {
-	gen := r.Generation
+func (t *translator) attach(ro routeObj, pr gwv1.ParentReference, ls []*glistener, served map[*sport]*hostSet) metav1.Condition {
+	gen := ro.obj.GetGeneration()
 	var matching, allowed []*glistener
 	for _, gl := range ls {
 		if pr.SectionName != nil && *pr.SectionName != gl.spec.Name {
@@ -138,7 +166,7 @@ func (t *translator) attach(r *gwv1.HTTPRoute, pr gwv1.ParentReference, ls []*gl
 			continue
 		}
 		matching = append(matching, gl)
-		if t.allows(gl, r.Namespace) {
+		if t.allows(gl, ro.obj.GetNamespace(), ro.kind) {
 			allowed = append(allowed, gl)
 		}
 	}
@@ -146,18 +174,24 @@ func (t *translator) attach(r *gwv1.HTTPRoute, pr gwv1.ParentReference, ls []*gl
 		return cond("Accepted", false, string(gwv1.RouteReasonNoMatchingParent), "no listener of the Gateway matches the parentRef's sectionName and port", gen)
 	}
 	if len(allowed) == 0 {
-		return cond("Accepted", false, string(gwv1.RouteReasonNotAllowedByListeners), "the Gateway's listeners do not allow routes from this namespace", gen)
+		return cond("Accepted", false, string(gwv1.RouteReasonNotAllowedByListeners), "the Gateway's listeners do not allow "+ro.kind+"s from this namespace", gen)
 	}
 	attached := false
+	var conflict *claim
 	for _, gl := range allowed {
 		lh := ""
 		if gl.spec.Hostname != nil {
 			lh = strings.ToLower(string(*gl.spec.Hostname))
 		}
-		names, any, ok := intersect(lh, r.Spec.Hostnames)
+		names, any, ok := intersect(lh, ro.hostnames)
 		if !ok {
 			continue
 		}
+		if c := gl.conflict(ro.kind, names, any); c != nil {
+			conflict = c
+			continue
+		}
+		gl.claims = append(gl.claims, claim{kind: ro.kind, route: ro.ref(), names: names, any: any})
 		attached = true
 		gl.status.AttachedRoutes++
 		if gl.port == nil {
@@ -170,10 +204,45 @@ func (t *translator) attach(r *gwv1.HTTPRoute, pr gwv1.ParentReference, ls []*gl
 		}
 		hs.add(names, any)
 	}
+	if !attached && conflict != nil {
+		// Gateway API: of an HTTPRoute and a GRPCRoute with hostnames in
+		// common on one listener, exactly one is accepted, the older.
+		return cond("Accepted", false, string(gwv1.RouteReasonNotAllowedByListeners), fmt.Sprintf("the older %s has hostnames in common with this route on every listener it could attach to; Gateway API accepts only one of the two kinds there", conflict.route), gen)
+	}
 	if !attached {
 		return cond("Accepted", false, string(gwv1.RouteReasonNoMatchingListenerHostname), "no hostname of the route matches a listener's hostname", gen)
 	}
 	return cond("Accepted", true, string(gwv1.RouteReasonAccepted), "", gen)
+}
+
+// claim is the hosts a route took on a listener.
+type claim struct {
+	kind  string
+	route Ref
+	names []string
+	any   bool
+}
+
+// conflict is the claim of a route of the other kind (an HTTPRoute for
+// a GRPCRoute, and back) that shares a host with names on the listener.
+func (gl *glistener) conflict(kind string, names []string, any bool) *claim {
+	for i := range gl.claims {
+		c := &gl.claims[i]
+		if c.kind == kind {
+			continue
+		}
+		if c.any || any {
+			return c
+		}
+		for _, a := range names {
+			for _, b := range c.names {
+				if _, ok := hostMeet(a, b); ok {
+					return c
+				}
+			}
+		}
+	}
+	return nil
 }
 
 // intersect is the hosts a route is served for on a listener: the
@@ -216,43 +285,4 @@ func hostMeet(a, b string) (string, bool) {
 func covers(pattern, host string) bool {
 	suffix, wild := strings.CutPrefix(pattern, "*")
 	return wild && strings.HasSuffix(host, suffix) && len(host) > len(suffix)
-}
-
-// backendRef resolves one backendRef to a Service port and its ready
-// endpoints; c is a ResolvedRefs=False condition when it cannot be.
-func (t *translator) backendRef(r *gwv1.HTTPRoute, br gwv1.BackendObjectReference) (backend, []config.Host, *metav1.Condition) {
-	gen := r.Generation
-	fail := func(reason, format string, args ...any) (backend, []config.Host, *metav1.Condition) {
-		c := cond("ResolvedRefs", false, reason, fmt.Sprintf(format, args...), gen)
-		return backend{}, nil, &c
-	}
-	if (br.Group != nil && *br.Group != "" && *br.Group != "core") || (br.Kind != nil && *br.Kind != "Service") {
-		return fail(string(gwv1.RouteReasonInvalidKind), "backendRef %s is not a Service", br.Name)
-	}
-	ns := r.Namespace
-	if br.Namespace != nil {
-		ns = string(*br.Namespace)
-	}
-	if !t.x.granted(gatewayGroup, "HTTPRoute", r.Namespace, "", "Service", ns, string(br.Name)) {
-		return fail(string(gwv1.RouteReasonRefNotPermitted), "Service %s/%s is in another namespace and no ReferenceGrant there allows it", ns, br.Name)
-	}
-	sref := Ref{Kind: "Service", Namespace: ns, Name: string(br.Name)}
-	svc := t.x.services[sref]
-	if svc == nil {
-		return fail(string(gwv1.RouteReasonBackendNotFound), "Service %s/%s does not exist", ns, br.Name)
-	}
-	if svc.Spec.Type == corev1.ServiceTypeExternalName {
-		return fail(string(gwv1.RouteReasonUnsupportedProtocol), "Service %s/%s is an ExternalName Service; sturdy routes to endpoints", ns, br.Name)
-	}
-	if br.Port == nil {
-		return fail(string(gwv1.RouteReasonBackendNotFound), "backendRef %s names no port", br.Name)
-	}
-	sp, err := servicePort(svc, *br.Port, "")
-	if err != nil {
-		return fail(string(gwv1.RouteReasonBackendNotFound), "%v", err)
-	}
-	if ap := sp.AppProtocol; ap != nil && *ap != "http" && *ap != "kubernetes.io/http" {
-		return fail(string(gwv1.RouteReasonUnsupportedProtocol), "Service %s/%s port %d has appProtocol %s; sturdy speaks HTTP/1.1 to backends", ns, br.Name, sp.Port, *ap)
-	}
-	return backend{svc: sref, port: sp.Port}, t.x.endpoints(sref, sp), nil
 }

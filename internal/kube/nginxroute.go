@@ -68,6 +68,11 @@ func (n *nginx) pool(p config.Pool) config.Pool {
 		p.TLS = &config.UpstreamTLS{InsecureSkipVerify: true}
 		p.Name += "+https"
 	}
+	if n.upstreamProto != "" {
+		// gRPC is HTTP/2: h2c for GRPC, h2 over the TLS above for GRPCS.
+		p.Protocol = n.upstreamProto
+		p.Name += "+" + n.upstreamProto
+	}
 	if n.hashCookie != "" {
 		p.Balance, p.HashKey = config.BalanceHash, "cookie:"+n.hashCookie
 		p.Name += "+cookie"

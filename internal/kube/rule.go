@@ -14,7 +14,7 @@ import (
 
 // rule translates one HTTPRoute rule. res is a ResolvedRefs=False
 // condition when a backend could not be resolved.
-func (t *translator) rule(r *gwv1.HTTPRoute, i int, rs gwv1.HTTPRouteRule) (ru rule, res *metav1.Condition) {
+func (t *translator) rule(ro routeObj, i int, rs gwv1.HTTPRouteRule) (ru rule, res *metav1.Condition) {
 	drop := func(why string) (rule, *metav1.Condition) { return rule{dropped: why}, nil }
 	if why := unsupportedRule(rs); why != "" {
 		return drop(why)
@@ -57,19 +57,10 @@ func (t *translator) rule(r *gwv1.HTTPRoute, i int, rs gwv1.HTTPRouteRule) (ru r
 	}
 	tm := &ru.tmpl
 	tm.ResponseHeaders = f.response
-	own := fmt.Sprintf("httproute/%s/%s/%d", r.Namespace, r.Name, i)
-	fail := func() {
-		// Gateway API: what no backend can serve is answered 500.
-		p := &config.Pool{Name: own + "/unresolved", Discovered: true}
-		ru.pools = append(ru.pools, p)
-		tm.Sorry.Status = http.StatusInternalServerError
-		if tm.Pool == "" && tm.Backends == nil {
-			tm.Pool = p.Name
-		}
-	}
+	own := fmt.Sprintf("%s/%d", ro.prefix(), i)
 	if f.fail500 != "" {
 		// Before a redirect too: the filter may not be skipped.
-		fail()
+		ru.fail(own)
 		return ru, nil
 	}
 	if f.redirect != nil {
@@ -92,14 +83,43 @@ func (t *translator) rule(r *gwv1.HTTPRoute, i int, rs gwv1.HTTPRouteRule) (ru r
 			tm.Timeouts.Connect = config.Duration(min(d, config.DefaultConnectTimeout))
 		}
 	}
+	refs := make([]gwv1.BackendRef, len(rs.BackendRefs))
+	for j, br := range rs.BackendRefs {
+		refs[j] = br.BackendRef
+	}
+	res, why := t.backends(ro, own, &ru, refs, f.mirror)
+	if why != "" {
+		return drop(why)
+	}
+	return ru, res
+}
+
+// fail makes the rule's answer an error: Gateway API answers what no
+// backend can serve with 500 (UNAVAILABLE for gRPC, which sturdy's sorry
+// page of a gRPC call is).
+func (ru *rule) fail(own string) {
+	p := &config.Pool{Name: own + "/unresolved", Discovered: true}
+	ru.pools = append(ru.pools, p)
+	tm := &ru.tmpl
+	tm.Sorry.Status = http.StatusInternalServerError
+	if tm.Pool == "" && tm.Backends == nil {
+		tm.Pool = p.Name
+	}
+}
+
+// backends writes a rule's weighted backendRefs and its mirror into its
+// route template; res is the first backendRef that did not resolve, why
+// says what sturdy cannot serve.
+func (t *translator) backends(ro routeObj, own string, ru *rule, refs []gwv1.BackendRef, mirror *gwv1.HTTPRequestMirrorFilter) (res *metav1.Condition, why string) {
+	tm := &ru.tmpl
 	var shares []config.Backend
 	unresolved := 0
-	for _, br := range rs.BackendRefs {
+	for _, br := range refs {
 		w := 1
 		if br.Weight != nil {
 			w = int(*br.Weight)
 		}
-		b, hosts, c := t.backendRef(r, br.BackendObjectReference)
+		b, hosts, c := t.backendRef(ro, br.BackendObjectReference)
 		if c != nil {
 			if res == nil {
 				res = c
@@ -122,26 +142,26 @@ func (t *translator) rule(r *gwv1.HTTPRoute, i int, rs gwv1.HTTPRouteRule) (ru r
 		tm.Pool = shares[0].Pool
 	case len(shares) == 0:
 		// No backendRefs, all of weight 0, or none resolved.
-		fail()
+		ru.fail(own)
 	default:
 		tm.Backends = shares
 		if unresolved > 0 {
-			fail()
+			ru.fail(own)
 			tm.Backends = append(tm.Backends, config.Backend{Pool: own + "/unresolved", Weight: min(unresolved, config.MaxBackendWeight)})
 		}
 	}
-	if m := f.mirror; m != nil {
-		b, hosts, c := t.backendRef(r, m.BackendRef)
+	if m := mirror; m != nil {
+		b, hosts, c := t.backendRef(ro, m.BackendRef)
 		if c != nil {
 			// The copies go nowhere; the answers are the same.
 			if res == nil {
 				res = c
 			}
-			return ru, res
+			return res, ""
 		}
 		name := t.servicePool(b, hosts)
 		if tm.Pool == name || slices.ContainsFunc(tm.Backends, func(s config.Backend) bool { return s.Pool == name }) {
-			return drop("RequestMirror to a Service the rule also sends to: the copies would load it twice and count in its health")
+			return nil, "RequestMirror to a Service the rule also sends to: the copies would load it twice and count in its health"
 		}
 		mc := &config.Mirror{Pool: name}
 		switch {
@@ -153,13 +173,13 @@ func (t *translator) rule(r *gwv1.HTTPRoute, i int, rs gwv1.HTTPRouteRule) (ru r
 				den = *m.Fraction.Denominator
 			}
 			if den <= 0 || m.Fraction.Numerator < 0 || m.Fraction.Numerator > den {
-				return drop(fmt.Sprintf("RequestMirror fraction %d/%d is not a share", m.Fraction.Numerator, den))
+				return nil, fmt.Sprintf("RequestMirror fraction %d/%d is not a share", m.Fraction.Numerator, den)
 			}
 			mc.Share = config.Share{Num: uint64(m.Fraction.Numerator), Den: uint64(den)}
 		}
 		tm.Mirror = mc
 	}
-	return ru, res
+	return res, ""
 }
 
 // unsupportedRule says which part of a rule sturdy cannot serve.

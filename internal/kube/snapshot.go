@@ -18,6 +18,7 @@ type Snapshot struct {
 	GatewayClasses  []*gwv1.GatewayClass
 	Gateways        []*gwv1.Gateway
 	HTTPRoutes      []*gwv1.HTTPRoute
+	GRPCRoutes      []*gwv1.GRPCRoute
 	ReferenceGrants []*gwv1.ReferenceGrant
 	Services        []*corev1.Service
 	EndpointSlices  []*discoveryv1.EndpointSlice
@@ -28,7 +29,7 @@ type Snapshot struct {
 
 // Ref names one Kubernetes object.
 type Ref struct {
-	Kind      string // "Gateway", "HTTPRoute", "Ingress", "Secret", "Service"
+	Kind      string // "Gateway", "HTTPRoute", "GRPCRoute", "Ingress", "Secret", "Service"
 	Namespace string
 	Name      string
 }

@@ -176,29 +176,23 @@ func (c *Controller) writeAll(ctx context.Context, o *outcome, posted map[string
 		if !ok {
 			continue
 		}
-		st := r.Status.DeepCopy()
-		var parents []gwv1.RouteParentStatus
-		for _, p := range st.Parents {
-			if string(p.ControllerName) != c.k.ControllerName {
-				parents = append(parents, p) // another implementation's
-			}
-		}
-		for _, wp := range want.Parents {
-			np := wp
-			np.Conditions = nil
-			for _, old := range r.Status.Parents {
-				if string(old.ControllerName) == c.k.ControllerName && apiequality.Semantic.DeepEqual(old.ParentRef, wp.ParentRef) {
-					np.Conditions = old.Conditions
-				}
-			}
-			np.Conditions = merge(np.Conditions, wp.Conditions)
-			parents = append(parents, np)
-		}
-		st.Parents = parents
-		if !apiequality.Semantic.DeepEqual(*st, r.Status) {
+		if st := c.routeStatus(r.Status.RouteStatus, want.RouteStatus); st != nil {
 			n := r.DeepCopy()
-			n.Status = *st
+			n.Status.RouteStatus = *st
 			_, err := c.gw.GatewayV1().HTTPRoutes(r.Namespace).UpdateStatus(ctx, n, metav1.UpdateOptions{})
+			fail(ref.String(), err)
+		}
+	}
+	for _, r := range snap.GRPCRoutes {
+		ref := refOf("GRPCRoute", r)
+		want, ok := res.GRPCRoutes[ref]
+		if !ok {
+			continue
+		}
+		if st := c.routeStatus(r.Status.RouteStatus, want.RouteStatus); st != nil {
+			n := r.DeepCopy()
+			n.Status.RouteStatus = *st
+			_, err := c.gw.GatewayV1().GRPCRoutes(r.Namespace).UpdateStatus(ctx, n, metav1.UpdateOptions{})
 			fail(ref.String(), err)
 		}
 	}
@@ -230,6 +224,34 @@ func (c *Controller) writeAll(ctx context.Context, o *outcome, posted map[string
 			fail(ref.String(), err)
 		}
 	}
+}
+
+// routeStatus is a route's status with sturdy's parents set to want
+// (other controllers' entries are kept), or nil when that changes nothing.
+func (c *Controller) routeStatus(have, want gwv1.RouteStatus) *gwv1.RouteStatus {
+	st := have.DeepCopy()
+	var parents []gwv1.RouteParentStatus
+	for _, p := range st.Parents {
+		if string(p.ControllerName) != c.k.ControllerName {
+			parents = append(parents, p) // another implementation's
+		}
+	}
+	for _, wp := range want.Parents {
+		np := wp
+		np.Conditions = nil
+		for _, old := range have.Parents {
+			if string(old.ControllerName) == c.k.ControllerName && apiequality.Semantic.DeepEqual(old.ParentRef, wp.ParentRef) {
+				np.Conditions = old.Conditions
+			}
+		}
+		np.Conditions = merge(np.Conditions, wp.Conditions)
+		parents = append(parents, np)
+	}
+	st.Parents = parents
+	if apiequality.Semantic.DeepEqual(*st, have) {
+		return nil
+	}
+	return st
 }
 
 // merge sets each wanted condition, keeping lastTransitionTime where the

@@ -38,6 +38,8 @@ type Result struct {
 	// Gateways and Routes are the Gateway API objects of those classes.
 	Gateways map[Ref]*gwv1.GatewayStatus
 	Routes   map[Ref]*gwv1.HTTPRouteStatus
+	// GRPCRoutes are the GRPCRoutes attached to those Gateways.
+	GRPCRoutes map[Ref]*gwv1.GRPCRouteStatus
 	// Ingresses are the Ingresses of the ingress class, with the events
 	// their translation raised.
 	Ingresses map[Ref]*IngressResult
@@ -97,6 +99,7 @@ func Translate(in Input) *Result {
 			Classes:     map[string]*gwv1.GatewayClassStatus{},
 			Gateways:    map[Ref]*gwv1.GatewayStatus{},
 			Routes:      map[Ref]*gwv1.HTTPRouteStatus{},
+			GRPCRoutes:  map[Ref]*gwv1.GRPCRouteStatus{},
 			Ingresses:   map[Ref]*IngressResult{},
 			Generations: map[Ref]int64{},
 		},
@@ -138,7 +141,11 @@ func (t *translator) assemble() {
 	served := map[string]bool{}
 	for _, n := range nums {
 		p := t.ports[n]
-		l := config.Listener{Name: p.name, Listen: t.k.Listen(int(n))}
+		// A plain port speaks h2c beside HTTP/1.1, as Gateway API asks of
+		// an HTTP listener that takes GRPCRoutes (prior knowledge), and
+		// on every plain port, so that a GRPCRoute or a backend-protocol
+		// GRPC Ingress that arrives later changes no listener.
+		l := config.Listener{Name: p.name, Listen: t.k.Listen(int(n)), H2C: p.proto == gwv1.HTTPProtocolType}
 		path := "listeners[" + itoa(len(cfg.Listeners)) + "]"
 		if p.proto == gwv1.HTTPSProtocolType {
 			l.TLS = &config.TLS{Certificates: p.certs}
@@ -253,7 +260,7 @@ func routePools(r *config.Route) []string {
 func (t *translator) servicePool(b backend, hosts []config.Host) string {
 	name := b.poolName()
 	if t.pools[name] == nil {
-		t.pools[name] = &config.Pool{Name: name, Hosts: hosts, Discovered: true}
+		t.pools[name] = &config.Pool{Name: name, Hosts: hosts, Discovered: true, Protocol: b.proto}
 	}
 	return name
 }

@@ -46,7 +46,7 @@ import (
 
 // CRDs are the Gateway API CRDs (standard channel) installed, from the
 // sigs.k8s.io/gateway-api module that sturdy builds with.
-var CRDs = []string{"gatewayclasses", "gateways", "httproutes", "referencegrants"}
+var CRDs = []string{"gatewayclasses", "gateways", "httproutes", "grpcroutes", "referencegrants"}
 
 // Env is what TestMain found: a running cluster, or why there is none.
 type Env struct {
