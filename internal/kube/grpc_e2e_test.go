@@ -1,0 +1,297 @@
+package kube
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+	gwclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	testpb "google.golang.org/grpc/interop/grpc_testing"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+)
+
+// grpcEcho is a grpc-go TestService that says which backend answered and
+// what x-via metadata it was sent.
+type grpcEcho struct {
+	testpb.UnimplementedTestServiceServer
+	name string
+}
+
+func (s *grpcEcho) UnaryCall(ctx context.Context, in *testpb.SimpleRequest) (*testpb.SimpleResponse, error) {
+	md, _ := metadata.FromIncomingContext(ctx)
+	grpc.SetHeader(ctx, metadata.Pairs("x-backend", s.name, "x-seen-via", strings.Join(md.Get("x-via"), ",")))
+	return &testpb.SimpleResponse{Payload: in.GetPayload()}, nil
+}
+
+func (s *grpcEcho) EmptyCall(ctx context.Context, _ *testpb.Empty) (*testpb.Empty, error) {
+	grpc.SetHeader(ctx, metadata.Pairs("x-backend", s.name))
+	return &testpb.Empty{}, nil
+}
+
+// grpcBackend serves grpcEcho (h2c) behind the documentation address
+// docAddr; stop ends it (the pod is gone).
+func (f *fleet) grpcBackend(t *testing.T, docAddr, name string) (stop func()) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := grpc.NewServer()
+	testpb.RegisterTestServiceServer(srv, &grpcEcho{name: name})
+	done := make(chan struct{})
+	go func() { defer close(done); srv.Serve(ln) }()
+	var once sync.Once
+	stop = func() { once.Do(func() { srv.Stop(); <-done }) }
+	t.Cleanup(stop)
+	f.mu.Lock()
+	f.addr[docAddr] = ln.Addr().String()
+	f.mu.Unlock()
+	return stop
+}
+
+// grpcClient calls sturdy's listener at addr for host, over h2c.
+func grpcClient(t *testing.T, addr, host string) testpb.TestServiceClient {
+	t.Helper()
+	cc, err := grpc.NewClient("passthrough:///"+addr, grpc.WithTransportCredentials(insecure.NewCredentials()), grpc.WithAuthority(host))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cc.Close() })
+	return testpb.NewTestServiceClient(cc)
+}
+
+// unary makes one call and returns the answering backend's headers.
+func unary(c testpb.TestServiceClient, md ...string) (metadata.MD, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if len(md) > 0 {
+		ctx = metadata.AppendToOutgoingContext(ctx, md...)
+	}
+	var h metadata.MD
+	_, err := c.UnaryCall(ctx, &testpb.SimpleRequest{Payload: &testpb.Payload{Body: []byte("ping")}}, grpc.Header(&h))
+	return h, err
+}
+
+func first(md metadata.MD, key string) string {
+	if v := md.Get(key); len(v) > 0 {
+		return v[0]
+	}
+	return ""
+}
+
+// grpcLoad makes calls from a few clients until stop, counting failures;
+// it is bounded in count and time.
+type grpcLoad struct {
+	ok, failed atomic.Int64
+	mu         sync.Mutex
+	errs       []string
+	stop       chan struct{}
+	wg         sync.WaitGroup
+}
+
+func startGRPCLoad(clients []testpb.TestServiceClient, want func(backend string) bool) *grpcLoad {
+	l := &grpcLoad{stop: make(chan struct{})}
+	deadline := time.Now().Add(90 * time.Second)
+	for _, c := range clients {
+		l.wg.Go(func() {
+			for n := 0; n < 20000 && time.Now().Before(deadline); n++ {
+				select {
+				case <-l.stop:
+					return
+				default:
+				}
+				h, err := unary(c)
+				if err != nil || !want(first(h, "x-backend")) {
+					l.failed.Add(1)
+					l.mu.Lock()
+					if len(l.errs) < 10 {
+						l.errs = append(l.errs, fmt.Sprintf("%q %v", first(h, "x-backend"), err))
+					}
+					l.mu.Unlock()
+					continue
+				}
+				l.ok.Add(1)
+				time.Sleep(2 * time.Millisecond)
+			}
+		})
+	}
+	return l
+}
+
+func (l *grpcLoad) end() { close(l.stop); l.wg.Wait() }
+
+func grpcRef(name string, weight int32) gwv1.GRPCBackendRef {
+	return gwv1.GRPCBackendRef{BackendRef: gwv1.BackendRef{Weight: &weight,
+		BackendObjectReference: gwv1.BackendObjectReference{Name: gwv1.ObjectName(name), Port: ptr(gwv1.PortNumber(80))}}}
+}
+
+// A GRPCRoute on a real API server makes sturdy route real gRPC calls
+// from grpc-go clients to grpc-go backends: method and header matches,
+// header modifiers, an unresolved backend answered UNAVAILABLE; an
+// endpoint removed and a route changed under load fail no call; the
+// status conditions, the listener's attached routes and kinds and the
+// GatewayClass's features are written.
+func TestGRPCRouteServesAndUpdatesWithoutFailures(t *testing.T) {
+	c := env.Cluster(t)
+	ns := c.Namespace(t, "grpc-e2e")
+	ctx := context.Background()
+	gc := must(gwclient.NewForConfig(c.Config))
+	f := &fleet{addr: map[string]string{}}
+	f.grpcBackend(t, "192.0.2.31:8080", "users-a")
+	stopB := f.grpcBackend(t, "192.0.2.32:8080", "users-b")
+	f.grpcBackend(t, "192.0.2.41:8080", "orders")
+
+	users, orders := svcObj(ns, "users"), svcObj(ns, "orders")
+	orders.Spec.Ports[0].AppProtocol = ptr("kubernetes.io/h2c")
+	must(c.Client.CoreV1().Services(ns).Create(ctx, users, metav1.CreateOptions{}))
+	must(c.Client.CoreV1().Services(ns).Create(ctx, orders, metav1.CreateOptions{}))
+	must(c.Client.DiscoveryV1().EndpointSlices(ns).Create(ctx, sliceObj(ns, "users", "192.0.2.31", "192.0.2.32"), metav1.CreateOptions{}))
+	must(c.Client.DiscoveryV1().EndpointSlices(ns).Create(ctx, sliceObj(ns, "orders", "192.0.2.41"), metav1.CreateOptions{}))
+	class := &gwv1.GatewayClass{ObjectMeta: metav1.ObjectMeta{Name: ns}, Spec: gwv1.GatewayClassSpec{ControllerName: gwv1.GatewayController("sturdyproxy.io/" + ns)}}
+	must(gc.GatewayV1().GatewayClasses().Create(ctx, class, metav1.CreateOptions{}))
+	t.Cleanup(func() { gc.GatewayV1().GatewayClasses().Delete(context.Background(), ns, metav1.DeleteOptions{}) })
+	gw := &gwv1.Gateway{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "grpc"}, Spec: gwv1.GatewaySpec{GatewayClassName: gwv1.ObjectName(ns),
+		Listeners: []gwv1.Listener{{Name: "h2c", Port: 80, Protocol: gwv1.HTTPProtocolType}}}}
+	must(gc.GatewayV1().Gateways(ns).Create(ctx, gw, metav1.CreateOptions{}))
+	svc, unaryCall := "grpc.testing.TestService", "UnaryCall"
+	hdr := func(name, value string) *gwv1.HTTPHeaderFilter {
+		return &gwv1.HTTPHeaderFilter{Set: []gwv1.HTTPHeader{{Name: gwv1.HTTPHeaderName(name), Value: value}}}
+	}
+	route := &gwv1.GRPCRoute{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "users"}, Spec: gwv1.GRPCRouteSpec{
+		CommonRouteSpec: gwv1.CommonRouteSpec{ParentRefs: []gwv1.ParentReference{{Name: "grpc"}}},
+		Hostnames:       []gwv1.Hostname{"grpc.example.com"},
+		Rules: []gwv1.GRPCRouteRule{
+			{Matches: []gwv1.GRPCRouteMatch{{Method: &gwv1.GRPCMethodMatch{Service: &svc, Method: &unaryCall}}},
+				Filters: []gwv1.GRPCRouteFilter{
+					{Type: gwv1.GRPCRouteFilterRequestHeaderModifier, RequestHeaderModifier: hdr("x-via", "sturdy")},
+					{Type: gwv1.GRPCRouteFilterResponseHeaderModifier, ResponseHeaderModifier: hdr("x-route", "users")},
+				},
+				BackendRefs: []gwv1.GRPCBackendRef{grpcRef("users", 1)}},
+			{Matches: []gwv1.GRPCRouteMatch{{Method: &gwv1.GRPCMethodMatch{Service: &svc}, Headers: []gwv1.GRPCHeaderMatch{{Name: "x-tenant", Value: "beta"}}}},
+				BackendRefs: []gwv1.GRPCBackendRef{grpcRef("orders", 1)}},
+		},
+	}}
+	must(gc.GatewayV1().GRPCRoutes(ns).Create(ctx, route, metav1.CreateOptions{}))
+	broken := &gwv1.GRPCRoute{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "broken"}, Spec: gwv1.GRPCRouteSpec{
+		CommonRouteSpec: gwv1.CommonRouteSpec{ParentRefs: []gwv1.ParentReference{{Name: "grpc"}}},
+		Hostnames:       []gwv1.Hostname{"broken.example.com"},
+		Rules:           []gwv1.GRPCRouteRule{{BackendRefs: []gwv1.GRPCBackendRef{grpcRef("missing", 1)}}},
+	}}
+	must(gc.GatewayV1().GRPCRoutes(ns).Create(ctx, broken, metav1.CreateOptions{}))
+
+	srv, ctl := sturdyFor(t, c, ns, f, "replica-a")
+	waitFor(t, "the first sync", 30*time.Second, func() bool { ok, _ := ctl.Ready(); return ok && srv.Addr("port-80") != "" })
+	addr := srv.Addr("port-80")
+	cl := grpcClient(t, addr, "grpc.example.com")
+	seen := map[string]bool{}
+	waitFor(t, "both users pods answer gRPC calls", 10*time.Second, func() bool {
+		if h, err := unary(cl); err == nil {
+			seen[first(h, "x-backend")] = true
+		}
+		return seen["users-a"] && seen["users-b"]
+	})
+	h, err := unary(cl)
+	if err != nil || first(h, "x-seen-via") != "sturdy" || first(h, "x-route") != "users" {
+		t.Errorf("UnaryCall: %v, headers %v; want x-via sent to the backend and x-route added to the answer", err, h)
+	}
+	if h, err := unary(cl, "x-tenant", "beta"); err == nil {
+		// The method's characters rank before the header: rule 0 still.
+		if b := first(h, "x-backend"); !strings.HasPrefix(b, "users-") {
+			t.Errorf("UnaryCall with x-tenant: beta went to %q; the exact method outranks a service and a header", b)
+		}
+	} else {
+		t.Errorf("UnaryCall with x-tenant: %v", err)
+	}
+	empty := func(md ...string) (string, error) {
+		ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		var h metadata.MD
+		_, err := cl.EmptyCall(metadata.AppendToOutgoingContext(ctx, md...), &testpb.Empty{}, grpc.Header(&h))
+		return first(h, "x-backend"), err
+	}
+	if b, err := empty("x-tenant", "beta"); err != nil || b != "orders" {
+		t.Errorf("EmptyCall with x-tenant: beta reached %q (%v); want orders, by the service and header match", b, err)
+	}
+	if b, err := empty(); status.Code(err) != codes.Unimplemented || b != "" {
+		// No rule matches: sturdy's 404, which gRPC reads as UNIMPLEMENTED.
+		t.Errorf("EmptyCall without the header reached %q (%v); want no backend and UNIMPLEMENTED", b, err)
+	}
+	if _, err := unary(grpcClient(t, addr, "broken.example.com")); status.Code(err) != codes.Unavailable {
+		t.Errorf("a call to the route whose Service is missing: %v; want UNAVAILABLE, as GRPCRoute says", err)
+	}
+
+	waitFor(t, "GRPCRoute, listener and GatewayClass status", 20*time.Second, func() bool {
+		g, err1 := gc.GatewayV1().Gateways(ns).Get(ctx, "grpc", metav1.GetOptions{})
+		r, err2 := gc.GatewayV1().GRPCRoutes(ns).Get(ctx, "users", metav1.GetOptions{})
+		b, err3 := gc.GatewayV1().GRPCRoutes(ns).Get(ctx, "broken", metav1.GetOptions{})
+		k, err4 := gc.GatewayV1().GatewayClasses().Get(ctx, ns, metav1.GetOptions{})
+		if err1 != nil || err2 != nil || err3 != nil || err4 != nil || len(g.Status.Listeners) != 1 || len(r.Status.Parents) != 1 || len(b.Status.Parents) != 1 {
+			return false
+		}
+		l := g.Status.Listeners[0]
+		bc := b.Status.Parents[0].Conditions
+		return gwCond(g.Status.Conditions, "Programmed") == "True" && l.AttachedRoutes == 2 &&
+			slices.ContainsFunc(l.SupportedKinds, func(k gwv1.RouteGroupKind) bool { return k.Kind == "GRPCRoute" }) &&
+			gwCond(r.Status.Parents[0].Conditions, "Accepted") == "True" && gwCond(r.Status.Parents[0].Conditions, "ResolvedRefs") == "True" &&
+			gwCond(bc, "Accepted") == "True" && gwCond(bc, "ResolvedRefs") == "False" && condOf(bc, "ResolvedRefs").Reason == "BackendNotFound" &&
+			slices.ContainsFunc(k.Status.SupportedFeatures, func(f gwv1.SupportedFeature) bool { return f.Name == "GRPCRoute" })
+	})
+
+	// Under load from four clients, each its own connection: the updates
+	// must fail no call.
+	var clients []testpb.TestServiceClient
+	for range 4 {
+		clients = append(clients, grpcClient(t, addr, "grpc.example.com"))
+	}
+	l := startGRPCLoad(clients, func(b string) bool { return b == "users-a" || b == "users-b" || b == "orders" })
+	time.Sleep(300 * time.Millisecond)
+
+	// 1. An endpoint removed: users-b's pod terminates.
+	sl := must(c.Client.DiscoveryV1().EndpointSlices(ns).Get(ctx, "users-1", metav1.GetOptions{}))
+	sl.Endpoints[1].Conditions = discoveryv1.EndpointConditions{Ready: ptr(false), Serving: ptr(true), Terminating: ptr(true)}
+	must(c.Client.DiscoveryV1().EndpointSlices(ns).Update(ctx, sl, metav1.UpdateOptions{}))
+	waitFor(t, "users-b leaves the pool", 10*time.Second, func() bool {
+		for range 10 {
+			if h, _ := unary(cl); first(h, "x-backend") == "users-b" {
+				return false
+			}
+		}
+		return true
+	})
+	time.Sleep(200 * time.Millisecond) // calls in flight on users-b finish
+	stopB()                            // the pod is gone
+
+	// 2. A route changed: UnaryCall is split between users and orders.
+	r := must(gc.GatewayV1().GRPCRoutes(ns).Get(ctx, "users", metav1.GetOptions{}))
+	r.Spec.Rules[0].BackendRefs = []gwv1.GRPCBackendRef{grpcRef("users", 1), grpcRef("orders", 1)}
+	must(gc.GatewayV1().GRPCRoutes(ns).Update(ctx, r, metav1.UpdateOptions{}))
+	waitFor(t, "UnaryCall reaches orders too", 10*time.Second, func() bool {
+		h, _ := unary(cl)
+		return first(h, "x-backend") == "orders"
+	})
+	time.Sleep(300 * time.Millisecond)
+	l.end()
+	if n := l.failed.Load(); n != 0 || l.ok.Load() < 100 {
+		t.Errorf("under load: %d ok, %d failed (want 0 failed, at least 100 ok): %v", l.ok.Load(), n, l.errs)
+	}
+	t.Logf("load: %d gRPC calls, %d failed, across an endpoint removal and a route change", l.ok.Load(), l.failed.Load())
+
+	waitFor(t, "the GRPCRoute's status observes its new generation", 10*time.Second, func() bool {
+		rs := must(gc.GatewayV1().GRPCRoutes(ns).Get(ctx, "users", metav1.GetOptions{}))
+		return len(rs.Status.Parents) == 1 && condOf(rs.Status.Parents[0].Conditions, "Accepted").ObservedGeneration == rs.Generation
+	})
+}
