@@ -2,6 +2,7 @@ package kube
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"net"
 	"slices"
@@ -11,13 +12,16 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gwclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	testpb "google.golang.org/grpc/interop/grpc_testing"
 	"google.golang.org/grpc/metadata"
@@ -42,15 +46,15 @@ func (s *grpcEcho) EmptyCall(ctx context.Context, _ *testpb.Empty) (*testpb.Empt
 	return &testpb.Empty{}, nil
 }
 
-// grpcBackend serves grpcEcho (h2c) behind the documentation address
-// docAddr; stop ends it (the pod is gone).
-func (f *fleet) grpcBackend(t *testing.T, docAddr, name string) (stop func()) {
+// grpcBackend serves grpcEcho (h2c, or TLS with creds) behind the
+// documentation address docAddr; stop ends it (the pod is gone).
+func (f *fleet) grpcBackend(t *testing.T, docAddr, name string, opts ...grpc.ServerOption) (stop func()) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := grpc.NewServer()
+	srv := grpc.NewServer(opts...)
 	testpb.RegisterTestServiceServer(srv, &grpcEcho{name: name})
 	done := make(chan struct{})
 	go func() { defer close(done); srv.Serve(ln) }()
@@ -294,4 +298,60 @@ func TestGRPCRouteServesAndUpdatesWithoutFailures(t *testing.T) {
 		rs := must(gc.GatewayV1().GRPCRoutes(ns).Get(ctx, "users", metav1.GetOptions{}))
 		return len(rs.Status.Parents) == 1 && condOf(rs.Status.Parents[0].Conditions, "Accepted").ObservedGeneration == rs.Generation
 	})
+}
+
+// An ingress-nginx Ingress with backend-protocol GRPC reaches an h2c
+// grpc-go backend, and one with GRPCS a grpc-go backend over TLS whose
+// certificate sturdy does not verify (as ingress-nginx does not): real
+// gRPC calls over h2c on port 80 and over TLS on port 443.
+func TestIngressGRPCBackendsServeCalls(t *testing.T) {
+	c := env.Cluster(t)
+	ns := c.Namespace(t, "ing-grpc")
+	ctx := context.Background()
+	f := &fleet{addr: map[string]string{}}
+	ca := testpkiCA(t)
+	f.grpcBackend(t, "192.0.2.51:8080", "plain")
+	podCrt, podKey := ca.Issue(t, leaf("pod.internal")) // names nothing sturdy dials
+	pair, err := tls.X509KeyPair(podCrt, podKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.grpcBackend(t, "192.0.2.52:8080", "tls", grpc.Creds(credentials.NewTLS(&tls.Config{Certificates: []tls.Certificate{pair}})))
+
+	crt, key := ca.Issue(t, leaf("rpcs.example.com"))
+	must(c.Client.CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "rpcs-tls"}, Type: corev1.SecretTypeTLS,
+		Data: map[string][]byte{corev1.TLSCertKey: crt, corev1.TLSPrivateKeyKey: key}}, metav1.CreateOptions{}))
+	for _, s := range []struct{ name, addr string }{{"rpc", "192.0.2.51"}, {"rpcs", "192.0.2.52"}} {
+		must(c.Client.CoreV1().Services(ns).Create(ctx, svcObj(ns, s.name), metav1.CreateOptions{}))
+		must(c.Client.DiscoveryV1().EndpointSlices(ns).Create(ctx, sliceObj(ns, s.name, s.addr), metav1.CreateOptions{}))
+	}
+	proto := func(v string) map[string]string { return map[string]string{nginxPrefix + "backend-protocol": v} }
+	// ssl-redirect off: a gRPC client does not follow redirects.
+	rpcs := ingressObj(ns, "rpcs", proto("GRPCS"), "rpcs.example.com", "rpcs", "rpcs-tls")
+	rpcs.Annotations[nginxPrefix+"ssl-redirect"] = "false"
+	for _, ing := range []*networkingv1.Ingress{ingressObj(ns, "rpc", proto("GRPC"), "rpc.example.com", "rpc", ""), rpcs} {
+		ing.Spec.IngressClassName = ptr(ns)
+		must(c.Client.NetworkingV1().Ingresses(ns).Create(ctx, ing, metav1.CreateOptions{}))
+	}
+
+	srv, ctl := sturdyFor(t, c, ns, f, "replica-a")
+	waitFor(t, "the first sync", 30*time.Second, func() bool { ok, _ := ctl.Ready(); return ok && srv.Addr("port-443") != "" })
+	plain := grpcClient(t, srv.Addr("port-80"), "rpc.example.com")
+	var h metadata.MD
+	waitFor(t, "a gRPC call over h2c reaches the GRPC backend", 10*time.Second, func() bool {
+		h, err = unary(plain)
+		return err == nil
+	})
+	if b := first(h, "x-backend"); b != "plain" {
+		t.Errorf("backend-protocol GRPC: answered by %q", b)
+	}
+	cc, err := grpc.NewClient("passthrough:///"+srv.Addr("port-443"), grpc.WithTransportCredentials(credentials.NewTLS(&tls.Config{RootCAs: ca.Pool(), ServerName: "rpcs.example.com"})))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cc.Close() })
+	h, err = unary(testpb.NewTestServiceClient(cc))
+	if err != nil || first(h, "x-backend") != "tls" {
+		t.Errorf("backend-protocol GRPCS over TLS on port 443: %v, answered by %q; want the TLS backend", err, first(h, "x-backend"))
+	}
 }
