@@ -48,14 +48,15 @@ func (s *grpcEcho) EmptyCall(ctx context.Context, _ *testpb.Empty) (*testpb.Empt
 
 // grpcBackend serves grpcEcho (h2c, or TLS with creds) behind the
 // documentation address docAddr; stop ends it (the pod is gone).
-func (f *fleet) grpcBackend(t *testing.T, docAddr, name string, opts ...grpc.ServerOption) (stop func()) {
+func (f *fleet) grpcBackend(t *testing.T, docAddr, name string, opts ...grpc.ServerOption) (echo *grpcEcho, stop func()) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	srv := grpc.NewServer(opts...)
-	testpb.RegisterTestServiceServer(srv, &grpcEcho{name: name})
+	echo = &grpcEcho{name: name}
+	testpb.RegisterTestServiceServer(srv, echo)
 	done := make(chan struct{})
 	go func() { defer close(done); srv.Serve(ln) }()
 	var once sync.Once
@@ -64,7 +65,7 @@ func (f *fleet) grpcBackend(t *testing.T, docAddr, name string, opts ...grpc.Ser
 	f.mu.Lock()
 	f.addr[docAddr] = ln.Addr().String()
 	f.mu.Unlock()
-	return stop
+	return echo, stop
 }
 
 // grpcClient calls sturdy's listener at addr for host, over h2c.
@@ -156,7 +157,7 @@ func TestGRPCRouteServesAndUpdatesWithoutFailures(t *testing.T) {
 	gc := must(gwclient.NewForConfig(c.Config))
 	f := &fleet{addr: map[string]string{}}
 	f.grpcBackend(t, "192.0.2.31:8080", "users-a")
-	stopB := f.grpcBackend(t, "192.0.2.32:8080", "users-b")
+	_, stopB := f.grpcBackend(t, "192.0.2.32:8080", "users-b")
 	f.grpcBackend(t, "192.0.2.41:8080", "orders")
 
 	users, orders := svcObj(ns, "users"), svcObj(ns, "orders")

@@ -13,7 +13,8 @@ import (
 
 // grpcRoute translates a GRPCRoute as an HTTPRoute is translated: a gRPC
 // call is an HTTP/2 POST to /service/method, so its matches become path
-// and header matches and its backends h2c pools (docs/kubernetes.md).
+// and header matches, its header modifiers header rules and its backends
+// h2c pools (docs/kubernetes.md).
 func (t *translator) grpcRoute(r *gwv1.GRPCRoute, byGateway map[Ref][]*glistener) {
 	ro := routeObj{kind: "GRPCRoute", obj: r, parents: r.Spec.ParentRefs, hostnames: r.Spec.Hostnames}
 	st := t.route(ro, byGateway, len(r.Spec.Rules), func(i int) (rule, *metav1.Condition) { return t.grpcRule(ro, i, r.Spec.Rules[i]) })
@@ -30,8 +31,16 @@ func (t *translator) grpcRule(ro routeObj, i int, rs gwv1.GRPCRouteRule) (ru rul
 		return drop("sessionPersistence is not supported")
 	}
 	var f filters
+	add := func(fl gwv1.GRPCRouteFilter) string {
+		if fl.Type == gwv1.GRPCRouteFilterRequestMirror {
+			// sturdy copies a request whose body it can hold, of a known
+			// length; a gRPC call's has none, so no copy would be sent.
+			return "RequestMirror is not supported on a GRPCRoute: sturdy mirrors requests of a known length, and gRPC calls carry none"
+		}
+		return f.add(httpFilter(fl))
+	}
 	for _, fl := range rs.Filters {
-		if why := f.add(httpFilter(fl)); why != "" {
+		if why := add(fl); why != "" {
 			return drop(why)
 		}
 	}
@@ -43,7 +52,7 @@ func (t *translator) grpcRule(ro routeObj, i int, rs gwv1.GRPCRouteRule) (ru rul
 			return drop("filters on one of several backendRefs: sturdy applies header rules to a route, not to one backend of a split")
 		}
 		for _, fl := range br.Filters {
-			if why := f.add(httpFilter(fl)); why != "" {
+			if why := add(fl); why != "" {
 				return drop(why)
 			}
 		}
@@ -70,7 +79,7 @@ func (t *translator) grpcRule(ro routeObj, i int, rs gwv1.GRPCRouteRule) (ru rul
 	for j, br := range rs.BackendRefs {
 		refs[j] = br.BackendRef
 	}
-	res, why := t.backends(ro, own, &ru, refs, f.mirror)
+	res, why := t.backends(ro, own, &ru, refs, nil)
 	if why != "" {
 		return drop(why)
 	}

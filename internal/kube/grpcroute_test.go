@@ -119,13 +119,15 @@ func TestGRPCRouteTranslation(t *testing.T) {
 		gwv1.GRPCRouteRule{Matches: grpcMethod("pkg.Users", ""), BackendRefs: grpcTo("users:3", "orders:1")}, // 1
 		gwv1.GRPCRouteRule{Matches: []gwv1.GRPCRouteMatch{{Method: &gwv1.GRPCMethodMatch{Service: ptr("pkg.Users")},
 			Headers: []gwv1.GRPCHeaderMatch{{Name: "X-Tenant", Value: "beta"}}}}, BackendRefs: grpcTo("orders"),
-			Filters: []gwv1.GRPCRouteFilter{{Type: gwv1.GRPCRouteFilterRequestMirror, RequestMirror: &gwv1.HTTPRequestMirrorFilter{
-				BackendRef: gwv1.BackendObjectReference{Name: "users", Port: ptr(gwv1.PortNumber(80))}}}}}, // 2
+		}, // 2
 		gwv1.GRPCRouteRule{BackendRefs: grpcTo("orders")},                                       // 3: every other call
 		gwv1.GRPCRouteRule{Matches: grpcMethod("pkg.Plain", ""), BackendRefs: grpcTo("plain")},  // 4: appProtocol http
 		gwv1.GRPCRouteRule{Matches: grpcMethod("pkg.Gone", ""), BackendRefs: grpcTo("missing")}, // 5
 		gwv1.GRPCRouteRule{Matches: grpcMethod("pkg.Sticky", ""), BackendRefs: grpcTo("users"),
 			SessionPersistence: &gwv1.SessionPersistence{}}, // 6: dropped
+		gwv1.GRPCRouteRule{Matches: grpcMethod("pkg.Shadowed", ""), BackendRefs: grpcTo("users"),
+			Filters: []gwv1.GRPCRouteFilter{{Type: gwv1.GRPCRouteFilterRequestMirror, RequestMirror: &gwv1.HTTPRequestMirrorFilter{
+				BackendRef: gwv1.BackendObjectReference{Name: "orders", Port: ptr(gwv1.PortNumber(80))}}}}}, // 7: dropped
 	)
 	res := Translate(Input{Base: base(t), Snap: snap})
 	rt := finish(t, res)
@@ -145,9 +147,6 @@ func TestGRPCRouteTranslation(t *testing.T) {
 	if b := byName["grpcroute/a/g/1/0/port-80"].Backends; len(b) != 2 || b[0] != (config.Backend{Pool: "svc/a/users/80+h2c", Weight: 3}) || b[1] != (config.Backend{Pool: "svc/a/orders/80+h2c", Weight: 1}) {
 		t.Errorf("rule 1 backends = %+v; want users 3, orders 1", b)
 	}
-	if m := byName["grpcroute/a/g/2/0/port-80"].Mirror; m == nil || m.Pool != "svc/a/users/80+h2c" {
-		t.Errorf("rule 2 mirror = %+v; want the users pool", m)
-	}
 	for _, name := range []string{"svc/a/users/80+h2c", "svc/a/orders/80+h2c"} {
 		if p := rt.Pool(name); p == nil || len(p.Hosts) != 1 {
 			t.Errorf("pool %s = %+v; want its one endpoint", name, p)
@@ -158,8 +157,10 @@ func TestGRPCRouteTranslation(t *testing.T) {
 			t.Errorf("pool %s speaks %s; a GRPCRoute's backends speak h2c", p.Name, p.Protocol)
 		}
 	}
-	if _, ok := byName["grpcroute/a/g/6/0/port-80"]; ok {
-		t.Error("the rule with sessionPersistence was served without it")
+	for _, i := range []string{"6", "7"} {
+		if _, ok := byName["grpcroute/a/g/"+i+"/0/port-80"]; ok {
+			t.Errorf("rule %s (sessionPersistence, RequestMirror) was served without what it asks", i)
+		}
 	}
 
 	table := rt.Proxy.Listeners["port-80"].Table
@@ -203,8 +204,8 @@ func TestGRPCRouteTranslation(t *testing.T) {
 	if c := condOf(ps.Conditions, "ResolvedRefs"); c.Status != metav1.ConditionFalse || c.Reason != "UnsupportedProtocol" || !strings.Contains(c.Message, "appProtocol http") {
 		t.Errorf("ResolvedRefs = %+v; want UnsupportedProtocol for the port with appProtocol http", c)
 	}
-	if c := condOf(ps.Conditions, "PartiallyInvalid"); c.Status != metav1.ConditionTrue || !strings.Contains(c.Message, "6 (sessionPersistence") {
-		t.Errorf("PartiallyInvalid = %+v; want rule 6 dropped", c)
+	if c := condOf(ps.Conditions, "PartiallyInvalid"); c.Status != metav1.ConditionTrue || !strings.Contains(c.Message, "6 (sessionPersistence") || !strings.Contains(c.Message, "7 (RequestMirror") {
+		t.Errorf("PartiallyInvalid = %+v; want rules 6 and 7 dropped", c)
 	}
 	l := res.Gateways[Ref{"Gateway", "a", "gw"}].Listeners[0]
 	if l.AttachedRoutes != 1 || !slices.ContainsFunc(l.SupportedKinds, func(k gwv1.RouteGroupKind) bool { return k.Kind == "GRPCRoute" }) {
