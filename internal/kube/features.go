@@ -17,6 +17,7 @@ func SupportedFeatures() []gwv1.SupportedFeature {
 		features.SupportGatewayPort8080,
 		features.SupportGRPCRoute,
 		features.SupportHTTPRoute,
+		features.SupportHTTPRouteBackendProtocolH2C,
 		features.SupportHTTPRouteHostRewrite,
 		features.SupportHTTPRouteMethodMatching,
 		features.SupportHTTPRoutePathRedirect,

@@ -5,6 +5,8 @@ import (
 	"crypto/tls"
 	"fmt"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"sync"
@@ -355,4 +357,66 @@ func TestIngressGRPCBackendsServeCalls(t *testing.T) {
 	if err != nil || first(h, "x-backend") != "tls" {
 		t.Errorf("backend-protocol GRPCS over TLS on port 443: %v, answered by %q; want the TLS backend", err, first(h, "x-backend"))
 	}
+}
+
+// An HTTPRoute to a Service port with appProtocol kubernetes.io/h2c
+// speaks HTTP/2 without TLS to the pods, and the plain listener takes
+// HTTP/2 with prior knowledge from clients (Gateway API's
+// HTTPRouteBackendProtocolH2C).
+func TestHTTPRouteBackendProtocolH2C(t *testing.T) {
+	c := env.Cluster(t)
+	ns := c.Namespace(t, "h2c-e2e")
+	ctx := context.Background()
+	gc := must(gwclient.NewForConfig(c.Config))
+	f := &fleet{addr: map[string]string{}}
+	h2c := new(http.Protocols)
+	h2c.SetUnencryptedHTTP2(true) // and no HTTP/1.1: a request over it fails
+	be := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, "h2c pod %s", r.Proto)
+	}))
+	be.Config.Protocols = h2c
+	be.Start()
+	t.Cleanup(be.Close)
+	f.mu.Lock()
+	f.addr["192.0.2.61:8080"] = be.Listener.Addr().String()
+	f.mu.Unlock()
+
+	svc := svcObj(ns, "app")
+	svc.Spec.Ports[0].AppProtocol = ptr("kubernetes.io/h2c")
+	must(c.Client.CoreV1().Services(ns).Create(ctx, svc, metav1.CreateOptions{}))
+	must(c.Client.DiscoveryV1().EndpointSlices(ns).Create(ctx, sliceObj(ns, "app", "192.0.2.61"), metav1.CreateOptions{}))
+	class := &gwv1.GatewayClass{ObjectMeta: metav1.ObjectMeta{Name: ns}, Spec: gwv1.GatewayClassSpec{ControllerName: gwv1.GatewayController("sturdyproxy.io/" + ns)}}
+	must(gc.GatewayV1().GatewayClasses().Create(ctx, class, metav1.CreateOptions{}))
+	t.Cleanup(func() { gc.GatewayV1().GatewayClasses().Delete(context.Background(), ns, metav1.DeleteOptions{}) })
+	must(gc.GatewayV1().Gateways(ns).Create(ctx, &gwv1.Gateway{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}, Spec: gwv1.GatewaySpec{
+		GatewayClassName: gwv1.ObjectName(ns), Listeners: []gwv1.Listener{{Name: "http", Port: 80, Protocol: gwv1.HTTPProtocolType}}}}, metav1.CreateOptions{}))
+	must(gc.GatewayV1().HTTPRoutes(ns).Create(ctx, &gwv1.HTTPRoute{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "app"}, Spec: gwv1.HTTPRouteSpec{
+		CommonRouteSpec: gwv1.CommonRouteSpec{ParentRefs: []gwv1.ParentReference{{Name: "web"}}},
+		Rules:           []gwv1.HTTPRouteRule{{BackendRefs: []gwv1.HTTPBackendRef{{BackendRef: gwv1.BackendRef{BackendObjectReference: gwv1.BackendObjectReference{Name: "app", Port: ptr(gwv1.PortNumber(80))}}}}}},
+	}}, metav1.CreateOptions{}))
+
+	srv, ctl := sturdyFor(t, c, ns, f, "replica-a")
+	waitFor(t, "the first sync", 30*time.Second, func() bool { ok, _ := ctl.Ready(); return ok && srv.Addr("port-80") != "" })
+	addr := srv.Addr("port-80")
+	d := &net.Dialer{Timeout: 2 * time.Second}
+	dial := func(ctx context.Context, _, _ string) (net.Conn, error) { return d.DialContext(ctx, "tcp", addr) }
+	priorKnowledge := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DialContext: dial, Protocols: h2c}}
+	var code int
+	var body string
+	var err error
+	waitFor(t, "an h2c request reaches the h2c pod", 10*time.Second, func() bool {
+		code, body, _, err = get(priorKnowledge, "http://app.example.com/")
+		return err == nil && code == 200
+	})
+	if body != "h2c pod HTTP/2.0" {
+		t.Errorf("answer %q; want the pod's, over HTTP/2", body)
+	}
+	// HTTP/1.1 clients on the same port still reach the pod over h2c.
+	if code, body, _, err := get(client(addr, nil), "http://app.example.com/"); err != nil || code != 200 || body != "h2c pod HTTP/2.0" {
+		t.Errorf("HTTP/1.1 client: %d %q %v", code, body, err)
+	}
+	waitFor(t, "the GatewayClass publishes HTTPRouteBackendProtocolH2C", 20*time.Second, func() bool {
+		k, err := gc.GatewayV1().GatewayClasses().Get(ctx, ns, metav1.GetOptions{})
+		return err == nil && slices.ContainsFunc(k.Status.SupportedFeatures, func(f gwv1.SupportedFeature) bool { return f.Name == "HTTPRouteBackendProtocolH2C" })
+	})
 }
