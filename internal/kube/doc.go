@@ -1,6 +1,6 @@
 // Package kube makes sturdy a Gateway API and Ingress implementation. It
-// watches GatewayClasses, Gateways, HTTPRoutes, ReferenceGrants, Services,
-// EndpointSlices, Secrets, Namespaces and Ingresses through client-go
+// watches GatewayClasses, Gateways, HTTPRoutes, GRPCRoutes, ReferenceGrants,
+// Services, EndpointSlices, Secrets, Namespaces and Ingresses through client-go
 // informers, and translates a snapshot of them into more listeners,
 // routes and pools of sturdy's own config (Translate, a pure function).
 // That config then goes through config validation and the compile step
