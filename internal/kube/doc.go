@@ -1,8 +1,9 @@
 // Package kube makes sturdy a Gateway API and Ingress implementation. It
-// watches GatewayClasses, Gateways, HTTPRoutes, GRPCRoutes, ReferenceGrants,
-// Services, EndpointSlices, Secrets, Namespaces and Ingresses through client-go
-// informers, and translates a snapshot of them into more listeners,
-// routes and pools of sturdy's own config (Translate, a pure function).
+// watches GatewayClasses, Gateways, HTTPRoutes, GRPCRoutes,
+// ReferenceGrants, Services, EndpointSlices, Secrets, Namespaces and
+// Ingresses through client-go informers, and translates a snapshot of
+// them into more listeners, routes and pools of sturdy's own config
+// (Translate, a pure function).
 // That config then goes through config validation and the compile step
 // exactly like a file, and the server applies it with its ordinary
 // reload: the controller is a translation, never a second engine.
