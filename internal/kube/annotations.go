@@ -44,6 +44,7 @@ type nginx struct {
 	appRoot       string
 	upstreamVhost string
 	forwardPrefix string   // x-forwarded-prefix
+	customHeaders string   // custom-headers: the ConfigMap of response headers, NAMESPACE/NAME
 	aliases       []string // server-alias: more hosts for each rule's host
 
 	events []string // what was not understood or not translated
@@ -72,7 +73,6 @@ var ignored = map[string]string{
 	"canary":                    "",
 	"canary-weight":             "",
 	"canary-weight-total":       "",
-	"custom-headers":            "custom-headers names a ConfigMap of response headers, which sturdy does not read; set them with an HTTPRoute's ResponseHeaderModifier, or in the application",
 	"enable-cors":               "enable-cors is not translated: sturdy does not answer CORS preflight requests itself; the application must, or set the headers with an HTTPRoute's ResponseHeaderModifier",
 	"permanent-redirect-code":   "",
 	"temporal-redirect-code":    "",
@@ -269,6 +269,12 @@ func parseNginx(ann map[string]string) *nginx {
 					n.aliases = append(n.aliases, h)
 				}
 			}
+		case "custom-headers":
+			if v == "" || strings.Count(v, "/") > 1 {
+				bad("is not a ConfigMap's NAMESPACE/NAME")
+				continue
+			}
+			n.customHeaders = v
 		case "x-forwarded-prefix":
 			if strings.ContainsAny(v, "\r\n\x00") {
 				bad("holds a line break")

@@ -66,6 +66,11 @@ type Controller struct {
 	exclude map[Ref]string // what the last sync left out
 	ready   atomic.Bool    // the caches have synced
 
+	// configMaps are the ConfigMaps that Ingresses' custom-headers name,
+	// as the last snapshot found them: a change to another ConfigMap
+	// starts no translation.
+	configMaps atomic.Pointer[map[Ref]bool]
+
 	applied0 *config.Config  // the config last applied; only sync touches it
 	linted   map[string]bool // the lint warnings last logged; only sync touches it
 }
@@ -155,6 +160,7 @@ type nsListers struct {
 	slices    func() ([]*discoveryv1.EndpointSlice, error)
 	secrets   func() ([]*corev1.Secret, error)
 	ingresses func() ([]*networkingv1.Ingress, error)
+	cms       func() ([]*corev1.ConfigMap, error)
 }
 
 // Run watches until ctx ends: every change is translated (gathered over
@@ -177,6 +183,7 @@ func (c *Controller) Run(ctx context.Context) error {
 		namespaces = []string{corev1.NamespaceAll}
 	}
 	grpcOK := c.servesGRPCRoute()
+	var cmInformers []cache.SharedIndexInformer
 	var starters []interface{ Start(<-chan struct{}) }
 	starters = append(starters, gwAll, kAll)
 	for _, ns := range namespaces {
@@ -185,6 +192,11 @@ func (c *Controller) Run(ctx context.Context) error {
 		starters = append(starters, gf, kf)
 		g, h, rg := gf.Gateway().V1().Gateways(), gf.Gateway().V1().HTTPRoutes(), gf.Gateway().V1().ReferenceGrants()
 		sv, es, se, in := kf.Core().V1().Services(), kf.Discovery().V1().EndpointSlices(), kf.Core().V1().Secrets(), kf.Networking().V1().Ingresses()
+		cm := kf.Core().V1().ConfigMaps()
+		if err := cm.Informer().SetTransform(trimConfigMap); err != nil {
+			return err
+		}
+		cmInformers = append(cmInformers, cm.Informer())
 		l.per = append(l.per, nsListers{
 			gateways:  func() ([]*gwv1.Gateway, error) { return g.Lister().List(all) },
 			routes:    func() ([]*gwv1.HTTPRoute, error) { return h.Lister().List(all) },
@@ -193,6 +205,7 @@ func (c *Controller) Run(ctx context.Context) error {
 			slices:    func() ([]*discoveryv1.EndpointSlice, error) { return es.Lister().List(all) },
 			secrets:   func() ([]*corev1.Secret, error) { return se.Lister().List(all) },
 			ingresses: func() ([]*networkingv1.Ingress, error) { return in.Lister().List(all) },
+			cms:       func() ([]*corev1.ConfigMap, error) { return cm.Lister().List(all) },
 		})
 		l.informer = append(l.informer, g.Informer(), h.Informer(), rg.Informer(), sv.Informer(), es.Informer(), se.Informer(), in.Informer())
 		if grpcOK {
@@ -218,6 +231,32 @@ func (c *Controller) Run(ctx context.Context) error {
 		if _, err := inf.AddEventHandler(handler); err != nil {
 			return err
 		}
+	}
+	named := func(obj any) {
+		if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
+			ns, name, _ := strings.Cut(key, "/")
+			if m := c.configMaps.Load(); m != nil && (*m)[Ref{Kind: "ConfigMap", Namespace: ns, Name: name}] {
+				c.poke()
+			}
+		}
+	}
+	cmHandler := cache.ResourceEventHandlerFuncs{
+		AddFunc: named,
+		UpdateFunc: func(old, cur any) {
+			if o, ok := old.(metav1.Object); ok {
+				if n, ok := cur.(metav1.Object); ok && o.GetResourceVersion() == n.GetResourceVersion() {
+					return
+				}
+			}
+			named(cur)
+		},
+		DeleteFunc: named,
+	}
+	for _, inf := range cmInformers {
+		if _, err := inf.AddEventHandler(cmHandler); err != nil {
+			return err
+		}
+		l.informer = append(l.informer, inf)
 	}
 	c.listen = l
 	for _, s := range starters {
@@ -305,6 +344,21 @@ func (c *Controller) snapshot() (*Snapshot, error) {
 		}
 		s.Gateways, s.HTTPRoutes, s.ReferenceGrants = append(s.Gateways, g...), append(s.HTTPRoutes, h...), append(s.ReferenceGrants, rg...)
 		s.Services, s.EndpointSlices, s.Secrets, s.Ingresses = append(s.Services, sv...), append(s.EndpointSlices, es...), append(s.Secrets, se...), append(s.Ingresses, in...)
+	}
+	// The ConfigMaps the Ingresses name are noted before the ConfigMaps
+	// are read: one created in between is then either read here or
+	// announced by its informer, never missed.
+	named := map[Ref]bool{}
+	for _, ing := range s.Ingresses {
+		if v := ing.Annotations[nginxPrefix+"custom-headers"]; v != "" {
+			named[configMapRef(ing.Namespace, strings.TrimSpace(v))] = true
+		}
+	}
+	c.configMaps.Store(&named)
+	for _, p := range l.per {
+		cms, err := p.cms()
+		collect(err)
+		s.ConfigMaps = append(s.ConfigMaps, cms...)
 	}
 	return s, errors.Join(errs...)
 }

@@ -80,6 +80,7 @@ func (t *translator) ingresses() {
 			continue
 		}
 		tlsHosts := t.ingressTLS(ing, res)
+		headers, allowed := t.customHeaders(ing, n, res)
 		zone := ""
 		if z := n.zone("ingress/" + ing.Namespace + "/" + ing.Name); z != nil {
 			zone = z.Name
@@ -96,6 +97,9 @@ func (t *translator) ingresses() {
 			pool, ok := t.ingressBackend(ing, be, n, res)
 			if !ok {
 				return false
+			}
+			if !allowed {
+				pool = config.Pool{Name: "ingress/" + ing.Namespace + "/" + ing.Name + "/denied", Discovered: true}
 			}
 			var listeners []string
 			if tlsHosts[host] {
@@ -129,7 +133,7 @@ func (t *translator) ingresses() {
 				t.entries = append(t.entries, entry{origin: ref, obj: ing, seq: seq * 4, route: r})
 				return false
 			}
-			r.Pool, r.Rewrite = pool.Name, rw
+			r.Pool, r.Rewrite, r.ResponseHeaders = pool.Name, rw, headers
 			n.apply(&r, zone)
 			t.entries = append(t.entries, entry{origin: ref, obj: ing, seq: seq * 4, route: r, pools: []*config.Pool{&pool}})
 			return true

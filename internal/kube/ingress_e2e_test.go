@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -136,4 +137,59 @@ func ingressObj(ns, name string, ann map[string]string, host, svc, tlsSecret str
 	ing.CreationTimestamp = metav1.Time{}
 	ing.Generation = 0
 	return ing
+}
+
+// custom-headers on a real API server: while the named ConfigMap is
+// missing the Ingress answers 503 and an event says why; once it exists
+// its entries are headers of every answer, and a change to it applies,
+// with no change to the Ingress (the ConfigMap's own informer wakes the
+// translation).
+func TestIngressCustomHeadersFollowTheirConfigMap(t *testing.T) {
+	c := env.Cluster(t)
+	ns := c.Namespace(t, "ing-headers")
+	ctx := context.Background()
+	f := &fleet{addr: map[string]string{}}
+	f.backend(t, "192.0.2.71:8080", "app")
+	must(c.Client.CoreV1().Services(ns).Create(ctx, svcObj(ns, "app"), metav1.CreateOptions{}))
+	must(c.Client.DiscoveryV1().EndpointSlices(ns).Create(ctx, sliceObj(ns, "app", "192.0.2.71"), metav1.CreateOptions{}))
+	ing := ingressObj(ns, "app", map[string]string{nginxPrefix + "custom-headers": ns + "/security"}, "app.example.com", "app", "")
+	ing.Spec.IngressClassName = ptr(ns)
+	must(c.Client.NetworkingV1().Ingresses(ns).Create(ctx, ing, metav1.CreateOptions{}))
+	// Another ConfigMap, which nothing names, sits in the same cache.
+	must(c.Client.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "unrelated"}, Data: map[string]string{"k": "v"}}, metav1.CreateOptions{}))
+
+	srv, ctl := sturdyFor(t, c, ns, f, "replica-a")
+	waitFor(t, "the first sync", 30*time.Second, func() bool { ok, _ := ctl.Ready(); return ok && srv.Addr("port-80") != "" })
+	plain := client(srv.Addr("port-80"), nil)
+	header := func() (int, string) {
+		resp, err := plain.Get("http://app.example.com/")
+		if err != nil {
+			return 0, err.Error()
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode, resp.Header.Get("X-Frame-Options")
+	}
+	if code, _ := header(); code != 503 {
+		t.Errorf("with its ConfigMap missing the Ingress answered %d; want 503, as ingress-nginx", code)
+	}
+	waitFor(t, "the event about the missing ConfigMap", 20*time.Second, func() bool {
+		evs, err := c.Client.CoreV1().Events(ns).List(ctx, metav1.ListOptions{})
+		return err == nil && slices.ContainsFunc(evs.Items, func(e corev1.Event) bool {
+			return e.InvolvedObject.Name == "app" && strings.Contains(e.Message, "ConfigMap "+ns+"/security does not exist")
+		})
+	})
+
+	cm := must(c.Client.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "security"},
+		Data: map[string]string{"X-Frame-Options": "DENY"}}, metav1.CreateOptions{}))
+	waitFor(t, "the ConfigMap's header on the answers", 10*time.Second, func() bool {
+		code, v := header()
+		return code == 200 && v == "DENY"
+	})
+	cm.Data["X-Frame-Options"] = "SAMEORIGIN"
+	must(c.Client.CoreV1().ConfigMaps(ns).Update(ctx, cm, metav1.UpdateOptions{}))
+	waitFor(t, "the ConfigMap's change on the answers", 10*time.Second, func() bool {
+		code, v := header()
+		return code == 200 && v == "SAMEORIGIN"
+	})
 }

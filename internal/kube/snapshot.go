@@ -25,6 +25,9 @@ type Snapshot struct {
 	Secrets         []*corev1.Secret
 	Namespaces      []*corev1.Namespace
 	Ingresses       []*networkingv1.Ingress
+	// ConfigMaps are those of the watched namespaces, trimmed
+	// (trimConfigMap): the custom-headers of Ingresses name them.
+	ConfigMaps []*corev1.ConfigMap
 }
 
 // Ref names one Kubernetes object.
@@ -52,6 +55,7 @@ type index struct {
 	secrets    map[Ref]*corev1.Secret
 	namespaces map[string]*corev1.Namespace
 	slices     map[Ref][]*discoveryv1.EndpointSlice // by Service
+	configMaps map[Ref]*corev1.ConfigMap
 }
 
 func newIndex(s *Snapshot) *index {
@@ -61,6 +65,10 @@ func newIndex(s *Snapshot) *index {
 		secrets:    map[Ref]*corev1.Secret{},
 		namespaces: map[string]*corev1.Namespace{},
 		slices:     map[Ref][]*discoveryv1.EndpointSlice{},
+		configMaps: map[Ref]*corev1.ConfigMap{},
+	}
+	for _, o := range s.ConfigMaps {
+		x.configMaps[refOf("ConfigMap", o)] = o
 	}
 	for _, o := range s.Services {
 		x.services[refOf("Service", o)] = o
