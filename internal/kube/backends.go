@@ -115,7 +115,8 @@ func slicePort(sl *discoveryv1.EndpointSlice, sp *corev1.ServicePort) int32 {
 // backendRef resolves one backendRef of a route to a Service port and its
 // ready endpoints; c is a ResolvedRefs=False condition when it cannot be.
 // The protocol sturdy speaks to the port is its appProtocol's: HTTP/1.1
-// (none, http, kubernetes.io/http) or h2c (kubernetes.io/h2c); a
+// (none, http, kubernetes.io/http, kubernetes.io/ws: WebSocket is an
+// HTTP/1.1 Upgrade) or h2c (kubernetes.io/h2c); a
 // GRPCRoute's backends are gRPC, so h2c unless the port says otherwise.
 func (t *translator) backendRef(ro routeObj, br gwv1.BackendObjectReference) (backend, []config.Host, *metav1.Condition) {
 	gen := ro.obj.GetGeneration()
@@ -170,7 +171,8 @@ func backendProtocol(kind string, ap *string) (proto string, ok bool) {
 		return "", false
 	}
 	switch a {
-	case "", "http", "kubernetes.io/http":
+	case "", "http", "kubernetes.io/http", "kubernetes.io/ws":
+		// WebSocket is an HTTP/1.1 Upgrade, which sturdy passes through.
 		return "", true
 	case "kubernetes.io/h2c":
 		return config.ProtocolH2C, true
@@ -182,5 +184,5 @@ func protocolsFor(kind string) string {
 	if kind == "GRPCRoute" {
 		return "HTTP/2 without TLS (h2c: no appProtocol, kubernetes.io/h2c, h2c or grpc)"
 	}
-	return "HTTP/1.1 (no appProtocol, http, kubernetes.io/http) or h2c (kubernetes.io/h2c)"
+	return "HTTP/1.1 (no appProtocol, http, kubernetes.io/http, kubernetes.io/ws) or h2c (kubernetes.io/h2c)"
 }

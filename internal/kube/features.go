@@ -18,6 +18,7 @@ func SupportedFeatures() []gwv1.SupportedFeature {
 		features.SupportGRPCRoute,
 		features.SupportHTTPRoute,
 		features.SupportHTTPRouteBackendProtocolH2C,
+		features.SupportHTTPRouteBackendProtocolWebSocket,
 		features.SupportHTTPRouteHostRewrite,
 		features.SupportHTTPRouteMethodMatching,
 		features.SupportHTTPRoutePathRedirect,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -21,6 +22,7 @@ import (
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gwclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
 
+	"golang.org/x/net/websocket"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
@@ -418,5 +420,59 @@ func TestHTTPRouteBackendProtocolH2C(t *testing.T) {
 	waitFor(t, "the GatewayClass publishes HTTPRouteBackendProtocolH2C", 20*time.Second, func() bool {
 		k, err := gc.GatewayV1().GatewayClasses().Get(ctx, ns, metav1.GetOptions{})
 		return err == nil && slices.ContainsFunc(k.Status.SupportedFeatures, func(f gwv1.SupportedFeature) bool { return f.Name == "HTTPRouteBackendProtocolH2C" })
+	})
+}
+
+// An HTTPRoute to a Service port with appProtocol kubernetes.io/ws
+// carries WebSocket upgrades to the pods (Gateway API's
+// HTTPRouteBackendProtocolWebSocket).
+func TestHTTPRouteBackendProtocolWebSocket(t *testing.T) {
+	c := env.Cluster(t)
+	ns := c.Namespace(t, "ws-e2e")
+	ctx := context.Background()
+	gc := must(gwclient.NewForConfig(c.Config))
+	f := &fleet{addr: map[string]string{}}
+	be := httptest.NewServer(websocket.Handler(func(c *websocket.Conn) { io.Copy(c, c) }))
+	t.Cleanup(be.Close)
+	f.mu.Lock()
+	f.addr["192.0.2.81:8080"] = be.Listener.Addr().String()
+	f.mu.Unlock()
+
+	svc := svcObj(ns, "chat")
+	svc.Spec.Ports[0].AppProtocol = ptr("kubernetes.io/ws")
+	must(c.Client.CoreV1().Services(ns).Create(ctx, svc, metav1.CreateOptions{}))
+	must(c.Client.DiscoveryV1().EndpointSlices(ns).Create(ctx, sliceObj(ns, "chat", "192.0.2.81"), metav1.CreateOptions{}))
+	class := &gwv1.GatewayClass{ObjectMeta: metav1.ObjectMeta{Name: ns}, Spec: gwv1.GatewayClassSpec{ControllerName: gwv1.GatewayController("sturdyproxy.io/" + ns)}}
+	must(gc.GatewayV1().GatewayClasses().Create(ctx, class, metav1.CreateOptions{}))
+	t.Cleanup(func() { gc.GatewayV1().GatewayClasses().Delete(context.Background(), ns, metav1.DeleteOptions{}) })
+	must(gc.GatewayV1().Gateways(ns).Create(ctx, &gwv1.Gateway{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}, Spec: gwv1.GatewaySpec{
+		GatewayClassName: gwv1.ObjectName(ns), Listeners: []gwv1.Listener{{Name: "http", Port: 80, Protocol: gwv1.HTTPProtocolType}}}}, metav1.CreateOptions{}))
+	must(gc.GatewayV1().HTTPRoutes(ns).Create(ctx, &gwv1.HTTPRoute{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "chat"}, Spec: gwv1.HTTPRouteSpec{
+		CommonRouteSpec: gwv1.CommonRouteSpec{ParentRefs: []gwv1.ParentReference{{Name: "web"}}},
+		Rules:           []gwv1.HTTPRouteRule{{BackendRefs: []gwv1.HTTPBackendRef{{BackendRef: gwv1.BackendRef{BackendObjectReference: gwv1.BackendObjectReference{Name: "chat", Port: ptr(gwv1.PortNumber(80))}}}}}},
+	}}, metav1.CreateOptions{}))
+
+	srv, ctl := sturdyFor(t, c, ns, f, "replica-a")
+	waitFor(t, "the first sync", 30*time.Second, func() bool { ok, _ := ctl.Ready(); return ok && srv.Addr("port-80") != "" })
+	var ws *websocket.Conn
+	waitFor(t, "a WebSocket upgrade through the route", 10*time.Second, func() bool {
+		var err error
+		ws, err = websocket.Dial("ws://"+srv.Addr("port-80")+"/chat", "", "http://chat.example.com/")
+		return err == nil
+	})
+	defer ws.Close()
+	ws.SetDeadline(time.Now().Add(5 * time.Second))
+	for _, msg := range []string{"hello", "again"} {
+		if err := websocket.Message.Send(ws, msg); err != nil {
+			t.Fatal(err)
+		}
+		var got string
+		if err := websocket.Message.Receive(ws, &got); err != nil || got != msg {
+			t.Fatalf("echo of %q: %q, %v", msg, got, err)
+		}
+	}
+	waitFor(t, "the GatewayClass publishes HTTPRouteBackendProtocolWebSocket", 20*time.Second, func() bool {
+		k, err := gc.GatewayV1().GatewayClasses().Get(ctx, ns, metav1.GetOptions{})
+		return err == nil && slices.ContainsFunc(k.Status.SupportedFeatures, func(f gwv1.SupportedFeature) bool { return f.Name == "HTTPRouteBackendProtocolWebSocket" })
 	})
 }
