@@ -173,8 +173,16 @@ func TestGRPCRouteServesAndUpdatesWithoutFailures(t *testing.T) {
 	class := &gwv1.GatewayClass{ObjectMeta: metav1.ObjectMeta{Name: ns}, Spec: gwv1.GatewayClassSpec{ControllerName: gwv1.GatewayController("sturdyproxy.io/" + ns)}}
 	must(gc.GatewayV1().GatewayClasses().Create(ctx, class, metav1.CreateOptions{}))
 	t.Cleanup(func() { gc.GatewayV1().GatewayClasses().Delete(context.Background(), ns, metav1.DeleteOptions{}) })
+	ca := testpkiCA(t)
+	crt, key := ca.Issue(t, leaf("grpc.example.com"))
+	must(c.Client.CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "grpc-tls"}, Type: corev1.SecretTypeTLS,
+		Data: map[string][]byte{corev1.TLSCertKey: crt, corev1.TLSPrivateKeyKey: key}}, metav1.CreateOptions{}))
 	gw := &gwv1.Gateway{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "grpc"}, Spec: gwv1.GatewaySpec{GatewayClassName: gwv1.ObjectName(ns),
-		Listeners: []gwv1.Listener{{Name: "h2c", Port: 80, Protocol: gwv1.HTTPProtocolType}}}}
+		Listeners: []gwv1.Listener{
+			{Name: "h2c", Port: 80, Protocol: gwv1.HTTPProtocolType},
+			{Name: "tls", Port: 443, Protocol: gwv1.HTTPSProtocolType,
+				TLS: &gwv1.ListenerTLSConfig{Mode: ptr(gwv1.TLSModeTerminate), CertificateRefs: []gwv1.SecretObjectReference{{Name: "grpc-tls"}}}},
+		}}}
 	must(gc.GatewayV1().Gateways(ns).Create(ctx, gw, metav1.CreateOptions{}))
 	svc, unaryCall := "grpc.testing.TestService", "UnaryCall"
 	hdr := func(name, value string) *gwv1.HTTPHeaderFilter {
@@ -203,7 +211,10 @@ func TestGRPCRouteServesAndUpdatesWithoutFailures(t *testing.T) {
 	must(gc.GatewayV1().GRPCRoutes(ns).Create(ctx, broken, metav1.CreateOptions{}))
 
 	srv, ctl := sturdyFor(t, c, ns, f, "replica-a")
-	waitFor(t, "the first sync", 30*time.Second, func() bool { ok, _ := ctl.Ready(); return ok && srv.Addr("port-80") != "" })
+	waitFor(t, "the first sync", 30*time.Second, func() bool {
+		ok, _ := ctl.Ready()
+		return ok && srv.Addr("port-80") != "" && srv.Addr("port-443") != ""
+	})
 	addr := srv.Addr("port-80")
 	cl := grpcClient(t, addr, "grpc.example.com")
 	seen := map[string]bool{}
@@ -239,6 +250,15 @@ func TestGRPCRouteServesAndUpdatesWithoutFailures(t *testing.T) {
 		// No rule matches: sturdy's 404, which gRPC reads as UNIMPLEMENTED.
 		t.Errorf("EmptyCall without the header reached %q (%v); want no backend and UNIMPLEMENTED", b, err)
 	}
+	// The same route on the TLS listener: HTTP/2 by ALPN.
+	tc, err := grpc.NewClient("passthrough:///"+srv.Addr("port-443"), grpc.WithTransportCredentials(credentials.NewTLS(&tls.Config{RootCAs: ca.Pool(), ServerName: "grpc.example.com"})))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tc.Close() })
+	if h, err := unary(testpb.NewTestServiceClient(tc)); err != nil || !strings.HasPrefix(first(h, "x-backend"), "users-") {
+		t.Errorf("UnaryCall over TLS: %v, answered by %q", err, first(h, "x-backend"))
+	}
 	if _, err := unary(grpcClient(t, addr, "broken.example.com")); status.Code(err) != codes.Unavailable {
 		t.Errorf("a call to the route whose Service is missing: %v; want UNAVAILABLE, as GRPCRoute says", err)
 	}
@@ -248,12 +268,12 @@ func TestGRPCRouteServesAndUpdatesWithoutFailures(t *testing.T) {
 		r, err2 := gc.GatewayV1().GRPCRoutes(ns).Get(ctx, "users", metav1.GetOptions{})
 		b, err3 := gc.GatewayV1().GRPCRoutes(ns).Get(ctx, "broken", metav1.GetOptions{})
 		k, err4 := gc.GatewayV1().GatewayClasses().Get(ctx, ns, metav1.GetOptions{})
-		if err1 != nil || err2 != nil || err3 != nil || err4 != nil || len(g.Status.Listeners) != 1 || len(r.Status.Parents) != 1 || len(b.Status.Parents) != 1 {
+		if err1 != nil || err2 != nil || err3 != nil || err4 != nil || len(g.Status.Listeners) != 2 || len(r.Status.Parents) != 1 || len(b.Status.Parents) != 1 {
 			return false
 		}
 		l := g.Status.Listeners[0]
 		bc := b.Status.Parents[0].Conditions
-		return gwCond(g.Status.Conditions, "Programmed") == "True" && l.AttachedRoutes == 2 &&
+		return gwCond(g.Status.Conditions, "Programmed") == "True" && l.AttachedRoutes == 2 && g.Status.Listeners[1].AttachedRoutes == 2 &&
 			slices.ContainsFunc(l.SupportedKinds, func(k gwv1.RouteGroupKind) bool { return k.Kind == "GRPCRoute" }) &&
 			gwCond(r.Status.Parents[0].Conditions, "Accepted") == "True" && gwCond(r.Status.Parents[0].Conditions, "ResolvedRefs") == "True" &&
 			gwCond(bc, "Accepted") == "True" && gwCond(bc, "ResolvedRefs") == "False" && condOf(bc, "ResolvedRefs").Reason == "BackendNotFound" &&
@@ -398,7 +418,10 @@ func TestHTTPRouteBackendProtocolH2C(t *testing.T) {
 	}}, metav1.CreateOptions{}))
 
 	srv, ctl := sturdyFor(t, c, ns, f, "replica-a")
-	waitFor(t, "the first sync", 30*time.Second, func() bool { ok, _ := ctl.Ready(); return ok && srv.Addr("port-80") != "" })
+	waitFor(t, "the first sync", 30*time.Second, func() bool {
+		ok, _ := ctl.Ready()
+		return ok && srv.Addr("port-80") != ""
+	})
 	addr := srv.Addr("port-80")
 	d := &net.Dialer{Timeout: 2 * time.Second}
 	dial := func(ctx context.Context, _, _ string) (net.Conn, error) { return d.DialContext(ctx, "tcp", addr) }
