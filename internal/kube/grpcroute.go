@@ -17,7 +17,11 @@ import (
 // h2c pools (docs/kubernetes.md).
 func (t *translator) grpcRoute(r *gwv1.GRPCRoute, byGateway map[Ref][]*glistener) {
 	ro := routeObj{kind: "GRPCRoute", obj: r, parents: r.Spec.ParentRefs, hostnames: r.Spec.Hostnames}
-	st := t.route(ro, byGateway, len(r.Spec.Rules), func(i int) (rule, *metav1.Condition) { return t.grpcRule(ro, i, r.Spec.Rules[i]) })
+	st := t.route(ro, byGateway, len(r.Spec.Rules), func(i int) (rule, *metav1.Condition) {
+		ru, c := t.grpcRule(ro, i, r.Spec.Rules[i])
+		ru.name = ruleName(r.Spec.Rules[i].Name)
+		return ru, c
+	})
 	if st != nil {
 		t.res.GRPCRoutes[ro.ref()] = &gwv1.GRPCRouteStatus{RouteStatus: *st}
 	}

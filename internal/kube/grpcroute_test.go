@@ -123,7 +123,7 @@ func TestGRPCRouteTranslation(t *testing.T) {
 		gwv1.GRPCRouteRule{BackendRefs: grpcTo("orders")},                                       // 3: every other call
 		gwv1.GRPCRouteRule{Matches: grpcMethod("pkg.Plain", ""), BackendRefs: grpcTo("plain")},  // 4: appProtocol http
 		gwv1.GRPCRouteRule{Matches: grpcMethod("pkg.Gone", ""), BackendRefs: grpcTo("missing")}, // 5
-		gwv1.GRPCRouteRule{Matches: grpcMethod("pkg.Sticky", ""), BackendRefs: grpcTo("users"),
+		gwv1.GRPCRouteRule{Name: ptr(gwv1.SectionName("sticky")), Matches: grpcMethod("pkg.Sticky", ""), BackendRefs: grpcTo("users"),
 			SessionPersistence: &gwv1.SessionPersistence{}}, // 6: dropped
 		gwv1.GRPCRouteRule{Matches: grpcMethod("pkg.Shadowed", ""), BackendRefs: grpcTo("users"),
 			Filters: []gwv1.GRPCRouteFilter{{Type: gwv1.GRPCRouteFilterRequestMirror, RequestMirror: &gwv1.HTTPRequestMirrorFilter{
@@ -204,7 +204,7 @@ func TestGRPCRouteTranslation(t *testing.T) {
 	if c := condOf(ps.Conditions, "ResolvedRefs"); c.Status != metav1.ConditionFalse || c.Reason != "UnsupportedProtocol" || !strings.Contains(c.Message, "appProtocol http") {
 		t.Errorf("ResolvedRefs = %+v; want UnsupportedProtocol for the port with appProtocol http", c)
 	}
-	if c := condOf(ps.Conditions, "PartiallyInvalid"); c.Status != metav1.ConditionTrue || !strings.Contains(c.Message, "6 (sessionPersistence") || !strings.Contains(c.Message, "7 (RequestMirror") {
+	if c := condOf(ps.Conditions, "PartiallyInvalid"); c.Status != metav1.ConditionTrue || !strings.Contains(c.Message, "6 sticky (sessionPersistence") || !strings.Contains(c.Message, "7 (RequestMirror") {
 		t.Errorf("PartiallyInvalid = %+v; want rules 6 and 7 dropped", c)
 	}
 	l := res.Gateways[Ref{"Gateway", "a", "gw"}].Listeners[0]

@@ -21,6 +21,7 @@ type rule struct {
 	// pools are the rule's own pools; Service pools are shared.
 	pools   []*config.Pool
 	dropped string // why the rule is not served; "" when it is
+	name    string // the rule's name, if it has one (status messages)
 }
 
 // hostSet is the hosts a route is served for on one sturdy listener.
@@ -57,7 +58,11 @@ func (ro routeObj) prefix() string {
 
 func (t *translator) httpRoute(r *gwv1.HTTPRoute, byGateway map[Ref][]*glistener) {
 	ro := routeObj{kind: "HTTPRoute", obj: r, parents: r.Spec.ParentRefs, hostnames: r.Spec.Hostnames}
-	st := t.route(ro, byGateway, len(r.Spec.Rules), func(i int) (rule, *metav1.Condition) { return t.rule(ro, i, r.Spec.Rules[i]) })
+	st := t.route(ro, byGateway, len(r.Spec.Rules), func(i int) (rule, *metav1.Condition) {
+		ru, c := t.rule(ro, i, r.Spec.Rules[i])
+		ru.name = ruleName(r.Spec.Rules[i].Name)
+		return ru, c
+	})
 	if st != nil {
 		t.res.Routes[ro.ref()] = &gwv1.HTTPRouteStatus{RouteStatus: *st}
 	}
@@ -102,7 +107,8 @@ func (t *translator) route(ro routeObj, byGateway map[Ref][]*glistener, n int, t
 			resolved = *res
 		}
 		if ru.dropped != "" {
-			dropped = append(dropped, fmt.Sprintf("%d (%s)", i, ru.dropped))
+			// A rule is named by its index, and by its name when it has one.
+			dropped = append(dropped, strings.TrimSpace(fmt.Sprintf("%d %s", i, ru.name))+" ("+ru.dropped+")")
 		}
 	}
 	st := &gwv1.RouteStatus{}
@@ -243,6 +249,13 @@ func (gl *glistener) conflict(kind string, names []string, any bool) *claim {
 		}
 	}
 	return nil
+}
+
+func ruleName(n *gwv1.SectionName) string {
+	if n == nil {
+		return ""
+	}
+	return string(*n)
 }
 
 // intersect is the hosts a route is served for on a listener: the

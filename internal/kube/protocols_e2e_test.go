@@ -192,13 +192,13 @@ func TestGRPCRouteServesAndUpdatesWithoutFailures(t *testing.T) {
 		CommonRouteSpec: gwv1.CommonRouteSpec{ParentRefs: []gwv1.ParentReference{{Name: "grpc"}}},
 		Hostnames:       []gwv1.Hostname{"grpc.example.com"},
 		Rules: []gwv1.GRPCRouteRule{
-			{Matches: []gwv1.GRPCRouteMatch{{Method: &gwv1.GRPCMethodMatch{Service: &svc, Method: &unaryCall}}},
+			{Name: ptr(gwv1.SectionName("unary")), Matches: []gwv1.GRPCRouteMatch{{Method: &gwv1.GRPCMethodMatch{Service: &svc, Method: &unaryCall}}},
 				Filters: []gwv1.GRPCRouteFilter{
 					{Type: gwv1.GRPCRouteFilterRequestHeaderModifier, RequestHeaderModifier: hdr("x-via", "sturdy")},
 					{Type: gwv1.GRPCRouteFilterResponseHeaderModifier, ResponseHeaderModifier: hdr("x-route", "users")},
 				},
 				BackendRefs: []gwv1.GRPCBackendRef{grpcRef("users", 1)}},
-			{Matches: []gwv1.GRPCRouteMatch{{Method: &gwv1.GRPCMethodMatch{Service: &svc}, Headers: []gwv1.GRPCHeaderMatch{{Name: "x-tenant", Value: "beta"}}}},
+			{Name: ptr(gwv1.SectionName("beta")), Matches: []gwv1.GRPCRouteMatch{{Method: &gwv1.GRPCMethodMatch{Service: &svc}, Headers: []gwv1.GRPCHeaderMatch{{Name: "x-tenant", Value: "beta"}}}},
 				BackendRefs: []gwv1.GRPCBackendRef{grpcRef("orders", 1)}},
 		},
 	}}
@@ -414,7 +414,7 @@ func TestHTTPRouteBackendProtocolH2C(t *testing.T) {
 		GatewayClassName: gwv1.ObjectName(ns), Listeners: []gwv1.Listener{{Name: "http", Port: 80, Protocol: gwv1.HTTPProtocolType}}}}, metav1.CreateOptions{}))
 	must(gc.GatewayV1().HTTPRoutes(ns).Create(ctx, &gwv1.HTTPRoute{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "app"}, Spec: gwv1.HTTPRouteSpec{
 		CommonRouteSpec: gwv1.CommonRouteSpec{ParentRefs: []gwv1.ParentReference{{Name: "web"}}},
-		Rules:           []gwv1.HTTPRouteRule{{BackendRefs: []gwv1.HTTPBackendRef{{BackendRef: gwv1.BackendRef{BackendObjectReference: gwv1.BackendObjectReference{Name: "app", Port: ptr(gwv1.PortNumber(80))}}}}}},
+		Rules:           []gwv1.HTTPRouteRule{{Name: ptr(gwv1.SectionName("all")), BackendRefs: []gwv1.HTTPBackendRef{{BackendRef: gwv1.BackendRef{BackendObjectReference: gwv1.BackendObjectReference{Name: "app", Port: ptr(gwv1.PortNumber(80))}}}}}},
 	}}, metav1.CreateOptions{}))
 
 	srv, ctl := sturdyFor(t, c, ns, f, "replica-a")
