@@ -163,8 +163,8 @@ func (c *compiler) routing(i int, r *proxy.Route, m route.Match) {
 		}
 		g.Rewrite, used = out, true
 	}
-	if h := c.headerRules(p+".request_headers", rc.RequestHeaders, nil, hdr); h != nil {
-		g.Request, used = h, true
+	if h := c.headerRules(p+".request_headers", rc.RequestHeaders, nil, hdr); h != nil || rc.ForwardingHeaders != nil {
+		g.Request, used = withoutForwarding(h, rc.ForwardingHeaders), true
 	}
 	if h := c.headerRules(p+".response_headers", rc.ResponseHeaders, rc.HideResponseHeaders, hdr); h != nil {
 		g.Response, used = h, true
@@ -247,6 +247,25 @@ func (c *compiler) headerRules(p string, h *config.HeaderRules, hide []string, o
 	out.Set = values("set", h.Set)
 	out.Add = values("add", h.Add)
 	return out
+}
+
+// withoutForwarding adds to h (nil: no rules) the removal of sturdy's
+// forwarding headers that keep are not: routes[].forwarding_headers. The
+// removal runs before the route's own set and add, so a rule still wins;
+// a route without the key pays nothing.
+func withoutForwarding(h *proxy.HeaderRules, keep []string) *proxy.HeaderRules {
+	if h == nil {
+		h = &proxy.HeaderRules{}
+	}
+	if keep == nil {
+		return h
+	}
+	for _, k := range config.SetForwardingHeaders {
+		if !slices.ContainsFunc(keep, func(s string) bool { return strings.EqualFold(strings.TrimSpace(s), k) }) {
+			h.Remove = append(h.Remove, k)
+		}
+	}
+	return h
 }
 
 // errorPages reads routes[i]'s error pages.

@@ -52,6 +52,7 @@ func (v *validator) routing(pools map[string]bool) {
 		if c.Has(p+".host_header") && strings.TrimSpace(r.HostHeader) == "" {
 			v.errorf(p+".host_header", "empty; leave it out to pass the client's Host, or give a name, $host or $proxy_host")
 		}
+		v.forwardingHeaders(p+".forwarding_headers", r.ForwardingHeaders)
 		v.backends(p, r, pools)
 		v.mirror(p, r, pools)
 		if r.RequestID != nil {
@@ -64,6 +65,26 @@ func (v *validator) routing(pools map[string]bool) {
 		if c.Has(p) && strings.TrimSpace(pl.HostHeader) == "" {
 			v.errorf(p, "empty; leave it out to pass the client's Host, or give a name or $proxy_host")
 		}
+	}
+}
+
+// SetForwardingHeaders are the headers routes[].forwarding_headers
+// chooses from: those sturdy sets from the connection. Via and Forwarded
+// are not among them (sturdy always sends Via and never makes Forwarded).
+var SetForwardingHeaders = []string{"X-Forwarded-For", "X-Forwarded-Host", "X-Forwarded-Proto", "X-Real-Ip"}
+
+func (v *validator) forwardingHeaders(p string, list []string) {
+	seen := map[string]bool{}
+	for j, h := range list {
+		q := fmt.Sprintf("%s[%d]", p, j)
+		k := textproto.CanonicalMIMEHeaderKey(strings.TrimSpace(h))
+		switch {
+		case !slices.Contains(SetForwardingHeaders, k):
+			v.errorf(q, "%q is not a header sturdy sets itself; give some of X-Forwarded-For, X-Forwarded-Host, X-Forwarded-Proto, X-Real-IP (or [] for none), and set others with request_headers", h)
+		case seen[k]:
+			v.errorf(q, "%s is listed twice", h)
+		}
+		seen[k] = true
 	}
 }
 
