@@ -260,7 +260,16 @@ func (t *translator) content(c *locCtx, l *nginx.Location, depth int) {
 			return
 		}
 	}
-	if d := last(l.Local("stub_status")); d != nil {
+	if d := last(l.Local("stub_status")); d != nil && depth == 0 {
+		// sturdy has no copy of nginx's counters to show here, so the
+		// location answers 404 and says where sturdy's are: whoever its
+		// allow/deny kept out still gets nginx's 403 (the route keeps them).
+		t.use(d)
+		t.fixedAnswer(c, l, 404, stubStatusText, true, fmt.Sprintf("stub_status (%s): nginx's status page", d.Pos()))
+		c.r.respond.ContentType = "text/plain"
+		c.differs.add(NeedFixedAnswers, "nginx answered with its status page (stub_status, %s); sturdy answers 404 here, and its own status is on the admin listener (/status, /metrics)", d.Pos())
+		return
+	} else if d != nil {
 		t.use(d)
 		c.blockers.add(NeedFixedAnswers, "nginx answered with its status page (stub_status, %s); sturdy's is on the admin listener", d.Pos())
 		return
@@ -272,6 +281,9 @@ func (t *translator) content(c *locCtx, l *nginx.Location, depth int) {
 	c.content = l
 	t.staticContent(c, l, l.Scope, nil, depth)
 }
+
+// stubStatusText is the answer of a stub_status location.
+const stubStatusText = "nginx's stub_status is not served by sturdy; sturdy's status and metrics are on its admin listener (/status, /metrics)\n"
 
 // handOver returns the named location a try_files always hands requests
 // to (every entry before it is /dev/null), nil when files are tried.

@@ -459,6 +459,9 @@ func (t *translator) renderRules(m *yaml.Node, r *route) {
 	if r.hostHeader != "" {
 		set(m, "host_header", str(r.hostHeader), "", "nginx's Host")
 	}
+	if r.forwarding != nil {
+		set(m, "forwarding_headers", flowList(r.forwarding), "", "only those nginx sent")
+	}
 	if len(r.reqSet)+len(r.reqRemove) > 0 {
 		set(m, "request_headers", renderRuleSet(r.reqSet, nil, r.reqRemove), "nginx proxy_set_header", "")
 	}

@@ -49,6 +49,8 @@ type route struct {
 	hostHeader string // "" : the client's Host
 	reqSet     []headerRule
 	reqRemove  []string
+	// forwarding is forwarding_headers: nil for all of sturdy's.
+	forwarding []string
 	respAdd    []headerRule
 	hide       []string
 	requestID  *config.RequestID
