@@ -406,11 +406,22 @@ func TestImportBehaviours(t *testing.T) {
 			yaml: []string{"compress:", "encodings: [gzip]", "types: [text/html, application/json]", "min_length: 20", "gzip: 1"},
 		},
 		{
-			name:   "try_files to a PHP front controller needs a rewrite",
-			http:   "server {\nlisten 80;\nlocation / { try_files $uri /index.php?$args; }\nlocation ~ \\.php$ { fastcgi_pass 127.0.0.1:9000; }\nlocation /s/ { root /srv; }\n}",
-			line:   4,
-			status: NotTranslated, needs: []Need{NeedRewrites},
-			reason: "which location ~ \\.php$",
+			name:   "try_files to a PHP front controller serves the files and answers 503 for the rest, as the held PHP location does",
+			http:   "server {\nlisten 80;\nindex index.php index.html;\nlocation / { try_files $uri $uri/ /index.php?$args; }\nlocation ~ \\.php$ { fastcgi_pass 127.0.0.1:9000; }\nlocation /s/ { root /srv; }\n}",
+			line:   5,
+			status: TranslatedDiffers, needs: []Need{NeedFastCGI},
+			reason: "which location ~ \\.php$ (t.conf:6) ran as a script; sturdy answers them 503",
+			// index.php would be served as a file: only index.html (the default) is kept
+			yaml:    []string{"try_files: [$uri, $uri/, =503]", "path: {regex: \\.php$}\n    pool: refused"},
+			notYAML: []string{"index: [index.php"},
+		},
+		{
+			name:   "a FastCGI location with try_files $uri =404 is held closed, never served as files",
+			http:   "server {\nlisten 80;\nroot /srv/www;\nlocation ~ \\.php$ { try_files $uri =404; fastcgi_pass unix:/run/php.sock; }\nlocation / { }\n}",
+			line:   5,
+			status: NotTranslated, needs: []Need{NeedFastCGI},
+			reason: "its requests get a refusal (503)",
+			yaml:   []string{"path: {regex: \\.php$}\n    pool: refused"},
 		},
 		{
 			name:   "a server that sends every request to https becomes the listener's redirect_https",

@@ -231,6 +231,15 @@ func (t *translator) content(c *locCtx, l *nginx.Location, depth int) {
 			return
 		}
 	}
+	for name, need := range map[string]Need{"fastcgi_pass": NeedFastCGI, "uwsgi_pass": NeedFastCGI, "scgi_pass": NeedFastCGI, "grpc_pass": NeedGRPC, "memcached_pass": NeedFastCGI} {
+		if d := last(l.Local(name)); d != nil {
+			// Before try_files: its files are what the server runs, never
+			// to be served as they are.
+			t.use(d)
+			c.blockers.add(need, "nginx passed requests to %s (%s)", strings.TrimSuffix(d.String(), ";"), d.Pos())
+			return
+		}
+	}
 	if d := last(l.Local("try_files")); d != nil {
 		if named := handOver(t, l, d); named != nil {
 			// try_files /dev/null @app: nothing is a file, the named location answers.
@@ -245,13 +254,6 @@ func (t *translator) content(c *locCtx, l *nginx.Location, depth int) {
 		c.content = l
 		t.staticContent(c, l, l.Scope, d, depth)
 		return
-	}
-	for name, need := range map[string]Need{"fastcgi_pass": NeedFastCGI, "uwsgi_pass": NeedFastCGI, "scgi_pass": NeedFastCGI, "grpc_pass": NeedGRPC, "memcached_pass": NeedFastCGI} {
-		if d := last(l.Local(name)); d != nil {
-			t.use(d)
-			c.blockers.add(need, "nginx passed requests to %s (%s)", strings.TrimSuffix(d.String(), ";"), d.Pos())
-			return
-		}
 	}
 	for _, name := range []string{"content_by_lua_block", "content_by_lua", "content_by_lua_file"} {
 		if d := last(l.Local(name)); d != nil {

@@ -138,6 +138,7 @@ func (t *translator) staticContent(c *locCtx, l *nginx.Location, sc *nginx.Scope
 		}
 	}
 	if d := sc.Get("index"); len(d) > 0 {
+		dropped := false
 		for _, x := range d {
 			t.use(x)
 			for _, name := range x.Args {
@@ -145,10 +146,20 @@ func (t *translator) staticContent(c *locCtx, l *nginx.Location, sc *nginx.Scope
 					c.differs.add(NeedRewrites, "index %s (%s) hands directories without an index file to another URI; sturdy tries only plain index files", name, x.Pos())
 					continue
 				}
+				if target, sure := t.locate(c.sp.srv, "/"+name); !sure || target != nil && target != l && runsCode(target) {
+					// nginx handed the index to that location (index.php to
+					// PHP); sturdy would serve the script as a file.
+					c.differs.add(NeedFastCGI, "index %s (%s) is a script nginx handed to another location; sturdy does not use it as an index", name, x.Pos())
+					dropped = true
+					continue
+				}
 				sp.index = appendOnce(sp.index, name)
 			}
 		}
-		if len(sp.index) == 1 && sp.index[0] == config.DefaultStaticIndex {
+		switch {
+		case dropped && len(sp.index) == 0:
+			sp.index = []string{} // none, not sturdy's default
+		case len(sp.index) == 1 && sp.index[0] == config.DefaultStaticIndex:
 			sp.index = nil
 		}
 	}
@@ -226,6 +237,12 @@ func (t *translator) tryFiles(c *locCtx, l *nginx.Location, sc *nginx.Scope, d *
 		case !sure:
 			c.blockers.add(NeedRegexLocations, "try_files hands missing files to %s (%s); which location answers it depends on a regex sturdy cannot evaluate", fallback, d.Pos())
 			return false
+		case target != nil && target != l && runsCode(target):
+			// The fallback is a script sturdy cannot run (WordPress's
+			// /index.php?$args): its answer is that location's refusal.
+			sp.tryFiles = append(chain, "=503")
+			c.differs.add(NeedFastCGI, "try_files hands missing files to %s (%s), which location %s (%s) ran as a script; sturdy answers them 503, as it answers that location", fallback, d.Pos(), locationLabel(target), target.Dir.Pos())
+			return true
 		case target != nil && target != l && !servesFiles(target):
 			c.blockers.add(NeedRewrites, "try_files hands missing files to %s (%s), which location %s (%s) answers with the path changed", fallback, d.Pos(), locationLabel(target), target.Dir.Pos())
 			return false
@@ -271,6 +288,17 @@ func servesFiles(l *nginx.Location) bool {
 		}
 	}
 	return !l.Named
+}
+
+// runsCode reports a location whose content is a script server or code
+// sturdy does not run (FastCGI, uWSGI, SCGI, memcached, gRPC, Lua).
+func runsCode(l *nginx.Location) bool {
+	for _, name := range []string{"fastcgi_pass", "uwsgi_pass", "scgi_pass", "grpc_pass", "memcached_pass", "content_by_lua_block", "content_by_lua", "content_by_lua_file"} {
+		if len(l.Local(name)) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // cacheHeaders carries expires and add_header Cache-Control over to the
