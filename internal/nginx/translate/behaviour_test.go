@@ -448,10 +448,24 @@ func TestImportBehaviours(t *testing.T) {
 		},
 		{
 			name:   "a map on something sturdy cannot choose by keeps the location listed",
-			http:   up + "map $request_method $p { POST app; default app; }\nserver {\nlisten 80;\nlocation /m/ { proxy_pass http://$p; }\nlocation / { proxy_pass http://app; }\n}",
+			http:   up + "map $uri $p { /x app; default app; }\nserver {\nlisten 80;\nlocation /m/ { proxy_pass http://$p; }\nlocation / { proxy_pass http://app; }\n}",
 			line:   6,
 			status: NotTranslated, needs: []Need{NeedVariables},
-			reason: "reads $request_method",
+			reason: "reads $uri",
+		},
+		{
+			name:   "a map on the method before one on a header becomes a companion route per method, with the header's backends for the rest",
+			http:   up + "upstream api { server 10.0.0.2:8080; }\nmap $http_accept $by_accept { default http://app; ~^application/activity http://api; }\nmap $request_method $target { default $by_accept; POST http://api; PUT http://api; }\nserver {\nlisten 80;\nlocation / { proxy_set_header Host $host; proxy_pass $target; }\n}",
+			line:   8,
+			status: Translated,
+			yaml:   []string{"match:\n      methods: [POST, PUT]\n    pool: api", "- {pool: api, header: {name: Accept, regex: ^application/activity}}\n      - {pool: app, weight: 1}"},
+		},
+		{
+			name:   "a map on the method after one on a header is listed: sturdy would test the method first",
+			http:   up + "map $request_method $by_method { default app; POST app2; }\nmap $http_x $target { default $by_method; yes app; }\nserver {\nlisten 80;\nlocation / { proxy_set_header Host $host; proxy_pass http://$target; }\nlocation /o/ { proxy_pass http://app; }\n}",
+			line:   7,
+			status: NotTranslated, needs: []Need{NeedVariables},
+			reason: "tests the method after other conditions",
 		},
 		{
 			name:   "rewrite ... last to a literal path proxies where nginx's new location proxies",

@@ -15,7 +15,9 @@ type locCtx struct {
 	sp *serverPlan
 	// methodAnswers are its if ($request_method = M) { return ...; } blocks (methodif.go).
 	methodAnswers []methodAnswer
-	loc           *nginx.Location // the location requests match
+	// methodPools are the pools a map on $request_method chose (maps.go).
+	methodPools []methodPool
+	loc         *nginx.Location // the location requests match
 	// content is the location whose proxy_pass answers: loc itself, or the
 	// named location it hands requests to (try_files ... @x, error_page).
 	content   *nginx.Location
@@ -284,6 +286,22 @@ func (t *translator) content(c *locCtx, l *nginx.Location, depth int) {
 	t.staticContent(c, l, l.Scope, nil, depth)
 }
 
+// wholeVar is the name of the one variable s is ($x or ${x}), "" when s
+// is anything else.
+func wholeVar(s string) string {
+	v, ok := strings.CutPrefix(s, "$")
+	if !ok {
+		return ""
+	}
+	v = strings.TrimSuffix(strings.TrimPrefix(v, "{"), "}")
+	for i := 0; i < len(v); i++ {
+		if c := v[i]; !(c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9') {
+			return ""
+		}
+	}
+	return v
+}
+
 // stubStatusText is the answer of a stub_status location.
 const stubStatusText = "nginx's stub_status is not served by sturdy; sturdy's status and metrics are on its admin listener (/status, /metrics)\n"
 
@@ -345,13 +363,26 @@ func (t *translator) proxyTarget(c *locCtx) {
 	case tg == nil || tg.Scheme == "" && !tg.Variable:
 		c.blockers.add("", "proxy_pass %q is not a URL (%s)", pass.Arg(0), pass.Pos())
 		return
-	case tg.Variable && strings.HasPrefix(tg.Host, "$") && !strings.ContainsAny(tg.Host[1:], "$:") && !strings.Contains(tg.URI, "$") && tg.Scheme != "":
-		bs, why := t.mapBackends(c, strings.TrimPrefix(strings.Trim(tg.Host, "{}"), "$"), tg, pass)
+	case tg.Variable && strings.HasPrefix(tg.Host, "$") && !strings.ContainsAny(tg.Host[1:], "$:") && !strings.Contains(tg.URI, "$") && tg.Scheme != "",
+		tg.Variable && tg.Scheme == "" && wholeVar(pass.Arg(0)) != "":
+		name := strings.TrimPrefix(strings.Trim(tg.Host, "{}"), "$")
+		if tg.Scheme == "" {
+			name = wholeVar(pass.Arg(0)) // proxy_pass $target: each value is a whole URL
+		}
+		bs, why := t.mapBackends(c, name, tg, pass)
 		if bs == nil {
 			c.blockers.add(NeedVariables, "proxy_pass %s (%s) chooses the backend per request: %s", pass.Arg(0), pass.Pos(), why)
 			return
 		}
+		bs, c.methodPools = splitMethods(bs)
+		if len(bs) == 0 {
+			c.blockers.add(NeedVariables, "proxy_pass %s (%s) chooses the backend by method for every request", pass.Arg(0), pass.Pos())
+			return
+		}
 		c.r.backends, c.pool = bs, bs[0].pool
+		if len(bs) == 1 && bs[0].cond == nil {
+			c.r.backends = nil // one pool for the other methods
+		}
 		if tg.URI != "" {
 			t.uriPart(c, tg.URI, pass)
 		}
