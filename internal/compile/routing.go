@@ -161,7 +161,11 @@ func (c *compiler) routing(i int, r *proxy.Route, m route.Match) {
 			}
 			out.Path = c.template(q+".path", rw.Path, o)
 		}
-		g.Rewrite, used = out, true
+		if rw.Rematch {
+			r.Rematch = out // routed again before anything of this route runs
+		} else {
+			g.Rewrite, used = out, true
+		}
 	}
 	if h := c.headerRules(p+".request_headers", rc.RequestHeaders, nil, hdr); h != nil || rc.ForwardingHeaders != nil {
 		g.Request, used = withoutForwarding(h, rc.ForwardingHeaders), true

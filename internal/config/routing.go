@@ -101,6 +101,10 @@ type Rewrite struct {
 	Regex string `yaml:"regex"`
 	// CaseInsensitive makes Regex ignore case. Default false.
 	CaseInsensitive bool `yaml:"case_insensitive"`
+	// Rematch routes the rewritten path again, as nginx's rewrite ...
+	// last searches its locations again: the route answers nothing itself
+	// (no pool), and a path Regex does not match gets 404. Default false.
+	Rematch bool `yaml:"rematch"`
 }
 
 // HeaderRules (routes[].request_headers, routes[].response_headers) are

@@ -276,6 +276,13 @@ func (v *validator) rewrite(p string, r *Route) {
 	if rw.CaseInsensitive && rw.Regex == "" {
 		v.errorf(q+".case_insensitive", "only with regex")
 	}
+	if rw.Rematch {
+		for _, k := range []string{"pool", "backends", "static", "respond", "redirect", "mirror", "cache", "fallback", "error_pages"} {
+			if v.c.Has(p + "." + k) {
+				v.errorf(p+"."+k, "a route whose rewrite rematches hands every request to the route of the new path; %s is never used", k)
+			}
+		}
+	}
 }
 
 func (v *validator) headerRules(p string, h *HeaderRules) {
