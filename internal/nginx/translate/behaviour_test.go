@@ -475,6 +475,22 @@ func TestImportBehaviours(t *testing.T) {
 			yaml:   []string{"path: {regex: '^/t/[a-z]+/bind$'}", "rewrite: {regex: ^, path: /http-bind}"},
 		},
 		{
+			name:    "rewrite ... last to a path built from captures routes the new path again, with nothing of the location",
+			http:    up + "server {\nlisten 80;\nlocation ~ \"^/static/[0-9a-f]{8}/(.*)$\" { rewrite \"^/static/[0-9a-f]{8}/(.*)\" /$1 last; add_header X-A b; }\nlocation / { proxy_pass http://app; }\n}",
+			line:    5,
+			status:  Translated,
+			yaml:    []string{"path: {regex: '^/static/[0-9a-f]{8}/(.*)$'}\n    # nginx's rewrite ... last: the new path is routed again\n    rewrite: {regex: '^/static/[0-9a-f]{8}/(.*)', path: '/${1}', rematch: true}\n  #"},
+			notYAML: []string{"X-A"},
+		},
+		{
+			name:   "rewrite ... last whose regex matches fewer paths than its location says what the others get",
+			http:   up + "server {\nlisten 80;\nlocation /t/ { rewrite ^/t/([a-z]+)$ /$1 last; }\nlocation / { proxy_pass http://app; }\n}",
+			line:   5,
+			status: TranslatedDiffers, needs: []Need{NeedRewrites},
+			reason: "does not match got nginx's files; sturdy answers them 404",
+			yaml:   []string{"rewrite: {regex: '^/t/([a-z]+)$', path: '/${1}', rematch: true}"},
+		},
+		{
 			name:   "if ($host = www...) { return 301 ...; } gives that name a redirect route",
 			http:   up + "server {\nlisten 80;\nserver_name a.example www.a.example;\nif ($host = www.a.example) { return 301 http://a.example$request_uri; }\nlocation / { proxy_pass http://app; }\n}\nserver {\nlisten 80 default_server;\nlocation / { proxy_pass http://app; }\n}",
 			line:   3,

@@ -59,7 +59,7 @@ type locCtx struct {
 // refused reports that the location keeps a rule sturdy cannot express,
 // or one it can but no route can be made to carry it: it must refuse.
 func (c *locCtx) refused() bool {
-	return len(c.protect) > 0 || c.guard.any() && (len(c.blockers) > 0 || c.pass == nil && c.static == nil && c.r.redirect == nil && c.r.respond == nil)
+	return len(c.protect) > 0 || c.guard.any() && (len(c.blockers) > 0 || c.pass == nil && c.static == nil && c.r.redirect == nil && c.r.respond == nil || c.rematches())
 }
 
 // refusalNotes say why the location refuses: the rules sturdy cannot
@@ -132,7 +132,14 @@ func (t *translator) planLocation(sp *serverPlan, l *nginx.Location) *locCtx {
 			c.blockers.add(NeedRegexLocations, "regular-expression location %q uses PCRE that sturdy's RE2 does not have (look-around)", l.Path)
 		}
 	}
-	if c.pass == nil && c.static == nil && c.r.respond == nil || len(c.blockers) > 0 || c.refused() || c.viaRedirect != nil || c.r.redirect != nil {
+	if c.pass == nil && c.static == nil && c.r.respond == nil && !c.rematches() || len(c.blockers) > 0 || c.refused() || c.viaRedirect != nil || c.r.redirect != nil {
+		return c
+	}
+	if c.rematches() {
+		// Nothing of the location runs after its rewrite, in nginx
+		// either: no settings, and nothing of it to list.
+		t.useTree(l.Dir)
+		c.r.comments = append([]string{fmt.Sprintf("%s, location %s (%s)", sp.label, locationLabel(l), l.Dir.Pos())}, c.r.comments...)
 		return c
 	}
 	if c.pass != nil {

@@ -236,6 +236,15 @@ func (t *translator) renderRoute(r *route) *yaml.Node {
 	if r.def {
 		set(m, "default", yes(), "", "")
 	}
+	if rw := r.rewrite; rw != nil && rw.Rematch {
+		// Nothing else of the route is used: the next route answers.
+		rm := &yaml.Node{Kind: yaml.MappingNode, Style: yaml.FlowStyle}
+		set(rm, "regex", str(rw.Regex), "", "")
+		set(rm, "path", str(rw.Path), "", "")
+		set(rm, "rematch", yes(), "", "")
+		set(m, "rewrite", rm, "nginx's rewrite ... last: the new path is routed again", "")
+		return m
+	}
 	if rd := r.redirect; rd != nil {
 		rm := &yaml.Node{Kind: yaml.MappingNode, Style: yaml.FlowStyle}
 		set(rm, "url", str(rd.URL), "", "")

@@ -117,6 +117,8 @@ func (t *translator) locationRewrites(c *locCtx, l *nginx.Location) {
 		return
 	case l.ProxyPass == nil && (d.Arg(2) == "last" || d.Arg(2) == "") && t.rewriteLast(c, l, d):
 		return
+	case l.ProxyPass == nil && (d.Arg(2) == "last" || d.Arg(2) == "") && t.rewriteRematch(c, l, d):
+		return
 	case l.ProxyPass == nil || d.Arg(2) != "break":
 		c.blockers.add(NeedRewrites, "nginx rewrote the path (%s, %s) and searched the locations again, so the backend would get other paths", strings.TrimSuffix(d.String(), ";"), d.Pos())
 		return
@@ -175,6 +177,48 @@ func (t *translator) rewriteLast(c *locCtx, l *nginx.Location, d *nginx.Directiv
 	c.r.comments = append(c.r.comments, fmt.Sprintf("%s (%s) sent the request to location %s (%s)", strings.TrimSuffix(d.String(), ";"), d.Pos(), locationLabel(m), m.Dir.Pos()))
 	return true
 }
+
+// rewriteRematch makes a location whose rewrite ... last builds the new
+// path from the request (`rewrite ^/static/[0-9a-f]{8}/(.*)$ /$1 last;`)
+// a route that routes the new path again (rewrite.rematch): nginx's
+// location for it depends on the request. nginx ran no access rule or
+// content of this location after the rewrite, and sturdy runs none of the
+// route's. false when the location does more than rewrite.
+func (t *translator) rewriteRematch(c *locCtx, l *nginx.Location, d *nginx.Directive) bool {
+	if l != c.loc || c.sub || len(l.Local("if")) > 0 || len(l.Local("return")) > 0 || len(l.Local("location")) > 0 || !printable(d.Arg(0)) {
+		return false
+	}
+	re, ok := compileRegex(d.Arg(0), false)
+	if !ok {
+		return false
+	}
+	repl := d.Arg(1)
+	if r, ok := strings.CutSuffix(repl, "?"); ok {
+		repl = r
+		c.differs.add(NeedRewrites, "nginx dropped the client's query (rewrite %s %s?, %s); sturdy keeps it", d.Arg(0), repl, d.Pos())
+	}
+	if strings.Contains(repl, "?") {
+		return false
+	}
+	tpl, ok := t.pathTemplate(&locCtx{sp: c.sp, loc: l}, repl, &varCtx{c: c, re: re, url: true}, d)
+	if !ok {
+		return false
+	}
+	for _, s := range l.Local("set") {
+		t.use(s)
+		c.differs.add(NeedVariables, "set %s (%s) gave the location the request moved to a value; sturdy does not carry it over", s.Arg(0), s.Pos())
+	}
+	if m := c.match; !rewritesEverything(d) && (m == nil || m.CaseInsensitive || !covers(d.Arg(0), m.Regex)) {
+		c.differs.add(NeedRewrites, "the location's paths that %s (%s) does not match got nginx's files; sturdy answers them 404", d.Arg(0), d.Pos())
+	}
+	c.content = l
+	c.r.rewrite = &config.Rewrite{Regex: d.Arg(0), Path: tpl, Rematch: true}
+	c.r.comments = append(c.r.comments, fmt.Sprintf("%s (%s): nginx searched its locations again for the new path; sturdy routes it again", strings.TrimSuffix(d.String(), ";"), d.Pos()))
+	return true
+}
+
+// rematches reports a location that became a rewrite.rematch route.
+func (c *locCtx) rematches() bool { return c.r.rewrite != nil && c.r.rewrite.Rematch }
 
 // locationRedirect translates a location whose first rewrite redirects
 // every request (`rewrite ^(.*)$ https://new.example$1 permanent;`):

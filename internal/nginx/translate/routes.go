@@ -197,7 +197,7 @@ func (t *translator) emit(c *locCtx) int {
 			t.useTree(c.loc.Dir)
 		}
 		routes = t.refusalRoutes(c)
-	case len(c.blockers) > 0 || c.pool == nil && c.static == nil && c.r.redirect == nil && c.r.respond == nil:
+	case len(c.blockers) > 0 || c.pool == nil && c.static == nil && c.r.redirect == nil && c.r.respond == nil && !c.rematches():
 		if len(c.blockers) == 0 {
 			c.blockers.add("", "nothing proxies its requests")
 		}
