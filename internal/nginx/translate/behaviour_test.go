@@ -491,6 +491,22 @@ func TestImportBehaviours(t *testing.T) {
 			yaml:   []string{"rewrite: {regex: '^/t/([a-z]+)$', path: '/${1}', rematch: true}"},
 		},
 		{
+			name:   "rewrite ... break, then try_files $uri @app: the route proxies the rewritten path, and never serves files from the client's path",
+			http:   up + "server {\nlisten 80;\nroot /srv;\nlocation ~ ^/static/(thumbs|avatars)/ { rewrite ^/static/(.*)$ /$1 break; try_files $uri @app; }\nlocation @app { proxy_pass http://app; }\nlocation / { proxy_pass http://app; }\n}",
+			line:   6,
+			status: TranslatedDiffers, needs: []Need{NeedStatic},
+			reason:  "looked for files under the rewritten path first; sturdy sends every request to location @app",
+			yaml:    []string{"path: {regex: ^/static/(thumbs|avatars)/}\n    pool: app", "rewrite: {regex: ^/static/(.*)$, path: '/${1}'}"},
+			notYAML: []string{"root: /srv"},
+		},
+		{
+			name:   "try_files to a named location that rewrites everything to one file (break) is that file",
+			http:   up + "server {\nlisten 80;\nroot /srv/web;\nlocation ~ ^/([a-z0-9]+)$ { try_files $uri @client; }\nlocation @client { rewrite ^ / break; }\nlocation /api/ { proxy_pass http://app; }\n}",
+			line:   6,
+			status: Translated,
+			yaml:   []string{"static:\n      root: /srv/web\n      try_files: [$uri, /]"},
+		},
+		{
 			name:   "if ($host = www...) { return 301 ...; } gives that name a redirect route",
 			http:   up + "server {\nlisten 80;\nserver_name a.example www.a.example;\nif ($host = www.a.example) { return 301 http://a.example$request_uri; }\nlocation / { proxy_pass http://app; }\n}\nserver {\nlisten 80 default_server;\nlocation / { proxy_pass http://app; }\n}",
 			line:   3,

@@ -120,6 +120,7 @@ func (t *translator) planLocation(sp *serverPlan, l *nginx.Location) *locCtx {
 	t.matchPaths(c)
 	t.methodIfs(c, l)
 	t.content(c, l, 0)
+	t.rewriteBreakFallback(c, l)
 	t.guards(c, l.Scope, true)
 	if c.content != nil && c.content != l {
 		t.guards(c, c.content.Scope, true)

@@ -119,6 +119,9 @@ func (t *translator) locationRewrites(c *locCtx, l *nginx.Location) {
 		return
 	case l.ProxyPass == nil && (d.Arg(2) == "last" || d.Arg(2) == "") && t.rewriteRematch(c, l, d):
 		return
+	case l.ProxyPass == nil && d.Arg(2) == "break" && l == c.loc && proxiedFallback(t, l) != nil:
+		// rewrite ... break; try_files $uri @app: the named location
+		// proxies the rewritten path (rewriteBreakFallback).
 	case l.ProxyPass == nil || d.Arg(2) != "break":
 		c.blockers.add(NeedRewrites, "nginx rewrote the path (%s, %s) and searched the locations again, so the backend would get other paths", strings.TrimSuffix(d.String(), ";"), d.Pos())
 		return
@@ -176,6 +179,35 @@ func (t *translator) rewriteLast(c *locCtx, l *nginx.Location, d *nginx.Directiv
 	c.r.rewrite = &config.Rewrite{Regex: d.Arg(0), Path: strings.ReplaceAll(path, "$", "$$")}
 	c.r.comments = append(c.r.comments, fmt.Sprintf("%s (%s) sent the request to location %s (%s)", strings.TrimSuffix(d.String(), ";"), d.Pos(), locationLabel(m), m.Dir.Pos()))
 	return true
+}
+
+// proxiedFallback is the named location that l's try_files ends with when
+// that location proxies and rewrites nothing itself, nil otherwise.
+func proxiedFallback(t *translator, l *nginx.Location) *nginx.Location {
+	d := last(l.Local("try_files"))
+	if d == nil || len(d.Args) < 2 || !strings.HasPrefix(d.Arg(len(d.Args)-1), "@") {
+		return nil
+	}
+	named := t.namedLocation(l.Server, d.Arg(len(d.Args)-1))
+	if named == nil || named.ProxyPass == nil || named.Target == nil || named.Target.URI != "" || len(named.Local("rewrite")) > 0 {
+		return nil
+	}
+	return named
+}
+
+// rewriteBreakFallback finishes a location that rewrote the path (break)
+// and then tried files before its named location: nginx looked the files
+// up under the new path, which sturdy's static chain cannot (it looks
+// under the client's), so the route proxies every request, with the path
+// nginx's named location sent. The backend answers what nginx answered
+// from files; no file nginx did not serve is served.
+func (t *translator) rewriteBreakFallback(c *locCtx, l *nginx.Location) {
+	if c.r.rewrite == nil || c.r.rewrite.Rematch || l.ProxyPass != nil || c.pass == nil || c.static == nil || c.content == l {
+		return
+	}
+	c.static = nil
+	d := last(l.Local("try_files"))
+	c.differs.add(NeedStatic, "try_files %s (%s) looked for files under the rewritten path first; sturdy sends every request to location %s", strings.Join(d.Args[:len(d.Args)-1], " "), d.Pos(), c.content.Path)
 }
 
 // rewriteRematch makes a location whose rewrite ... last builds the new

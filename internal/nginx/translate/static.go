@@ -1,6 +1,7 @@
 package translate
 
 import (
+	"fmt"
 	"path"
 	"path/filepath"
 	"strings"
@@ -211,6 +212,11 @@ func (t *translator) tryFiles(c *locCtx, l *nginx.Location, sc *nginx.Scope, d *
 			c.blockers.add("", "try_files falls back to %s (%s), which is not a named location of this server", fallback, d.Pos())
 			return false
 		}
+		if file, ok := t.fileFallback(c, named, sp); ok {
+			// @client { rewrite ^ / break; }: that file, as a last entry.
+			sp.tryFiles = append(chain, file)
+			return true
+		}
 		t.content(c, named, depth+1)
 		if c.pass == nil {
 			if len(c.blockers) == 0 {
@@ -262,6 +268,42 @@ func (t *translator) tryFiles(c *locCtx, l *nginx.Location, sc *nginx.Scope, d *
 		}
 	}
 	sp.tryFiles = chain
+	return true
+}
+
+// fileFallback reads a named location that serves one file for every
+// request: `rewrite ^ /index.html break;` and nothing else that answers,
+// from the same root as sp. It is the try_files entry for that file ("/"
+// being the root's index).
+func (t *translator) fileFallback(c *locCtx, named *nginx.Location, sp *staticPlan) (string, bool) {
+	rws := named.Local("rewrite")
+	if len(rws) != 1 || rws[0].Arg(2) != "break" || !rewritesEverything(rws[0]) || !servesFilesAfterRewrite(named) {
+		return "", false
+	}
+	file := rws[0].Arg(1)
+	if !strings.HasPrefix(file, "/") || strings.ContainsAny(file, "$?") {
+		return "", false
+	}
+	if _, err := config.ParseTryFile(file); err != nil {
+		return "", false
+	}
+	root, alias, ok := t.docRoot(&locCtx{sp: c.sp}, named, named.Scope)
+	if !ok || alias != "" || sp.alias != "" || root != sp.root {
+		return "", false
+	}
+	t.use(rws[0])
+	c.r.comments = append(c.r.comments, fmt.Sprintf("handed to location %s (%s) for what is not a file: it served %s (%s)", named.Path, named.Dir.Pos(), file, strings.TrimSuffix(rws[0].String(), ";")))
+	return file, true
+}
+
+// servesFilesAfterRewrite reports a location whose content, but for its
+// rewrites, is nginx's static module.
+func servesFilesAfterRewrite(l *nginx.Location) bool {
+	for _, name := range []string{"proxy_pass", "return", "fastcgi_pass", "uwsgi_pass", "scgi_pass", "grpc_pass", "memcached_pass", "content_by_lua_block", "content_by_lua", "stub_status", "try_files", "if", "alias"} {
+		if len(l.Local(name)) > 0 {
+			return false
+		}
+	}
 	return true
 }
 
