@@ -500,6 +500,20 @@ func TestImportBehaviours(t *testing.T) {
 			notYAML: []string{"root: /srv"},
 		},
 		{
+			name:   "several rewrite ... break in turn: each before the last is a route of its own, ranked above the location's",
+			http:   up + "server {\nlisten 80;\nlocation ~ ^/static/(videos|lists)/ { rewrite ^/static/videos/(.*)$ /v/$1 break; rewrite ^/static/(.*)$ /$1 break; proxy_pass http://app; }\nlocation / { proxy_pass http://app; }\n}",
+			line:   5,
+			status: Translated,
+			yaml:   []string{"path: {regex: ^/static/videos/(.*)$}\n    pool: app", "rewrite: {regex: ^/static/videos/(.*)$, path: '/v/${1}'}\n    host_header: app # nginx's Host\n    forwarding_headers: [] # only those nginx sent\n  # server at t.conf:", "path: {regex: ^/static/(videos|lists)/}\n    pool: app", "rewrite: {regex: ^/static/(.*)$, path: '/${1}'}"},
+		},
+		{
+			name:   "several rewrite ... break in turn stay listed where the first could match paths of other locations",
+			http:   up + "server {\nlisten 80;\nlocation ~ ^/static/(videos|lists)/ { rewrite ^/other/(.*)$ /v/$1 break; rewrite ^/static/(.*)$ /$1 break; proxy_pass http://app; }\nlocation / { proxy_pass http://app; }\n}",
+			line:   5,
+			status: NotTranslated, needs: []Need{NeedRewrites},
+			reason: "2 rewrites in turn",
+		},
+		{
 			name:   "try_files to a named location that rewrites everything to one file (break) is that file",
 			http:   up + "server {\nlisten 80;\nroot /srv/web;\nlocation ~ ^/([a-z0-9]+)$ { try_files $uri @client; }\nlocation @client { rewrite ^ / break; }\nlocation /api/ { proxy_pass http://app; }\n}",
 			line:   6,

@@ -17,7 +17,10 @@ type locCtx struct {
 	methodAnswers []methodAnswer
 	// methodPools are the pools a map on $request_method chose (maps.go).
 	methodPools []methodPool
-	loc         *nginx.Location // the location requests match
+	// firstRewrites are rewrite ... break directives before the last one,
+	// each a route of its own ranked above the location's (rewrite.go).
+	firstRewrites []*config.Rewrite
+	loc           *nginx.Location // the location requests match
 	// content is the location whose proxy_pass answers: loc itself, or the
 	// named location it hands requests to (try_files ... @x, error_page).
 	content   *nginx.Location

@@ -2,6 +2,7 @@ package translate
 
 import (
 	"fmt"
+	"regexp/syntax"
 	"slices"
 	"strings"
 
@@ -111,8 +112,11 @@ func (t *translator) locationRewrites(c *locCtx, l *nginx.Location) {
 		return
 	}
 	d := pathRewrites[0]
+	if n := len(pathRewrites); n > 1 && t.firstBreaks(c, pathRewrites[:n-1]) {
+		d = pathRewrites[n-1] // the earlier ones became routes of their own
+	}
 	switch {
-	case len(pathRewrites) > 1:
+	case len(pathRewrites) > 1 && c.firstRewrites == nil:
 		c.blockers.add(NeedRewrites, "nginx rewrote the path with %d rewrites in turn (%s); sturdy has one per route", len(pathRewrites), d.Pos())
 		return
 	case l.ProxyPass == nil && (d.Arg(2) == "last" || d.Arg(2) == "") && t.rewriteLast(c, l, d):
@@ -126,10 +130,18 @@ func (t *translator) locationRewrites(c *locCtx, l *nginx.Location) {
 		c.blockers.add(NeedRewrites, "nginx rewrote the path (%s, %s) and searched the locations again, so the backend would get other paths", strings.TrimSuffix(d.String(), ";"), d.Pos())
 		return
 	}
+	if rw, ok := t.breakRewrite(c, d); ok {
+		c.r.rewrite = rw
+	}
+}
+
+// breakRewrite is `rewrite REGEX REPLACEMENT break;` as the route's
+// rewrite; false, with c.blockers set, when sturdy cannot say it.
+func (t *translator) breakRewrite(c *locCtx, d *nginx.Directive) (*config.Rewrite, bool) {
 	re, ok := compileRegex(d.Arg(0), false)
 	if !ok || !printable(d.Arg(0)) {
 		c.blockers.add(NeedRewrites, "rewrite %s (%s) uses PCRE that sturdy's RE2 does not have", d.Arg(0), d.Pos())
-		return
+		return nil, false
 	}
 	repl := d.Arg(1)
 	if r, ok := strings.CutSuffix(repl, "?"); ok {
@@ -138,13 +150,83 @@ func (t *translator) locationRewrites(c *locCtx, l *nginx.Location) {
 	}
 	if strings.Contains(repl, "?") {
 		c.blockers.add(NeedRewrites, "rewrite %s %s (%s) sets the query; sturdy keeps the client's", d.Arg(0), d.Arg(1), d.Pos())
-		return
+		return nil, false
 	}
 	tpl, ok := t.pathTemplate(c, repl, &varCtx{c: c, re: re, url: true}, d)
 	if !ok {
-		return
+		return nil, false
 	}
-	c.r.rewrite = &config.Rewrite{Regex: d.Arg(0), Path: tpl}
+	return &config.Rewrite{Regex: d.Arg(0), Path: tpl}, true
+}
+
+// firstBreaks takes the rewrite ... break directives before a location's
+// last one: the first that matches ended nginx's rewriting, so each is a
+// route of its own, matched by its regex and ranked just above the
+// location's. That holds only where every path the regex matches is one
+// of the location's: a regex anchored at ^ with a literal start the
+// location's regex (which cannot look at the end of the path) matches.
+func (t *translator) firstBreaks(c *locCtx, ds []*nginx.Directive) bool {
+	m := c.match
+	if m == nil || m.Regex == "" || m.CaseInsensitive || c.loc == nil || c.loc.ProxyPass == nil && proxiedFallback(t, c.loc) == nil {
+		return false
+	}
+	loc, err := syntax.Parse(m.Regex, syntax.Perl)
+	if err != nil || looksAtEnd(loc) {
+		return false
+	}
+	locRe, ok := compileRegex(m.Regex, false)
+	if !ok {
+		return false
+	}
+	var out []*config.Rewrite
+	for _, d := range ds {
+		if d.Arg(2) != "break" {
+			return false
+		}
+		re, err := syntax.Parse(d.Arg(0), syntax.Perl)
+		if err != nil {
+			return false
+		}
+		lit := literalStart(re)
+		if lit == "" || !locRe.MatchString(lit) {
+			return false
+		}
+		rw, ok := t.breakRewrite(c, d)
+		if !ok {
+			return false
+		}
+		out = append(out, rw)
+	}
+	c.firstRewrites = out
+	return true
+}
+
+// literalStart is the literal text a regex anchored at ^ requires first,
+// "" when it is not anchored or starts with something else.
+func literalStart(re *syntax.Regexp) string {
+	re = re.Simplify()
+	if re.Op != syntax.OpConcat || len(re.Sub) < 2 || re.Sub[0].Op != syntax.OpBeginText && re.Sub[0].Op != syntax.OpBeginLine {
+		return ""
+	}
+	if l := re.Sub[1]; l.Op == syntax.OpLiteral && l.Flags&syntax.FoldCase == 0 {
+		return string(l.Rune)
+	}
+	return ""
+}
+
+// looksAtEnd reports a regex with an assertion about where the path ends
+// or about word boundaries: one that can match a path and not a longer one.
+func looksAtEnd(re *syntax.Regexp) bool {
+	switch re.Op {
+	case syntax.OpEndLine, syntax.OpEndText, syntax.OpWordBoundary, syntax.OpNoWordBoundary:
+		return true
+	}
+	for _, s := range re.Sub {
+		if looksAtEnd(s) {
+			return true
+		}
+	}
+	return false
 }
 
 // rewriteLast follows `rewrite REGEX /literal last;` to the location nginx

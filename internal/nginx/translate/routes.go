@@ -283,6 +283,14 @@ func (t *translator) proxyRoutes(c *locCtx) []*route {
 			if len(c.differs) > 0 {
 				r.comments = append(r.comments, "differs from nginx: "+strings.Join(c.differs.reasons(), "; "))
 			}
+			for i, rw := range c.firstRewrites {
+				// Ranked above r: nginx's first rewrite that matched won.
+				f := r
+				f.match, f.rewrite, f.def = &config.PathMatch{Regex: rw.Regex}, rw, false
+				f.name = fmt.Sprintf("%s-rewrite%d", r.name, i+1)
+				f.comments = append(slices.Clone(r.comments), fmt.Sprintf("the paths rewrite %s matched: nginx's first rewrite of the location that matched", rw.Regex))
+				out = append(out, &f)
+			}
 			out = append(out, &r)
 		}
 	}
