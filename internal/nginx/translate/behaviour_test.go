@@ -514,6 +514,14 @@ func TestImportBehaviours(t *testing.T) {
 			reason: "2 rewrites in turn",
 		},
 		{
+			name:   "an alias location without trailing slashes answers 404 for the paths that continue its last segment, with its access rules",
+			http:   up + "server {\nlisten 80;\nlocation /avatar { alias /srv/avatars; allow 10.0.0.0/8; deny all; }\nlocation / { proxy_pass http://app; }\n}",
+			line:   5,
+			status: TranslatedDiffers, needs: []Need{NeedStatic},
+			reason: "read the file /srv/avatarsX next to the alias",
+			yaml:   []string{"path: /avatar\n", "match:\n      path: {starts_with: /avatar}\n    respond: {status: 404,", "name: default-avatar-continued"},
+		},
+		{
 			name:   "try_files to a named location that rewrites everything to one file (break) is that file",
 			http:   up + "server {\nlisten 80;\nroot /srv/web;\nlocation ~ ^/([a-z0-9]+)$ { try_files $uri @client; }\nlocation @client { rewrite ^ / break; }\nlocation /api/ { proxy_pass http://app; }\n}",
 			line:   6,

@@ -17,6 +17,9 @@ type locCtx struct {
 	methodAnswers []methodAnswer
 	// methodPools are the pools a map on $request_method chose (maps.go).
 	methodPools []methodPool
+	// aliasGlue: an alias without a trailing slash in a location without
+	// one; its other continuations get 404 (match.go).
+	aliasGlue bool
 	// firstRewrites are rewrite ... break directives before the last one,
 	// each a route of its own ranked above the location's (rewrite.go).
 	firstRewrites []*config.Rewrite

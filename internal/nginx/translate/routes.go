@@ -235,6 +235,12 @@ func (t *translator) emit(c *locCtx) int {
 			names = append(names, n)
 		}
 	}
+	for _, r := range t.glueGuards(c, routes) {
+		r.block = b
+		if n := t.addRoute(r); n != "" {
+			names = append(names, n)
+		}
+	}
 	for _, r := range t.slashGuards(c, routes) {
 		r.block = b
 		t.addRoute(r)
