@@ -522,6 +522,21 @@ func TestImportBehaviours(t *testing.T) {
 			yaml:   []string{"path: /avatar\n", "match:\n      path: {starts_with: /avatar}\n    respond: {status: 404,", "name: default-avatar-continued"},
 		},
 		{
+			name:   "try_files to a front controller + $request_uri: one PHP location takes every such URI, so missing files get its 503",
+			http:   up + "server {\nlisten 80;\nroot /srv;\nlocation ~ ^/(?:data|config)(?:/|$) { return 404; }\nlocation ~ \\.php(?:$|/) { fastcgi_pass 127.0.0.1:9000; }\nlocation ~ \\.css$ { try_files $uri /index.php$request_uri; }\nlocation / { try_files $uri $uri/ /index.php$request_uri; }\n}",
+			line:   9,
+			status: TranslatedDiffers, needs: []Need{NeedFastCGI},
+			reason: "/index.php$request_uri (t.conf:9), which location ~ \\.php(?:$|/) (t.conf:7) ran as a script",
+			yaml:   []string{"try_files: [$uri, $uri/, =503]", "try_files: [$uri, =503]"},
+		},
+		{
+			name:   "try_files to a front controller + $request_uri stays listed where a regex before could take some of them",
+			http:   up + "server {\nlisten 80;\nroot /srv;\nlocation ~ \\.css$ { return 404; }\nlocation ~ \\.php(?:$|/) { fastcgi_pass 127.0.0.1:9000; }\nlocation / { try_files $uri /index.php$request_uri; }\nlocation /api/ { proxy_pass http://app; }\n}",
+			line:   8,
+			status: NotTranslated, needs: []Need{NeedRewrites},
+			reason: "a URI built per request",
+		},
+		{
 			name:   "try_files to a named location that rewrites everything to one file (break) is that file",
 			http:   up + "server {\nlisten 80;\nroot /srv/web;\nlocation ~ ^/([a-z0-9]+)$ { try_files $uri @client; }\nlocation @client { rewrite ^ / break; }\nlocation /api/ { proxy_pass http://app; }\n}",
 			line:   6,

@@ -234,6 +234,15 @@ func (t *translator) tryFiles(c *locCtx, l *nginx.Location, sc *nginx.Scope, d *
 	default:
 		uri, _, _ := strings.Cut(fallback, "?")
 		v, ok := expandURI(sc, uri)
+		if lit, tail := uriTail(uri); !ok && tail && strings.HasPrefix(lit, "/") {
+			// /index.php$request_uri: whatever the request, one location
+			// that runs scripts takes it (Nextcloud's front controller).
+			if target, sure := t.locateAll(c.sp.srv, lit+"/"); sure && target != nil && target != l && runsCode(target) {
+				sp.tryFiles = append(chain, "=503")
+				c.differs.add(NeedFastCGI, "try_files hands missing files to %s (%s), which location %s (%s) ran as a script; sturdy answers them 503, as it answers that location", fallback, d.Pos(), locationLabel(target), target.Dir.Pos())
+				return true
+			}
+		}
 		if !ok || !strings.HasPrefix(v, "/") {
 			c.blockers.add(NeedRewrites, "try_files hands missing files to %s (%s), a URI built per request", fallback, d.Pos())
 			return false
@@ -391,41 +400,4 @@ func joinCC(a, b string) string {
 		return b
 	}
 	return a + ", " + b
-}
-
-// locate finds the location nginx chooses for uri in srv: exact, then the
-// longest prefix unless ^~, then the first regex that matches. sure is
-// false when a regex that Go cannot evaluate could have matched.
-func (t *translator) locate(srv *nginx.Server, uri string) (loc *nginx.Location, sure bool) {
-	var best *nginx.Location
-	for _, l := range srv.Locations {
-		switch {
-		case l.Named || l.Modifier == "~" || l.Modifier == "~*":
-		case l.Modifier == "=":
-			if l.Path == uri {
-				return l, true
-			}
-		case strings.HasPrefix(uri, l.Path) && (best == nil || len(l.Path) > len(best.Path)):
-			best = l
-		}
-	}
-	if best != nil && best.Modifier == "^~" {
-		return best, true
-	}
-	for _, l := range srv.Locations {
-		if l.Modifier != "~" && l.Modifier != "~*" {
-			continue
-		}
-		if p := l.Scope.Parent; p != srv.Scope && (best == nil || p != best.Scope) {
-			continue
-		}
-		m, ok := compileRegex(l.Path, l.Modifier == "~*")
-		if !ok {
-			return nil, false
-		}
-		if m.MatchString(uri) {
-			return l, true
-		}
-	}
-	return best, true
 }
