@@ -161,6 +161,13 @@ func (c *compiler) routing(i int, r *proxy.Route, m route.Match) {
 			}
 			out.Path = c.template(q+".path", rw.Path, o)
 		}
+		if rw.Query != "" {
+			o := url
+			if out.Regex != nil {
+				o.Regex = out.Regex // its captures, as the path's
+			}
+			out.Query = c.template(q+".query", rw.Query, o)
+		}
 		if rw.Rematch {
 			r.Rematch = out // routed again before anything of this route runs
 		} else {

@@ -101,6 +101,10 @@ type Rewrite struct {
 	Regex string `yaml:"regex"`
 	// CaseInsensitive makes Regex ignore case. Default false.
 	CaseInsensitive bool `yaml:"case_insensitive"`
+	// Query replaces the query the backend gets (a template; ${args} is
+	// the client's), as nginx's proxy_pass or rewrite with a ? does.
+	// Default: the client's query, as sent.
+	Query string `yaml:"query"`
 	// Rematch routes the rewritten path again, as nginx's rewrite ...
 	// last searches its locations again: the route answers nothing itself
 	// (no pool), and a path Regex does not match gets 404. Default false.

@@ -276,6 +276,12 @@ func (v *validator) rewrite(p string, r *Route) {
 	if rw.CaseInsensitive && rw.Regex == "" {
 		v.errorf(q+".case_insensitive", "only with regex")
 	}
+	switch {
+	case strings.HasPrefix(rw.Query, "?") || strings.ContainsAny(rw.Query, "#\r\n"):
+		v.errorf(q+".query", "%q: give the query without ? (and no #)", rw.Query)
+	case rw.Query != "" && rw.Rematch:
+		v.errorf(q+".query", "a rewrite that rematches keeps the client's query")
+	}
 	if rw.Rematch {
 		for _, k := range []string{"pool", "backends", "static", "respond", "redirect", "mirror", "cache", "fallback", "error_pages"} {
 			if v.c.Has(p + "." + k) {

@@ -53,3 +53,39 @@ func TestRewriteRematch(t *testing.T) {
 		t.Errorf("a rewrite that rematches itself: %d, want 500", resp.StatusCode)
 	}
 }
+
+const rewriteQueryConfig = `
+admin: { listen: "off" }
+listeners: [ { name: web, listen: "127.0.0.1:0" } ]
+routes:
+  # nginx: location = /ws { proxy_pass http://b/ws?prefix=&$args; }
+  - { name: ws, match: { path: { exact: /ws } }, rewrite: { path: /ws, query: 'prefix=&${args}' }, pool: web }
+  # nginx: location ~ ^/t/([a-z]+)/ws$ { proxy_pass http://b/ws?prefix=$1; }
+  - { name: tenant, match: { path: { regex: '^/t/([a-z]+)/ws$' } }, rewrite: { path: /ws, query: 'prefix=${1}' }, pool: web }
+  - { name: site, default: true, pool: web }
+pools:
+  - { name: web, hosts: [ { addr: "{{web}}" } ] }
+`
+
+// rewrite.query replaces the query the backend gets, with the client's
+// ($args) and the route's captures; routes without it keep the client's.
+func TestRewriteQuery(t *testing.T) {
+	t.Parallel()
+	web := recordingBackend(t, "127.0.0.1", "web")
+	_, base, _ := startSturdy(t, parseConfig(t, rewriteQueryConfig, map[string]string{"web": web.addr()}))
+	c := clientFrom("127.0.0.1")
+	for path, want := range map[string]string{
+		"/ws?q=1":       "/ws?prefix=&q=1",
+		"/ws":           "/ws?prefix=&",
+		"/t/abc/ws?x":   "/ws?prefix=abc",
+		"/other?a=b%20": "/other?a=b%20",
+	} {
+		if resp, _ := do(t, c, "GET", base+path, nil); resp.StatusCode != http.StatusOK {
+			t.Errorf("GET %s: %d", path, resp.StatusCode)
+			continue
+		}
+		if got := web.last(t).RequestURI; got != want {
+			t.Errorf("GET %s: the backend got %s, want %s", path, got, want)
+		}
+	}
+}
