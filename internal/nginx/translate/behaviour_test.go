@@ -537,6 +537,13 @@ func TestImportBehaviours(t *testing.T) {
 			reason: "a URI built per request",
 		},
 		{
+			name:   "proxy_pass with a query and variables sends exactly that query",
+			http:   up + "server {\nlisten 80;\nset $prefix \"\";\nlocation = /ws { proxy_pass http://app/ws?prefix=$prefix&$args; }\nlocation / { proxy_pass http://app; }\n}",
+			line:   6,
+			status: Translated,
+			yaml:   []string{"rewrite: {path: /ws, query: 'prefix=&${args}'}"},
+		},
+		{
 			name:   "try_files to a named location that rewrites everything to one file (break) is that file",
 			http:   up + "server {\nlisten 80;\nroot /srv/web;\nlocation ~ ^/([a-z0-9]+)$ { try_files $uri @client; }\nlocation @client { rewrite ^ / break; }\nlocation /api/ { proxy_pass http://app; }\n}",
 			line:   6,

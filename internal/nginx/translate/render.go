@@ -462,6 +462,9 @@ func (t *translator) renderRules(m *yaml.Node, r *route) {
 				set(rm, "regex", str(rw.Regex), "", "")
 			}
 			set(rm, "path", str(rw.Path), "", "")
+			if rw.Query != "" {
+				set(rm, "query", str(rw.Query), "", "")
+			}
 		}
 		set(m, "rewrite", rm, "the path the backend gets, as nginx built it", "")
 	}

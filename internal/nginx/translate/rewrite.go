@@ -51,12 +51,19 @@ func (t *translator) uriTemplate(c *locCtx, uri string, pass *nginx.Directive) {
 			break
 		}
 	}
-	if strings.Contains(uri, "?") {
-		c.blockers.add(NeedRewrites, "proxy_pass %s (%s) sets the query the backend gets; sturdy keeps the client's", pass.Arg(0), pass.Pos())
-		return
-	}
+	uri, query, hasQuery := strings.Cut(uri, "?")
 	tpl, ok := t.pathTemplate(c, uri, &varCtx{c: c, re: c.regex(), url: true}, pass)
 	if !ok {
+		return
+	}
+	if hasQuery {
+		// nginx sent exactly this query.
+		q, why, ok := (&varCtx{c: c, re: c.regex(), url: true}).template(query)
+		if !ok {
+			c.blockers.add(NeedRewrites, "proxy_pass %s (%s) sets the query the backend gets: %s", pass.Arg(0), pass.Pos(), why)
+			return
+		}
+		c.r.rewrite = &config.Rewrite{Path: tpl, Query: q}
 		return
 	}
 	if tpl != "${uri}" {
