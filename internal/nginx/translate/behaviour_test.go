@@ -544,6 +544,13 @@ func TestImportBehaviours(t *testing.T) {
 			yaml:   []string{"rewrite: {path: /ws, query: 'prefix=&${args}'}"},
 		},
 		{
+			name:   "rewrite ... last to a location whose proxy_pass builds the URI from variables takes the values the first location set",
+			http:   up + "server {\nlisten 80;\nset $prefix \"\";\nlocation = /ws { proxy_pass http://app/ws?prefix=$prefix&$args; }\nlocation ~ ^/([a-z]+)/ws$ { set $prefix \"$1\"; rewrite ^ /ws; }\nlocation / { proxy_pass http://app; }\n}",
+			line:   7,
+			status: Translated,
+			yaml:   []string{"path: {regex: '^/([a-z]+)/ws$'}\n    pool: app", "rewrite: {path: /ws, query: 'prefix=${1}&${args}'}"},
+		},
+		{
 			name:   "try_files to a named location that rewrites everything to one file (break) is that file",
 			http:   up + "server {\nlisten 80;\nroot /srv/web;\nlocation ~ ^/([a-z0-9]+)$ { try_files $uri @client; }\nlocation @client { rewrite ^ / break; }\nlocation /api/ { proxy_pass http://app; }\n}",
 			line:   6,

@@ -16,6 +16,10 @@ type locCtx struct {
 	methodAnswers []methodAnswer
 	// methodPools are the pools a map on $request_method chose (maps.go).
 	methodPools []methodPool
+	// sets are the set directives of a location that rewrote the request
+	// to the one that proxies (name without $ to nginx value); they win
+	// over the proxying location's own (vars.go).
+	sets map[string]string
 	// aliasGlue: an alias without a trailing slash in a location without
 	// one; its other continuations get 404 (match.go).
 	aliasGlue bool

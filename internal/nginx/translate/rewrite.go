@@ -249,6 +249,21 @@ func (t *translator) rewriteLast(c *locCtx, l *nginx.Location, d *nginx.Directiv
 		return false
 	}
 	m, sure := t.locate(c.sp.srv, repl)
+	if sure && m != nil && m != l && m.ProxyPass != nil && m.Target != nil && m.Target.Variable && rewritesEverything(d) && l == c.loc {
+		// proxy_pass http://b/ws?prefix=$prefix: nginx built the URI from
+		// variables, which this location's set directives may have given
+		// values (set $prefix $1) before the rewrite.
+		c.sets = map[string]string{}
+		for _, s := range l.Local("set") {
+			t.use(s)
+			if len(s.Args) == 2 {
+				c.sets[strings.TrimPrefix(s.Arg(0), "$")] = s.Arg(1)
+			}
+		}
+		c.content, c.pass, c.target = m, m.ProxyPass, m.Target
+		c.r.comments = append(c.r.comments, fmt.Sprintf("%s (%s) sent the request to location %s (%s)", strings.TrimSuffix(d.String(), ";"), d.Pos(), locationLabel(m), m.Dir.Pos()))
+		return true
+	}
 	if !sure || m == nil || m == l || m.ProxyPass == nil || m.Target == nil || m.Target.Variable {
 		return false
 	}
