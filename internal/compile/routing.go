@@ -191,7 +191,7 @@ func (c *compiler) routing(i int, r *proxy.Route, m route.Match) {
 		r.HostHeader = c.hostHeader(routeHost, rc.Pool)
 	}
 	if len(rc.Backends) > 0 {
-		g.Backends, used = c.backends(p, rc, routeHost), true
+		g.Backends, used = c.backends(p, rc, routeHost, hdr), true
 	}
 	if mc := rc.Mirror; mc != nil {
 		g.Mirror, used = c.mirror(p, rc, r), true
@@ -312,7 +312,7 @@ func (c *compiler) errorPages(p string, rc config.Route) map[int]*proxy.ErrorPag
 
 // backends compiles a split route's pools, each with its upstream client,
 // fallback, hash key and Host.
-func (c *compiler) backends(p string, rc config.Route, routeHost *subst.Template) *proxy.Backends {
+func (c *compiler) backends(p string, rc config.Route, routeHost *subst.Template, hdr subst.Options) *proxy.Backends {
 	var when, weighted []*proxy.Backend
 	for j, bc := range rc.Backends {
 		q := fmt.Sprintf("%s.backends[%d]", p, j)
@@ -331,6 +331,7 @@ func (c *compiler) backends(p string, rc config.Route, routeHost *subst.Template
 			be.Fallback = c.rt.poolBy[fb]
 		}
 		be.HashKind, be.HashName = c.hashKey(pi, pc)
+		be.Request = c.headerRules(q+".request_headers", bc.RequestHeaders, nil, hdr)
 		switch {
 		case bc.Header != nil:
 			vm := c.valueMatch(q+".header", *bc.Header)

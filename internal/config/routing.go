@@ -163,6 +163,10 @@ type Backend struct {
 	// Fallback is the pool tried while this one is empty. Default: the
 	// route's fallback.pool.
 	Fallback string `yaml:"fallback"`
+	// RequestHeaders change the requests sent to this entry's pool, after
+	// the route's request_headers (nginx: a proxy_set_header whose value
+	// is the variable that chose the upstream). Default: none.
+	RequestHeaders *HeaderRules `yaml:"request_headers"`
 }
 
 // Mirror (routes[].mirror) copies a share of the route's requests to

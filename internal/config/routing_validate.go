@@ -350,6 +350,7 @@ func (v *validator) backends(p string, r *Route, pools map[string]bool) {
 	weighted := 0
 	for j, b := range r.Backends {
 		q := fmt.Sprintf("%s.backends[%d]", p, j)
+		v.headerRules(q+".request_headers", b.RequestHeaders)
 		switch {
 		case b.Pool == "":
 			v.errorf(q+".pool", "missing; expected the name of a pool")

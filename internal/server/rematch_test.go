@@ -89,3 +89,38 @@ func TestRewriteQuery(t *testing.T) {
 		}
 	}
 }
+
+const backendHeadersConfig = `
+admin: { listen: "off" }
+listeners: [ { name: web, listen: "127.0.0.1:0" } ]
+routes:
+  - name: site
+    default: true
+    request_headers: { set: { X-Route: site } }
+    backends:
+      - { pool: canary, header: { name: X-Canary, exact: "1" }, request_headers: { set: { X-Release: canary, X-Route: mine } } }
+      - { pool: stable, request_headers: { set: { X-Release: stable } } }
+pools:
+  - { name: canary, hosts: [ { addr: "{{canary}}" } ] }
+  - { name: stable, hosts: [ { addr: "{{stable}}" } ] }
+`
+
+// backends[].request_headers go only to that backend's requests, after
+// the route's own rules (nginx: proxy_set_header X-Release $pool).
+func TestBackendRequestHeaders(t *testing.T) {
+	t.Parallel()
+	canary, stable := recordingBackend(t, "127.0.0.1", "canary"), recordingBackend(t, "127.0.0.1", "stable")
+	_, base, _ := startSturdy(t, parseConfig(t, backendHeadersConfig, map[string]string{"canary": canary.addr(), "stable": stable.addr()}))
+	c := clientFrom("127.0.0.1")
+	do(t, c, "GET", base+"/", nil, "X-Canary", "1")
+	do(t, c, "GET", base+"/", nil)
+	for _, tt := range []struct {
+		b             *recorder
+		release, from string
+	}{{canary, "canary", "mine"}, {stable, "stable", "site"}} {
+		h := tt.b.last(t).Header
+		if h.Get("X-Release") != tt.release || h.Get("X-Route") != tt.from {
+			t.Errorf("%s got X-Release %q, X-Route %q; want %q, %q", tt.b.name, h.Get("X-Release"), h.Get("X-Route"), tt.release, tt.from)
+		}
+	}
+}
