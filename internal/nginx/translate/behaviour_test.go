@@ -551,6 +551,13 @@ func TestImportBehaviours(t *testing.T) {
 			yaml:   []string{"path: {regex: '^/([a-z]+)/ws$'}\n    pool: app", "rewrite: {path: /ws, query: 'prefix=${1}&${args}'}"},
 		},
 		{
+			name:   "proxy_set_header with the variable that chose the backend sends each backend's value; a method route gets its own",
+			http:   up + "upstream api { server 10.0.0.2:8080; }\nmap $http_x_side $side { api api; default app; }\nmap $request_method $target { POST api; default $side; }\nserver {\nlisten 80;\nlocation / { proxy_set_header Host $host; proxy_set_header X-Side $target; proxy_pass http://$target; }\n}",
+			line:   8,
+			status: Translated,
+			yaml:   []string{"- {pool: api, header: {name: X-Side, regex: '^(?i:api)$'}, request_headers: {set: {X-Side: api}}}", "- {pool: app, weight: 1, request_headers: {set: {X-Side: app}}}", "methods: [POST]\n    pool: api", "X-Side: api\n"},
+		},
+		{
 			name:   "try_files to a named location that rewrites everything to one file (break) is that file",
 			http:   up + "server {\nlisten 80;\nroot /srv/web;\nlocation ~ ^/([a-z0-9]+)$ { try_files $uri @client; }\nlocation @client { rewrite ^ / break; }\nlocation /api/ { proxy_pass http://app; }\n}",
 			line:   6,

@@ -91,6 +91,16 @@ func (t *translator) requestHeaders(c *locCtx, sc *nginx.Scope, tls bool) {
 			c.r.reqRemove = append(c.r.reqRemove, name)
 		case v == "$request_id" && strings.EqualFold(name, config.DefaultRequestIDHeader):
 			x.requestID = true
+		case c.mapVar != "" && wholeVar(v) == c.mapVar:
+			// The variable that chose the backend: each backend's value.
+			c.mapHeaders = append(c.mapHeaders, name)
+			if len(c.r.backends) == 0 {
+				c.r.reqSet = append(c.r.reqSet, headerRule{name, strings.ReplaceAll(c.mapValue, "$", "$$")})
+			}
+			for i := range c.r.backends {
+				b := &c.r.backends[i]
+				b.headers = append(b.headers, headerRule{name, strings.ReplaceAll(b.value, "$", "$$")})
+			}
 		default:
 			tpl, why, ok := x.template(v)
 			if !ok {

@@ -16,6 +16,11 @@ type locCtx struct {
 	methodAnswers []methodAnswer
 	// methodPools are the pools a map on $request_method chose (maps.go).
 	methodPools []methodPool
+	// mapVar is the variable proxy_pass chose the backend by (maps.go),
+	// mapValue its value where one pool is left; mapHeaders the request
+	// headers that send it.
+	mapVar, mapValue string
+	mapHeaders       []string
 	// sets are the set directives of a location that rewrote the request
 	// to the one that proxies (name without $ to nginx value); they win
 	// over the proxying location's own (vars.go).

@@ -40,6 +40,10 @@ type backendPlan struct {
 	pool   *pool
 	weight int
 	cond   *condition
+	// value is what the variable held when this entry was chosen, and
+	// headers the request rules that send it (proxy_set_header X $pool).
+	value   string
+	headers []headerRule
 }
 
 // mapBackends resolves proxy_pass's $name into backends; why says what
@@ -79,7 +83,7 @@ func (t *translator) mapBackends(c *locCtx, name string, tg *nginx.ProxyTarget, 
 			return nil, strings.Join(ns.reasons(), "; ")
 		}
 		c.differs.merge(ns)
-		out = append(out, backendPlan{pool: p, weight: ch.weight, cond: ch.cond})
+		out = append(out, backendPlan{pool: p, weight: ch.weight, cond: ch.cond, value: ch.value})
 		if ch.cond == nil && ch.weight == 0 {
 			out[len(out)-1].weight = 1
 			break // nothing after an unconditional choice is reached
@@ -97,6 +101,7 @@ func (t *translator) mapBackends(c *locCtx, name string, tg *nginx.ProxyTarget, 
 type methodPool struct {
 	methods []string
 	pool    *pool
+	value   string // the variable's value for these methods
 }
 
 // splitMethods takes the leading method conditions off bs, one entry per
@@ -105,11 +110,11 @@ func splitMethods(bs []backendPlan) (rest []backendPlan, byMethod []methodPool) 
 	for len(bs) > 0 && bs[0].cond != nil && bs[0].cond.method != "" {
 		b := bs[0]
 		bs = bs[1:]
-		if i := slices.IndexFunc(byMethod, func(m methodPool) bool { return m.pool == b.pool }); i >= 0 {
+		if i := slices.IndexFunc(byMethod, func(m methodPool) bool { return m.pool == b.pool && m.value == b.value }); i >= 0 {
 			byMethod[i].methods = appendOnce(byMethod[i].methods, b.cond.method)
 			continue
 		}
-		byMethod = append(byMethod, methodPool{methods: []string{b.cond.method}, pool: b.pool})
+		byMethod = append(byMethod, methodPool{methods: []string{b.cond.method}, pool: b.pool, value: b.value})
 	}
 	return bs, byMethod
 }

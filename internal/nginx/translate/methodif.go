@@ -103,6 +103,10 @@ func (t *translator) methodRoutes(c *locCtx, routes []*route) []*route {
 		for _, mp := range c.methodPools {
 			g := *r
 			g.def, g.methods, g.pool, g.backends = false, mp.methods, mp.pool, nil
+			g.reqSet = slices.DeleteFunc(slices.Clone(r.reqSet), func(h headerRule) bool { return slices.Contains(c.mapHeaders, h.name) })
+			for _, name := range c.mapHeaders {
+				g.reqSet = append(g.reqSet, headerRule{name, strings.ReplaceAll(mp.value, "$", "$$")})
+			}
 			g.name = r.name + "-" + strings.ToLower(strings.Join(mp.methods, "-"))
 			g.comments = append(slices.Clone(r.comments), fmt.Sprintf("nginx's map on $request_method sent %s to %s", strings.Join(mp.methods, " "), mp.pool.name))
 			out = append(out, &g)

@@ -567,6 +567,14 @@ func renderBackends(bs []backendPlan) *yaml.Node {
 		if b.pool.fallback != nil {
 			set(e, "fallback", str(b.pool.fallback.name), "", "")
 		}
+		if len(b.headers) > 0 {
+			rs := renderRuleSet(b.headers, nil, nil)
+			rs.Style = yaml.FlowStyle
+			for _, n := range rs.Content {
+				n.Style |= yaml.FlowStyle
+			}
+			set(e, "request_headers", rs, "", "")
+		}
 		n.Content = append(n.Content, e)
 	}
 	return n

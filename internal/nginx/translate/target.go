@@ -57,7 +57,7 @@ func (t *translator) proxyTarget(c *locCtx) {
 			c.blockers.add(NeedVariables, "proxy_pass %s (%s) chooses the backend by method for every request", pass.Arg(0), pass.Pos())
 			return
 		}
-		c.r.backends, c.pool = bs, bs[0].pool
+		c.r.backends, c.pool, c.mapVar, c.mapValue = bs, bs[0].pool, name, bs[0].value
 		if len(bs) == 1 && bs[0].cond == nil {
 			c.r.backends = nil // one pool for the other methods
 		}
