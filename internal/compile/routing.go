@@ -161,10 +161,21 @@ func (c *compiler) routing(i int, r *proxy.Route, m route.Match) {
 			}
 			out.Path = c.template(q+".path", rw.Path, o)
 		}
-		g.Rewrite, used = out, true
+		if rw.Query != "" {
+			o := url
+			if out.Regex != nil {
+				o.Regex = out.Regex // its captures, as the path's
+			}
+			out.Query = c.template(q+".query", rw.Query, o)
+		}
+		if rw.Rematch {
+			r.Rematch = out // routed again before anything of this route runs
+		} else {
+			g.Rewrite, used = out, true
+		}
 	}
-	if h := c.headerRules(p+".request_headers", rc.RequestHeaders, nil, hdr); h != nil {
-		g.Request, used = h, true
+	if h := c.headerRules(p+".request_headers", rc.RequestHeaders, nil, hdr); h != nil || rc.ForwardingHeaders != nil {
+		g.Request, used = withoutForwarding(h, rc.ForwardingHeaders), true
 	}
 	if h := c.headerRules(p+".response_headers", rc.ResponseHeaders, rc.HideResponseHeaders, hdr); h != nil {
 		g.Response, used = h, true
@@ -180,7 +191,7 @@ func (c *compiler) routing(i int, r *proxy.Route, m route.Match) {
 		r.HostHeader = c.hostHeader(routeHost, rc.Pool)
 	}
 	if len(rc.Backends) > 0 {
-		g.Backends, used = c.backends(p, rc, routeHost), true
+		g.Backends, used = c.backends(p, rc, routeHost, hdr), true
 	}
 	if mc := rc.Mirror; mc != nil {
 		g.Mirror, used = c.mirror(p, rc, r), true
@@ -249,6 +260,25 @@ func (c *compiler) headerRules(p string, h *config.HeaderRules, hide []string, o
 	return out
 }
 
+// withoutForwarding adds to h (nil: no rules) the removal of sturdy's
+// forwarding headers that keep are not: routes[].forwarding_headers. The
+// removal runs before the route's own set and add, so a rule still wins;
+// a route without the key pays nothing.
+func withoutForwarding(h *proxy.HeaderRules, keep []string) *proxy.HeaderRules {
+	if h == nil {
+		h = &proxy.HeaderRules{}
+	}
+	if keep == nil {
+		return h
+	}
+	for _, k := range config.SetForwardingHeaders {
+		if !slices.ContainsFunc(keep, func(s string) bool { return strings.EqualFold(strings.TrimSpace(s), k) }) {
+			h.Remove = append(h.Remove, k)
+		}
+	}
+	return h
+}
+
 // errorPages reads routes[i]'s error pages.
 func (c *compiler) errorPages(p string, rc config.Route) map[int]*proxy.ErrorPage {
 	if len(rc.ErrorPages) == 0 {
@@ -282,7 +312,7 @@ func (c *compiler) errorPages(p string, rc config.Route) map[int]*proxy.ErrorPag
 
 // backends compiles a split route's pools, each with its upstream client,
 // fallback, hash key and Host.
-func (c *compiler) backends(p string, rc config.Route, routeHost *subst.Template) *proxy.Backends {
+func (c *compiler) backends(p string, rc config.Route, routeHost *subst.Template, hdr subst.Options) *proxy.Backends {
 	var when, weighted []*proxy.Backend
 	for j, bc := range rc.Backends {
 		q := fmt.Sprintf("%s.backends[%d]", p, j)
@@ -301,6 +331,7 @@ func (c *compiler) backends(p string, rc config.Route, routeHost *subst.Template
 			be.Fallback = c.rt.poolBy[fb]
 		}
 		be.HashKind, be.HashName = c.hashKey(pi, pc)
+		be.Request = c.headerRules(q+".request_headers", bc.RequestHeaders, nil, hdr)
 		switch {
 		case bc.Header != nil:
 			vm := c.valueMatch(q+".header", *bc.Header)

@@ -218,11 +218,16 @@ type Route struct {
 	ResponseHeaders     *HeaderRules `yaml:"response_headers"`      // set/add/remove on every answer
 	HideResponseHeaders []string     `yaml:"hide_response_headers"` // nginx proxy_hide_header
 	HostHeader          string       `yaml:"host_header"`           // the Host the backend gets; default the client's
-	Rewrite             *Rewrite     `yaml:"rewrite"`               // the path the backend gets
-	Backends            []Backend    `yaml:"backends"`              // several pools: weights, header or cookie
-	Mirror              *Mirror      `yaml:"mirror"`                // copies of requests to another pool
-	RequestID           *RequestID   `yaml:"request_id"`            // overrides the top-level request_id
-	ErrorPages          []ErrorPage  `yaml:"error_pages"`           // nginx error_page + proxy_intercept_errors
+	// ForwardingHeaders lists which of sturdy's X-Forwarded-For,
+	// X-Forwarded-Host, X-Forwarded-Proto and X-Real-IP the backend gets
+	// (routing.go). Nil (not set): all four; [] none, as nginx sends none
+	// unless proxy_set_header says so.
+	ForwardingHeaders []string    `yaml:"forwarding_headers"`
+	Rewrite           *Rewrite    `yaml:"rewrite"`     // the path the backend gets
+	Backends          []Backend   `yaml:"backends"`    // several pools: weights, header or cookie
+	Mirror            *Mirror     `yaml:"mirror"`      // copies of requests to another pool
+	RequestID         *RequestID  `yaml:"request_id"`  // overrides the top-level request_id
+	ErrorPages        []ErrorPage `yaml:"error_pages"` // nginx error_page + proxy_intercept_errors
 }
 
 // Timeouts of a route.

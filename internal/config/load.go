@@ -361,7 +361,7 @@ func (v *validator) routes(pools map[string]bool) {
 	for i, r := range c.Routes {
 		p := fmt.Sprintf("routes[%d]", i)
 		v.uniqueName(p, r.Name, "route", names, i)
-		if r.Pool == "" && r.Static == nil && r.Redirect == nil && r.Respond == nil && len(r.Backends) == 0 {
+		if r.Pool == "" && r.Static == nil && r.Redirect == nil && r.Respond == nil && len(r.Backends) == 0 && (r.Rewrite == nil || !r.Rewrite.Rematch) {
 			v.errorf(p+".pool", "missing; expected the name of a pool")
 		} else if r.Pool != "" && !pools[r.Pool] {
 			v.errorf(p+".pool", "no pool named %q; define it under pools", r.Pool)

@@ -101,6 +101,14 @@ type Rewrite struct {
 	Regex string `yaml:"regex"`
 	// CaseInsensitive makes Regex ignore case. Default false.
 	CaseInsensitive bool `yaml:"case_insensitive"`
+	// Query replaces the query the backend gets (a template; ${args} is
+	// the client's), as nginx's proxy_pass or rewrite with a ? does.
+	// Default: the client's query, as sent.
+	Query string `yaml:"query"`
+	// Rematch routes the rewritten path again, as nginx's rewrite ...
+	// last searches its locations again: the route answers nothing itself
+	// (no pool), and a path Regex does not match gets 404. Default false.
+	Rematch bool `yaml:"rematch"`
 }
 
 // HeaderRules (routes[].request_headers, routes[].response_headers) are
@@ -155,6 +163,10 @@ type Backend struct {
 	// Fallback is the pool tried while this one is empty. Default: the
 	// route's fallback.pool.
 	Fallback string `yaml:"fallback"`
+	// RequestHeaders change the requests sent to this entry's pool, after
+	// the route's request_headers (nginx: a proxy_set_header whose value
+	// is the variable that chose the upstream). Default: none.
+	RequestHeaders *HeaderRules `yaml:"request_headers"`
 }
 
 // Mirror (routes[].mirror) copies a share of the route's requests to

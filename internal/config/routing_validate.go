@@ -52,6 +52,7 @@ func (v *validator) routing(pools map[string]bool) {
 		if c.Has(p+".host_header") && strings.TrimSpace(r.HostHeader) == "" {
 			v.errorf(p+".host_header", "empty; leave it out to pass the client's Host, or give a name, $host or $proxy_host")
 		}
+		v.forwardingHeaders(p+".forwarding_headers", r.ForwardingHeaders)
 		v.backends(p, r, pools)
 		v.mirror(p, r, pools)
 		if r.RequestID != nil {
@@ -64,6 +65,26 @@ func (v *validator) routing(pools map[string]bool) {
 		if c.Has(p) && strings.TrimSpace(pl.HostHeader) == "" {
 			v.errorf(p, "empty; leave it out to pass the client's Host, or give a name or $proxy_host")
 		}
+	}
+}
+
+// SetForwardingHeaders are the headers routes[].forwarding_headers
+// chooses from: those sturdy sets from the connection. Via and Forwarded
+// are not among them (sturdy always sends Via and never makes Forwarded).
+var SetForwardingHeaders = []string{"X-Forwarded-For", "X-Forwarded-Host", "X-Forwarded-Proto", "X-Real-Ip"}
+
+func (v *validator) forwardingHeaders(p string, list []string) {
+	seen := map[string]bool{}
+	for j, h := range list {
+		q := fmt.Sprintf("%s[%d]", p, j)
+		k := textproto.CanonicalMIMEHeaderKey(strings.TrimSpace(h))
+		switch {
+		case !slices.Contains(SetForwardingHeaders, k):
+			v.errorf(q, "%q is not a header sturdy sets itself; give some of X-Forwarded-For, X-Forwarded-Host, X-Forwarded-Proto, X-Real-IP (or [] for none), and set others with request_headers", h)
+		case seen[k]:
+			v.errorf(q, "%s is listed twice", h)
+		}
+		seen[k] = true
 	}
 }
 
@@ -255,6 +276,19 @@ func (v *validator) rewrite(p string, r *Route) {
 	if rw.CaseInsensitive && rw.Regex == "" {
 		v.errorf(q+".case_insensitive", "only with regex")
 	}
+	switch {
+	case strings.HasPrefix(rw.Query, "?") || strings.ContainsAny(rw.Query, "#\r\n"):
+		v.errorf(q+".query", "%q: give the query without ? (and no #)", rw.Query)
+	case rw.Query != "" && rw.Rematch:
+		v.errorf(q+".query", "a rewrite that rematches keeps the client's query")
+	}
+	if rw.Rematch {
+		for _, k := range []string{"pool", "backends", "static", "respond", "redirect", "mirror", "cache", "fallback", "error_pages"} {
+			if v.c.Has(p + "." + k) {
+				v.errorf(p+"."+k, "a route whose rewrite rematches hands every request to the route of the new path; %s is never used", k)
+			}
+		}
+	}
 }
 
 func (v *validator) headerRules(p string, h *HeaderRules) {
@@ -316,6 +350,7 @@ func (v *validator) backends(p string, r *Route, pools map[string]bool) {
 	weighted := 0
 	for j, b := range r.Backends {
 		q := fmt.Sprintf("%s.backends[%d]", p, j)
+		v.headerRules(q+".request_headers", b.RequestHeaders)
 		switch {
 		case b.Pool == "":
 			v.errorf(q+".pool", "missing; expected the name of a pool")

@@ -452,6 +452,14 @@ func (f *forwarder) prepare() failure {
 	var mirror *Mirror
 	if g != nil {
 		f.routeRequest(g, &out)
+		if hr := f.be.Request; hr != nil {
+			// The chosen backend's own rules, after the route's.
+			var v *subst.Vars
+			if hr.Dynamic() {
+				v = f.templateVars()
+			}
+			hr.Apply(out.Header, v)
+		}
 		if g.Mirror != nil && g.Mirror.take() {
 			mirror = g.Mirror
 		}

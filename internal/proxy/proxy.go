@@ -115,6 +115,10 @@ type Route struct {
 	// redirect, rewrite, header rules, split, mirror, request id, error
 	// pages (routing.go).
 	Routing *Routing
+	// Rematch, when set, rewrites the path and routes the request again
+	// (rewrite.rematch, nginx's rewrite ... last); the route itself
+	// answers nothing (rematch.go).
+	Rematch *Rewrite
 
 	notes      [numAnswers]string      // set by Prepare
 	faultNotes [edge.NumReasons]string // set by Prepare
@@ -235,6 +239,11 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	rt := e.Value
+	if rt.Rematch != nil {
+		if r, rt = h.rematch(w, r, snap, ln, rt); rt == nil {
+			return
+		}
+	}
 	if slashes && !rt.AllowEncodedSlashes {
 		snap.Edge.C.Add(edge.RejectSlash)
 		rt.Stats.observe(writeEdgeError(w, http.StatusBadRequest, rt.Name, "encoded slashes (%2F, %5C) in the path are ambiguous, and this route does not allow them (allow_encoded_slashes)"), 0, time.Now().UnixNano(), false)

@@ -30,6 +30,8 @@ type Rewrite struct {
 	// and $1..$9 are Regex's captures.
 	Path  *subst.Template
 	Regex *regexp.Regexp
+	// Query, when set, replaces the query (nginx's proxy_pass with a ?).
+	Query *subst.Template
 }
 
 // Redirect answers with a redirect: URL, or the request's URL with the
@@ -49,20 +51,25 @@ type Redirect struct {
 func (f *forwarder) rewrite(rw *Rewrite) {
 	r := f.r
 	var out string
+	v := f.templateVars()
 	switch {
 	case rw.Prefix != nil:
-		out = replacePrefix(r.URL, rw.Match, rw.Prefix.Expand(f.templateVars()))
+		out = replacePrefix(r.URL, rw.Match, rw.Prefix.Expand(v))
 	case rw.Regex != nil:
 		if !rw.Regex.MatchString(r.URL.Path) {
 			return
 		}
-		v := *f.templateVars() // its own captures: those of rw.Regex
-		v.Regex = rw.Regex
-		out = rw.Path.Expand(&v)
+		own := *v // its own captures: those of rw.Regex
+		own.Regex = rw.Regex
+		v = &own
+		out = rw.Path.Expand(v)
 	default:
-		out = rw.Path.Expand(f.templateVars())
+		out = rw.Path.Expand(v)
 	}
 	setEscapedPath(f.url, out)
+	if rw.Query != nil {
+		f.url.RawQuery = rw.Query.Expand(v)
+	}
 }
 
 // replacePrefix replaces the matched prefix of u's path with repl (in

@@ -65,6 +65,9 @@ type Backend struct {
 	// whenever the condition holds.
 	Header, Cookie string
 	When           *route.ValueMatch
+	// Request, when set, changes the requests sent to this backend, after
+	// the route's rules (backends[].request_headers).
+	Request *HeaderRules
 }
 
 func (b *Backend) holds(r *http.Request) bool {

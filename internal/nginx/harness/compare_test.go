@@ -102,7 +102,7 @@ func (r *reqResult) compare(chosen []string, pools poolsOf, clean func(string) s
 		fail("routing", "nginx: %s; sturdy: %s", orStatus(n), orStatus(s))
 	case n.status != s.status:
 		fail("routing", "status %d from nginx, %d from sturdy%s", n.status, s.status, reached(n, s))
-	case clean(n.location) != clean(s.location):
+	case defaultPort(clean(n.location)) != defaultPort(clean(s.location)):
 		fail("routing", "Location %q from nginx, %q from sturdy", n.location, s.location)
 	case (n.rec == nil) != (s.rec == nil):
 		fail("routing", "%s", reached(n, s))
@@ -263,6 +263,28 @@ func cleanAll(clean func(string) string, vs []string) []string {
 		out[i] = clean(v)
 	}
 	return out
+}
+
+// defaultPort drops the scheme's own port from an absolute URL: nginx
+// writes the port of the address it listens on into the redirects it
+// builds unless that is 80 (or 443 with TLS); on the harness's loopback
+// ports it always writes one, which the cleaner turns back into :80 or
+// :443, the URL a client gets without it.
+func defaultPort(u string) string {
+	for _, p := range [...][2]string{{"http://", ":80"}, {"https://", ":443"}} {
+		rest, ok := strings.CutPrefix(u, p[0])
+		if !ok {
+			continue
+		}
+		i := strings.IndexAny(rest, "/?#")
+		if i < 0 {
+			i = len(rest)
+		}
+		if h, ok := strings.CutSuffix(rest[:i], p[1]); ok {
+			return p[0] + h + rest[i:]
+		}
+	}
+	return u
 }
 
 var portNumber = regexp.MustCompile(`\b[0-9]{4,5}\b`)

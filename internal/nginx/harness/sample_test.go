@@ -56,3 +56,20 @@ func TestSamePool(t *testing.T) {
 		}
 	}
 }
+
+// A redirect with the scheme's own port is the URL without it; any other
+// port, or the other scheme's, is kept.
+func TestDefaultPort(t *testing.T) {
+	for in, want := range map[string]string{
+		"https://a.test:443/x?q=1": "https://a.test/x?q=1",
+		"https://a.test:443":       "https://a.test",
+		"http://a.test:80?q":       "http://a.test?q",
+		"https://a.test:80/x":      "https://a.test:80/x",
+		"http://a.test:8080/":      "http://a.test:8080/",
+		"/relative:443":            "/relative:443",
+	} {
+		if got := defaultPort(in); got != want {
+			t.Errorf("defaultPort(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

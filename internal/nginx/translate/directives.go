@@ -182,7 +182,7 @@ var structural = map[string]bool{
 	"proxy_set_header": true, "proxy_pass_request_headers": true, "proxy_pass_request_body": true, "proxy_method": true,
 	"ssl_certificate": true, "ssl_certificate_key": true, "ssl": true, "ssl_protocols": true, "ssl_ciphers": true,
 	"ssl_dhparam": true, "ssl_trusted_certificate": true,
-	"fastcgi_pass": true, "uwsgi_pass": true, "scgi_pass": true, "grpc_pass": true, "memcached_pass": true,
+	"fastcgi_pass": true, "uwsgi_pass": true, "scgi_pass": true, "grpc_pass": true, "memcached_pass": true, "stub_status": true,
 	"include": true, "access_by_lua_block": true, "rewrite_by_lua_block": true, "content_by_lua_block": true,
 }
 

@@ -1,6 +1,7 @@
 package translate
 
 import (
+	"fmt"
 	"net/http"
 	"regexp"
 	"slices"
@@ -16,8 +17,11 @@ import (
 // told otherwise, sets no forwarding headers unless told, and replaces the
 // whole list of proxy_set_header in a block that sets any. Each
 // proxy_set_header becomes a request_headers rule (or host_header); the
-// forwarding headers sturdy adds and nginx did not are kept, and listed:
-// nginx passed a client's own X-Forwarded-For or X-Real-IP on unchecked.
+// forwarding headers nginx did not send are left out with
+// forwarding_headers, so the backend gets what nginx's got. (nginx passed a
+// client's own X-Forwarded-For or X-Real-IP on unchecked; sturdy drops
+// those from peers it does not trust, which is said in a comment, not
+// listed: it opens nothing.)
 
 // forwardedSame lists, per header, the nginx values that give the backend
 // what sturdy gives it.
@@ -53,6 +57,7 @@ func (t *translator) requestHeaders(c *locCtx, sc *nginx.Scope, tls bool) {
 		set[n] = d
 	}
 	x := &varCtx{c: c, re: c.regex()}
+	var kept []string // sturdy's forwarding headers nginx sent with the same value
 	if d := set["Host"]; d == nil && c.noDefaultHost {
 	} else if d == nil {
 		// nginx's default, $proxy_host: the name written in proxy_pass,
@@ -81,13 +86,30 @@ func (t *translator) requestHeaders(c *locCtx, sc *nginx.Scope, tls bool) {
 			// Content-Length is the framing sturdy keeps itself (nginx clears it with proxy_pass_request_body off).
 		case slices.Contains(forwardedSame[name], v) || name == "X-Forwarded-Proto" && (v == "https" && tls || v == "http" && !c.sp.tls):
 			// sturdy sends the same value itself.
+			kept = append(kept, name)
 		case v == "":
 			c.r.reqRemove = append(c.r.reqRemove, name)
 		case v == "$request_id" && strings.EqualFold(name, config.DefaultRequestIDHeader):
 			x.requestID = true
+		case c.mapVar != "" && wholeVar(v) == c.mapVar:
+			// The variable that chose the backend: each backend's value.
+			c.mapHeaders = append(c.mapHeaders, name)
+			if len(c.r.backends) == 0 {
+				c.r.reqSet = append(c.r.reqSet, headerRule{name, strings.ReplaceAll(c.mapValue, "$", "$$")})
+			}
+			for i := range c.r.backends {
+				b := &c.r.backends[i]
+				b.headers = append(b.headers, headerRule{name, strings.ReplaceAll(b.value, "$", "$$")})
+			}
 		default:
 			tpl, why, ok := x.template(v)
 			if !ok {
+				if slices.Contains(config.SetForwardingHeaders, name) {
+					// sturdy's own value is the nearest it has.
+					kept = append(kept, name)
+					c.differs.add(NeedRequestHeaders, "nginx set %s: %s (%s); %s, so sturdy sends its own", name, v, d.Pos(), why)
+					continue
+				}
 				c.differs.add(NeedRequestHeaders, "nginx set %s: %s (%s); %s, so sturdy does not set it", name, v, d.Pos(), why)
 				continue
 			}
@@ -105,14 +127,18 @@ func (t *translator) requestHeaders(c *locCtx, sc *nginx.Scope, tls bool) {
 		}
 		c.r.requestID = id
 	}
-	var added []string
-	for _, name := range []string{"X-Forwarded-For", "X-Forwarded-Proto", "X-Forwarded-Host", "X-Real-Ip"} {
+	var unsent []string
+	for _, name := range config.SetForwardingHeaders {
 		if set[name] == nil {
-			added = append(added, name)
+			unsent = append(unsent, name)
 		}
 	}
-	if len(added) > 0 {
-		c.differs.add(NeedRequestHeaders, "sturdy adds %s, which nginx did not send here (nginx passed the client's own on unchecked)", strings.Join(added, ", "))
+	if len(kept) < len(config.SetForwardingHeaders) {
+		// Those nginx set otherwise are request_headers rules, which win.
+		c.r.forwarding = append([]string{}, kept...)
+	}
+	if len(unsent) > 0 {
+		c.r.comments = append(c.r.comments, fmt.Sprintf("nginx sent no %s here (and passed a client's own on unchecked); sturdy sends none either, and drops a client's own", strings.Join(unsent, ", ")))
 	}
 	for _, name := range []string{"proxy_pass_request_headers", "proxy_pass_request_body", "proxy_method"} {
 		if d := sc.Get1(name); d != nil {

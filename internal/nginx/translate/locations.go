@@ -2,7 +2,6 @@ package translate
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/sturdyproxy/sturdy/internal/config"
@@ -15,6 +14,23 @@ type locCtx struct {
 	sp *serverPlan
 	// methodAnswers are its if ($request_method = M) { return ...; } blocks (methodif.go).
 	methodAnswers []methodAnswer
+	// methodPools are the pools a map on $request_method chose (maps.go).
+	methodPools []methodPool
+	// mapVar is the variable proxy_pass chose the backend by (maps.go),
+	// mapValue its value where one pool is left; mapHeaders the request
+	// headers that send it.
+	mapVar, mapValue string
+	mapHeaders       []string
+	// sets are the set directives of a location that rewrote the request
+	// to the one that proxies (name without $ to nginx value); they win
+	// over the proxying location's own (vars.go).
+	sets map[string]string
+	// aliasGlue: an alias without a trailing slash in a location without
+	// one; its other continuations get 404 (match.go).
+	aliasGlue bool
+	// firstRewrites are rewrite ... break directives before the last one,
+	// each a route of its own ranked above the location's (rewrite.go).
+	firstRewrites []*config.Rewrite
 	loc           *nginx.Location // the location requests match
 	// content is the location whose proxy_pass answers: loc itself, or the
 	// named location it hands requests to (try_files ... @x, error_page).
@@ -57,7 +73,7 @@ type locCtx struct {
 // refused reports that the location keeps a rule sturdy cannot express,
 // or one it can but no route can be made to carry it: it must refuse.
 func (c *locCtx) refused() bool {
-	return len(c.protect) > 0 || c.guard.any() && (len(c.blockers) > 0 || c.pass == nil && c.static == nil && c.r.redirect == nil && c.r.respond == nil)
+	return len(c.protect) > 0 || c.guard.any() && (len(c.blockers) > 0 || c.pass == nil && c.static == nil && c.r.redirect == nil && c.r.respond == nil || c.rematches())
 }
 
 // refusalNotes say why the location refuses: the rules sturdy cannot
@@ -118,6 +134,7 @@ func (t *translator) planLocation(sp *serverPlan, l *nginx.Location) *locCtx {
 	t.matchPaths(c)
 	t.methodIfs(c, l)
 	t.content(c, l, 0)
+	t.rewriteBreakFallback(c, l)
 	t.guards(c, l.Scope, true)
 	if c.content != nil && c.content != l {
 		t.guards(c, c.content.Scope, true)
@@ -130,7 +147,14 @@ func (t *translator) planLocation(sp *serverPlan, l *nginx.Location) *locCtx {
 			c.blockers.add(NeedRegexLocations, "regular-expression location %q uses PCRE that sturdy's RE2 does not have (look-around)", l.Path)
 		}
 	}
-	if c.pass == nil && c.static == nil && c.r.respond == nil || len(c.blockers) > 0 || c.refused() || c.viaRedirect != nil || c.r.redirect != nil {
+	if c.pass == nil && c.static == nil && c.r.respond == nil && !c.rematches() || len(c.blockers) > 0 || c.refused() || c.viaRedirect != nil || c.r.redirect != nil {
+		return c
+	}
+	if c.rematches() {
+		// Nothing of the location runs after its rewrite, in nginx
+		// either: no settings, and nothing of it to list.
+		t.useTree(l.Dir)
+		c.r.comments = append([]string{fmt.Sprintf("%s, location %s (%s)", sp.label, locationLabel(l), l.Dir.Pos())}, c.r.comments...)
 		return c
 	}
 	if c.pass != nil {
@@ -231,6 +255,15 @@ func (t *translator) content(c *locCtx, l *nginx.Location, depth int) {
 			return
 		}
 	}
+	for name, need := range map[string]Need{"fastcgi_pass": NeedFastCGI, "uwsgi_pass": NeedFastCGI, "scgi_pass": NeedFastCGI, "grpc_pass": NeedGRPC, "memcached_pass": NeedFastCGI} {
+		if d := last(l.Local(name)); d != nil {
+			// Before try_files: its files are what the server runs, never
+			// to be served as they are.
+			t.use(d)
+			c.blockers.add(need, "nginx passed requests to %s (%s)", strings.TrimSuffix(d.String(), ";"), d.Pos())
+			return
+		}
+	}
 	if d := last(l.Local("try_files")); d != nil {
 		if named := handOver(t, l, d); named != nil {
 			// try_files /dev/null @app: nothing is a file, the named location answers.
@@ -246,13 +279,6 @@ func (t *translator) content(c *locCtx, l *nginx.Location, depth int) {
 		t.staticContent(c, l, l.Scope, d, depth)
 		return
 	}
-	for name, need := range map[string]Need{"fastcgi_pass": NeedFastCGI, "uwsgi_pass": NeedFastCGI, "scgi_pass": NeedFastCGI, "grpc_pass": NeedGRPC, "memcached_pass": NeedFastCGI} {
-		if d := last(l.Local(name)); d != nil {
-			t.use(d)
-			c.blockers.add(need, "nginx passed requests to %s (%s)", strings.TrimSuffix(d.String(), ";"), d.Pos())
-			return
-		}
-	}
 	for _, name := range []string{"content_by_lua_block", "content_by_lua", "content_by_lua_file"} {
 		if d := last(l.Local(name)); d != nil {
 			t.use(d)
@@ -260,7 +286,16 @@ func (t *translator) content(c *locCtx, l *nginx.Location, depth int) {
 			return
 		}
 	}
-	if d := last(l.Local("stub_status")); d != nil {
+	if d := last(l.Local("stub_status")); d != nil && depth == 0 {
+		// sturdy has no copy of nginx's counters to show here, so the
+		// location answers 404 and says where sturdy's are: whoever its
+		// allow/deny kept out still gets nginx's 403 (the route keeps them).
+		t.use(d)
+		t.fixedAnswer(c, l, 404, stubStatusText, true, fmt.Sprintf("stub_status (%s): nginx's status page", d.Pos()))
+		c.r.respond.ContentType = "text/plain"
+		c.differs.add(NeedFixedAnswers, "nginx answered with its status page (stub_status, %s); sturdy answers 404 here, and its own status is on the admin listener (/status, /metrics)", d.Pos())
+		return
+	} else if d != nil {
 		t.use(d)
 		c.blockers.add(NeedFixedAnswers, "nginx answered with its status page (stub_status, %s); sturdy's is on the admin listener", d.Pos())
 		return
@@ -272,6 +307,9 @@ func (t *translator) content(c *locCtx, l *nginx.Location, depth int) {
 	c.content = l
 	t.staticContent(c, l, l.Scope, nil, depth)
 }
+
+// stubStatusText is the answer of a stub_status location.
+const stubStatusText = "nginx's stub_status is not served by sturdy; sturdy's status and metrics are on its admin listener (/status, /metrics)\n"
 
 // handOver returns the named location a try_files always hands requests
 // to (every entry before it is /dev/null), nil when files are tried.
@@ -314,75 +352,4 @@ func (t *translator) namedLocation(srv *nginx.Server, name string) *nginx.Locati
 		}
 	}
 	return nil
-}
-
-// proxyTarget checks the proxy_pass URL and finds its pool.
-func (t *translator) proxyTarget(c *locCtx) {
-	tg, pass, l := c.target, c.pass, c.content
-	t.use(pass)
-	if tg != nil && tg.Variable {
-		// set $backend http://app:8080; proxy_pass $backend;
-		if v, ok := expandSet(l.Scope, pass.Arg(0)); ok {
-			tg = t.site.DecodeTarget(v)
-			c.target = tg
-		}
-	}
-	switch {
-	case tg == nil || tg.Scheme == "" && !tg.Variable:
-		c.blockers.add("", "proxy_pass %q is not a URL (%s)", pass.Arg(0), pass.Pos())
-		return
-	case tg.Variable && strings.HasPrefix(tg.Host, "$") && !strings.ContainsAny(tg.Host[1:], "$:") && !strings.Contains(tg.URI, "$") && tg.Scheme != "":
-		bs, why := t.mapBackends(c, strings.TrimPrefix(strings.Trim(tg.Host, "{}"), "$"), tg, pass)
-		if bs == nil {
-			c.blockers.add(NeedVariables, "proxy_pass %s (%s) chooses the backend per request: %s", pass.Arg(0), pass.Pos(), why)
-			return
-		}
-		c.r.backends, c.pool = bs, bs[0].pool
-		if tg.URI != "" {
-			t.uriPart(c, tg.URI, pass)
-		}
-		if slices.ContainsFunc(bs, func(b backendPlan) bool { return b.cond == nil && b.weight > 1 }) {
-			c.differs.add(NeedVariables, "split_clients hashed each client to one side (sticky); sturdy spreads requests evenly by weight, so one client sees both")
-		}
-		if sc := c.content.Scope; sc.Get1("proxy_set_header") == nil || !slices.ContainsFunc(sc.Get("proxy_set_header"), func(d *nginx.Directive) bool { return strings.EqualFold(d.Arg(0), "Host") }) {
-			c.differs.add(NeedHostHeader, "nginx sent Host: the name of the upstream it chose; sturdy sends the client's Host")
-			c.noDefaultHost = true
-		}
-		return
-	case tg.Variable && strings.Contains(tg.Host, "$") || tg.Variable && tg.Scheme == "":
-		c.blockers.add(NeedVariables, "proxy_pass %s (%s) chooses the backend per request", pass.Arg(0), pass.Pos())
-		return
-	case tg.Scheme != "http" && tg.Scheme != "https":
-		c.blockers.add("", "proxy_pass %s:// (%s) is not HTTP", tg.Scheme, pass.Pos())
-		return
-	}
-	switch {
-	case tg.URI != "" && c.r.rewrite != nil:
-		c.blockers.add(NeedRewrites, "proxy_pass %s (%s) has a URI part next to a rewrite: nginx used one or the other per request", pass.Arg(0), pass.Pos())
-	case tg.Variable:
-		t.uriTemplate(c, tg.URI, pass)
-		base := t.site.DecodeTarget(tg.Scheme + "://" + tg.Host)
-		base.URI = tg.URI
-		tg = base
-		c.target = tg
-	case tg.URI != "":
-		t.uriPart(c, tg.URI, pass)
-	}
-	if len(c.blockers) > 0 {
-		return
-	}
-	c.proxyHost = tg.Host
-	if h, ok := strings.CutSuffix(tg.Host, map[string]string{"http": ":80", "https": ":443"}[tg.Scheme]); ok && !tg.Unix {
-		c.proxyHost = h // nginx's $proxy_host leaves the default port out
-	}
-	if tg.Unix {
-		c.proxyHost = "localhost" // nginx's $proxy_host for a socket
-	}
-	p, ns := t.poolFor(tg, pass)
-	if p == nil {
-		c.blockers = append(c.blockers, ns...)
-		return
-	}
-	c.differs = append(c.differs, ns...)
-	c.pool = p
 }

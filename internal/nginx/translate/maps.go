@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -29,6 +30,9 @@ type condition struct {
 	cookie bool
 	name   string
 	match  config.ValueMatch
+	// method, when set, is the condition instead: the request's method
+	// (a map on $request_method), which becomes a companion route.
+	method string
 }
 
 // backendPlan is one entry of a route's backends.
@@ -36,6 +40,10 @@ type backendPlan struct {
 	pool   *pool
 	weight int
 	cond   *condition
+	// value is what the variable held when this entry was chosen, and
+	// headers the request rules that send it (proxy_set_header X $pool).
+	value   string
+	headers []headerRule
 }
 
 // mapBackends resolves proxy_pass's $name into backends; why says what
@@ -47,20 +55,35 @@ func (t *translator) mapBackends(c *locCtx, name string, tg *nginx.ProxyTarget, 
 	}
 	var out []backendPlan
 	weighted := false
-	for _, ch := range chs {
+	for i, ch := range chs {
+		if ch.cond != nil && ch.cond.method != "" && i > 0 && (chs[i-1].cond == nil || chs[i-1].cond.method == "") {
+			return nil, fmt.Sprintf("$%s tests the method after other conditions; sturdy routes by method first", name)
+		}
 		if ch.cond == nil && ch.weight == 0 && weighted {
 			break
 		}
 		if ch.value == "" {
 			return nil, fmt.Sprintf("$%s can be empty, and nginx then failed the request", name)
 		}
-		target := t.site.DecodeTarget(tg.Scheme + "://" + ch.value + tg.URI)
+		var target *nginx.ProxyTarget
+		if tg.Scheme == "" {
+			// proxy_pass $target, whose values are whole URLs.
+			target = t.site.DecodeTarget(ch.value)
+			switch {
+			case target.Scheme == "" || target.Variable:
+				return nil, fmt.Sprintf("$%s is %q, not a URL", name, ch.value)
+			case target.URI != "":
+				return nil, fmt.Sprintf("$%s is %q, a URL with a path", name, ch.value)
+			}
+		} else {
+			target = t.site.DecodeTarget(tg.Scheme + "://" + ch.value + tg.URI)
+		}
 		p, ns := t.poolFor(target, pass)
 		if p == nil {
 			return nil, strings.Join(ns.reasons(), "; ")
 		}
 		c.differs.merge(ns)
-		out = append(out, backendPlan{pool: p, weight: ch.weight, cond: ch.cond})
+		out = append(out, backendPlan{pool: p, weight: ch.weight, cond: ch.cond, value: ch.value})
 		if ch.cond == nil && ch.weight == 0 {
 			out[len(out)-1].weight = 1
 			break // nothing after an unconditional choice is reached
@@ -71,6 +94,29 @@ func (t *translator) mapBackends(c *locCtx, name string, tg *nginx.ProxyTarget, 
 		return nil, "no value of $" + name + " names a pool"
 	}
 	return out, ""
+}
+
+// methodPool is a pool a map on $request_method chose for some methods:
+// a companion route with match.methods.
+type methodPool struct {
+	methods []string
+	pool    *pool
+	value   string // the variable's value for these methods
+}
+
+// splitMethods takes the leading method conditions off bs, one entry per
+// pool, in nginx's order.
+func splitMethods(bs []backendPlan) (rest []backendPlan, byMethod []methodPool) {
+	for len(bs) > 0 && bs[0].cond != nil && bs[0].cond.method != "" {
+		b := bs[0]
+		bs = bs[1:]
+		if i := slices.IndexFunc(byMethod, func(m methodPool) bool { return m.pool == b.pool && m.value == b.value }); i >= 0 {
+			byMethod[i].methods = appendOnce(byMethod[i].methods, b.cond.method)
+			continue
+		}
+		byMethod = append(byMethod, methodPool{methods: []string{b.cond.method}, pool: b.pool, value: b.value})
+	}
+	return bs, byMethod
 }
 
 // resolveVar lists the values $name takes, in the order nginx would decide.
@@ -151,6 +197,10 @@ func (t *translator) mapChoices(d *nginx.Directive, depth int) ([]choice, string
 	}
 	var cond func(key string) (*condition, bool)
 	switch {
+	case src == "$request_method":
+		cond = func(key string) (*condition, bool) {
+			return &condition{method: key}, slices.Contains(config.LimitExceptMethods, key)
+		}
 	case strings.HasPrefix(src, "$http_") && len(src) > 6:
 		name := http.CanonicalHeaderKey(strings.ReplaceAll(src[6:], "_", "-"))
 		cond = func(key string) (*condition, bool) {
@@ -202,6 +252,9 @@ func (t *translator) mapChoices(d *nginx.Directive, depth int) ([]choice, string
 	var out []choice
 	for _, e := range entries {
 		cd, ok := cond(e.key)
+		if !ok && src == "$request_method" {
+			return nil, fmt.Sprintf("map key %s (%s) is not a method sturdy routes by (%s)", e.key, d.Pos(), strings.Join(config.LimitExceptMethods, " "))
+		}
 		if !ok {
 			return nil, fmt.Sprintf("map key %s (%s) is a regex sturdy's RE2 does not take", e.key, d.Pos())
 		}

@@ -115,12 +115,40 @@ func (c *locCtx) prefixOnly() {
 	}
 	l := c.loc
 	c.match = nil
-	if !strings.HasSuffix(l.Path, "/") {
+	if a := l.Scope.Get1("alias"); !strings.HasSuffix(l.Path, "/") && a != nil && !strings.HasSuffix(a.Arg(0), "/") {
+		// location /avatar { alias /srv/avatars; }: /avatarX read
+		// /srv/avatarsX, a name next to the alias, mostly none.
+		c.aliasGlue = true
+		c.differs.add(NeedStatic, "nginx also matched %sX (any continuation) and read the file %sX next to the alias, mostly none (404); sturdy answers 404 there", l.Path, a.Arg(0))
+	} else if !strings.HasSuffix(l.Path, "/") {
 		c.differs.add(NeedStatic, "nginx also matched %sX (any continuation); sturdy matches %s and %s/... (an alias works on whole path segments)", l.Path, l.Path, l.Path)
 	}
 	if l.Modifier == "^~" {
 		c.differs.add(NeedRegexLocations, "location ^~ %s: nginx chose it before regular expressions; with its alias sturdy matches it as a path prefix, after them", l.Path)
 	}
+}
+
+// glueGuards answer 404 for the paths that continue an alias location's
+// last segment (/avatarx for location /avatar): ranked below its routes,
+// with its access rules.
+func (t *translator) glueGuards(c *locCtx, routes []*route) []*route {
+	if !c.aliasGlue || c.refused() || len(c.blockers) > 0 {
+		return nil
+	}
+	var out []*route
+	for _, r := range routes {
+		if r.path != c.loc.Path || r.match != nil || len(r.methods) > 0 {
+			continue
+		}
+		g := &route{listeners: r.listeners, hosts: r.hosts, path: r.path, match: &config.PathMatch{StartsWith: r.path},
+			guard: r.guard, clientCert: r.clientCert, rateLimit: r.rateLimit, connLimit: r.connLimit,
+			hsts: r.hsts, maxBody: r.maxBody, maxBodyDefault: r.maxBodyDefault,
+			respond: &config.Respond{Status: 404, Body: errorPage(404), ContentType: "text/html"}}
+		g.name = r.name + "-continued"
+		g.comments = []string{fmt.Sprintf("location %s (%s) also took %sX, which its alias turned into a name next to it: 404", c.loc.Path, c.loc.Dir.Pos(), c.loc.Path)}
+		out = append(out, g)
+	}
+	return out
 }
 
 // isRegex reports a regular-expression location.

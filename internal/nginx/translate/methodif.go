@@ -100,6 +100,17 @@ func (t *translator) methodRoutes(c *locCtx, routes []*route) []*route {
 			g.comments = []string{fmt.Sprintf("if %s (%s): nginx answered %s requests itself", strings.Join(a.dir.Args, " "), a.dir.Pos(), a.method)}
 			out = append(out, g)
 		}
+		for _, mp := range c.methodPools {
+			g := *r
+			g.def, g.methods, g.pool, g.backends = false, mp.methods, mp.pool, nil
+			g.reqSet = slices.DeleteFunc(slices.Clone(r.reqSet), func(h headerRule) bool { return slices.Contains(c.mapHeaders, h.name) })
+			for _, name := range c.mapHeaders {
+				g.reqSet = append(g.reqSet, headerRule{name, strings.ReplaceAll(mp.value, "$", "$$")})
+			}
+			g.name = r.name + "-" + strings.ToLower(strings.Join(mp.methods, "-"))
+			g.comments = append(slices.Clone(r.comments), fmt.Sprintf("nginx's map on $request_method sent %s to %s", strings.Join(mp.methods, " "), mp.pool.name))
+			out = append(out, &g)
+		}
 	}
 	return out
 }

@@ -236,6 +236,15 @@ func (t *translator) renderRoute(r *route) *yaml.Node {
 	if r.def {
 		set(m, "default", yes(), "", "")
 	}
+	if rw := r.rewrite; rw != nil && rw.Rematch {
+		// Nothing else of the route is used: the next route answers.
+		rm := &yaml.Node{Kind: yaml.MappingNode, Style: yaml.FlowStyle}
+		set(rm, "regex", str(rw.Regex), "", "")
+		set(rm, "path", str(rw.Path), "", "")
+		set(rm, "rematch", yes(), "", "")
+		set(m, "rewrite", rm, "nginx's rewrite ... last: the new path is routed again", "")
+		return m
+	}
 	if rd := r.redirect; rd != nil {
 		rm := &yaml.Node{Kind: yaml.MappingNode, Style: yaml.FlowStyle}
 		set(rm, "url", str(rd.URL), "", "")
@@ -453,11 +462,17 @@ func (t *translator) renderRules(m *yaml.Node, r *route) {
 				set(rm, "regex", str(rw.Regex), "", "")
 			}
 			set(rm, "path", str(rw.Path), "", "")
+			if rw.Query != "" {
+				set(rm, "query", str(rw.Query), "", "")
+			}
 		}
 		set(m, "rewrite", rm, "the path the backend gets, as nginx built it", "")
 	}
 	if r.hostHeader != "" {
 		set(m, "host_header", str(r.hostHeader), "", "nginx's Host")
+	}
+	if r.forwarding != nil {
+		set(m, "forwarding_headers", flowList(r.forwarding), "", "only those nginx sent")
 	}
 	if len(r.reqSet)+len(r.reqRemove) > 0 {
 		set(m, "request_headers", renderRuleSet(r.reqSet, nil, r.reqRemove), "nginx proxy_set_header", "")
@@ -551,6 +566,14 @@ func renderBackends(bs []backendPlan) *yaml.Node {
 		}
 		if b.pool.fallback != nil {
 			set(e, "fallback", str(b.pool.fallback.name), "", "")
+		}
+		if len(b.headers) > 0 {
+			rs := renderRuleSet(b.headers, nil, nil)
+			rs.Style = yaml.FlowStyle
+			for _, n := range rs.Content {
+				n.Style |= yaml.FlowStyle
+			}
+			set(e, "request_headers", rs, "", "")
 		}
 		n.Content = append(n.Content, e)
 	}

@@ -49,6 +49,8 @@ type route struct {
 	hostHeader string // "" : the client's Host
 	reqSet     []headerRule
 	reqRemove  []string
+	// forwarding is forwarding_headers: nil for all of sturdy's.
+	forwarding []string
 	respAdd    []headerRule
 	hide       []string
 	requestID  *config.RequestID
@@ -195,7 +197,7 @@ func (t *translator) emit(c *locCtx) int {
 			t.useTree(c.loc.Dir)
 		}
 		routes = t.refusalRoutes(c)
-	case len(c.blockers) > 0 || c.pool == nil && c.static == nil && c.r.redirect == nil && c.r.respond == nil:
+	case len(c.blockers) > 0 || c.pool == nil && c.static == nil && c.r.redirect == nil && c.r.respond == nil && !c.rematches():
 		if len(c.blockers) == 0 {
 			c.blockers.add("", "nothing proxies its requests")
 		}
@@ -228,6 +230,12 @@ func (t *translator) emit(c *locCtx) int {
 		}
 	}
 	for _, r := range t.methodRoutes(c, routes) {
+		r.block = b
+		if n := t.addRoute(r); n != "" {
+			names = append(names, n)
+		}
+	}
+	for _, r := range t.glueGuards(c, routes) {
 		r.block = b
 		if n := t.addRoute(r); n != "" {
 			names = append(names, n)
@@ -281,26 +289,15 @@ func (t *translator) proxyRoutes(c *locCtx) []*route {
 			if len(c.differs) > 0 {
 				r.comments = append(r.comments, "differs from nginx: "+strings.Join(c.differs.reasons(), "; "))
 			}
+			for i, rw := range c.firstRewrites {
+				// Ranked above r: nginx's first rewrite that matched won.
+				f := r
+				f.match, f.rewrite, f.def = &config.PathMatch{Regex: rw.Regex}, rw, false
+				f.name = fmt.Sprintf("%s-rewrite%d", r.name, i+1)
+				f.comments = append(slices.Clone(r.comments), fmt.Sprintf("the paths rewrite %s matched: nginx's first rewrite of the location that matched", rw.Regex))
+				out = append(out, &f)
+			}
 			out = append(out, &r)
-		}
-	}
-	return out
-}
-
-func (t *translator) refusalRoutes(c *locCtx) []*route {
-	where := c.sp.label
-	if c.loc != nil {
-		where += ", location " + locationLabel(c.loc) + " (" + c.loc.Dir.Pos() + ")"
-	}
-	ns := c.refusalNotes()
-	body := fmt.Sprintf("Refused: %s was restricted in nginx (%s), and sturdy cannot serve it with the same restriction yet, so it refuses every request here instead of opening it.\n", where, strings.Join(ns.reasons(), "; "))
-	var out []*route
-	for _, v := range c.sp.variants {
-		for _, p := range c.paths {
-			r := &route{listeners: v.listeners, hosts: v.hosts, path: p, match: c.match, pool: t.refusalPool(), sorryBody: body, tries: 1, maxBody: "1MiB", maxBodyDefault: true}
-			r.comments = []string{where + ": REFUSED, never opened: " + strings.Join(ns.reasons(), "; ")}
-			r.name = t.routeName(c.sp, v, p) + "-refused"
-			out = append(out, r)
 		}
 	}
 	return out
@@ -382,54 +379,4 @@ func (t *translator) finishServer(sp *serverPlan, made int) {
 		}
 	}
 	b.Reasons, b.Needs = ns.reasons(), ns.needs()
-}
-
-// namedBlock records a named location: translated when a translated
-// location hands requests to it.
-func (t *translator) namedBlock(sp *serverPlan, l *nginx.Location) {
-	b := &Block{File: l.Dir.File, Line: l.Dir.Line, Server: sp.label, Location: l.Path, Status: NotTranslated}
-	t.use(l.Dir)
-	for _, o := range t.blocks {
-		if o.Server == sp.label && o.Status != NotTranslated && len(o.Routes) > 0 && slices.ContainsFunc(t.routesOut, func(r *route) bool {
-			return slices.Contains(o.Routes, r.name) && slices.ContainsFunc(r.comments, func(c string) bool { return strings.Contains(c, "handed to location "+l.Path+" ") })
-		}) {
-			b.Status = Translated
-			b.Reasons = []string{"reached through " + o.Location}
-			break
-		}
-	}
-	if b.Status == NotTranslated {
-		b.Reasons = []string{"named location: reached only through try_files or error_page of locations that were not translated"}
-	}
-	t.blocks = append(t.blocks, b)
-}
-
-// holdRoutes keep a location sturdy cannot translate closed: its match,
-// on the refusal pool.
-func (t *translator) holdRoutes(c *locCtx) []*route {
-	where := c.sp.label + ", location " + locationLabel(c.loc) + " (" + c.loc.Dir.Pos() + ")"
-	body := fmt.Sprintf("Not served: nginx answered %s itself (%s), which sturdy cannot do yet; it refuses rather than let another route answer.\n", where, strings.Join(c.blockers.reasons(), "; "))
-	var out []*route
-	for _, v := range c.sp.variants {
-		for _, p := range c.paths {
-			r := &route{listeners: v.listeners, hosts: v.hosts, path: p, match: c.match, pool: t.refusalPool(), sorryBody: body, tries: 1, maxBody: "1MiB", maxBodyDefault: true}
-			r.comments = []string{where + ": NOT TRANSLATED, held closed: " + strings.Join(c.blockers.reasons(), "; ")}
-			r.name = t.routeName(c.sp, v, p) + "-held"
-			out = append(out, r)
-		}
-	}
-	return out
-}
-
-// runsCode reports a location nginx answered by running code sturdy does
-// not run (FastCGI, uWSGI, SCGI, gRPC, Lua): its paths must not fall
-// through to a route that serves the files.
-func (c *locCtx) runsCode() bool {
-	for _, n := range c.blockers {
-		switch n.need {
-		case NeedFastCGI, NeedGRPC, NeedLua:
-			return true
-		}
-	}
-	return false
 }

@@ -1,6 +1,7 @@
 package translate
 
 import (
+	"fmt"
 	"path"
 	"path/filepath"
 	"strings"
@@ -138,6 +139,7 @@ func (t *translator) staticContent(c *locCtx, l *nginx.Location, sc *nginx.Scope
 		}
 	}
 	if d := sc.Get("index"); len(d) > 0 {
+		dropped := false
 		for _, x := range d {
 			t.use(x)
 			for _, name := range x.Args {
@@ -145,10 +147,20 @@ func (t *translator) staticContent(c *locCtx, l *nginx.Location, sc *nginx.Scope
 					c.differs.add(NeedRewrites, "index %s (%s) hands directories without an index file to another URI; sturdy tries only plain index files", name, x.Pos())
 					continue
 				}
+				if target, sure := t.locate(c.sp.srv, "/"+name); !sure || target != nil && target != l && runsCode(target) {
+					// nginx handed the index to that location (index.php to
+					// PHP); sturdy would serve the script as a file.
+					c.differs.add(NeedFastCGI, "index %s (%s) is a script nginx handed to another location; sturdy does not use it as an index", name, x.Pos())
+					dropped = true
+					continue
+				}
 				sp.index = appendOnce(sp.index, name)
 			}
 		}
-		if len(sp.index) == 1 && sp.index[0] == config.DefaultStaticIndex {
+		switch {
+		case dropped && len(sp.index) == 0:
+			sp.index = []string{} // none, not sturdy's default
+		case len(sp.index) == 1 && sp.index[0] == config.DefaultStaticIndex:
 			sp.index = nil
 		}
 	}
@@ -200,6 +212,11 @@ func (t *translator) tryFiles(c *locCtx, l *nginx.Location, sc *nginx.Scope, d *
 			c.blockers.add("", "try_files falls back to %s (%s), which is not a named location of this server", fallback, d.Pos())
 			return false
 		}
+		if file, ok := t.fileFallback(c, named, sp); ok {
+			// @client { rewrite ^ / break; }: that file, as a last entry.
+			sp.tryFiles = append(chain, file)
+			return true
+		}
 		t.content(c, named, depth+1)
 		if c.pass == nil {
 			if len(c.blockers) == 0 {
@@ -217,6 +234,15 @@ func (t *translator) tryFiles(c *locCtx, l *nginx.Location, sc *nginx.Scope, d *
 	default:
 		uri, _, _ := strings.Cut(fallback, "?")
 		v, ok := expandURI(sc, uri)
+		if lit, tail := uriTail(uri); !ok && tail && strings.HasPrefix(lit, "/") {
+			// /index.php$request_uri: whatever the request, one location
+			// that runs scripts takes it (Nextcloud's front controller).
+			if target, sure := t.locateAll(c.sp.srv, lit+"/"); sure && target != nil && target != l && runsCode(target) {
+				sp.tryFiles = append(chain, "=503")
+				c.differs.add(NeedFastCGI, "try_files hands missing files to %s (%s), which location %s (%s) ran as a script; sturdy answers them 503, as it answers that location", fallback, d.Pos(), locationLabel(target), target.Dir.Pos())
+				return true
+			}
+		}
 		if !ok || !strings.HasPrefix(v, "/") {
 			c.blockers.add(NeedRewrites, "try_files hands missing files to %s (%s), a URI built per request", fallback, d.Pos())
 			return false
@@ -226,6 +252,12 @@ func (t *translator) tryFiles(c *locCtx, l *nginx.Location, sc *nginx.Scope, d *
 		case !sure:
 			c.blockers.add(NeedRegexLocations, "try_files hands missing files to %s (%s); which location answers it depends on a regex sturdy cannot evaluate", fallback, d.Pos())
 			return false
+		case target != nil && target != l && runsCode(target):
+			// The fallback is a script sturdy cannot run (WordPress's
+			// /index.php?$args): its answer is that location's refusal.
+			sp.tryFiles = append(chain, "=503")
+			c.differs.add(NeedFastCGI, "try_files hands missing files to %s (%s), which location %s (%s) ran as a script; sturdy answers them 503, as it answers that location", fallback, d.Pos(), locationLabel(target), target.Dir.Pos())
+			return true
 		case target != nil && target != l && !servesFiles(target):
 			c.blockers.add(NeedRewrites, "try_files hands missing files to %s (%s), which location %s (%s) answers with the path changed", fallback, d.Pos(), locationLabel(target), target.Dir.Pos())
 			return false
@@ -245,6 +277,42 @@ func (t *translator) tryFiles(c *locCtx, l *nginx.Location, sc *nginx.Scope, d *
 		}
 	}
 	sp.tryFiles = chain
+	return true
+}
+
+// fileFallback reads a named location that serves one file for every
+// request: `rewrite ^ /index.html break;` and nothing else that answers,
+// from the same root as sp. It is the try_files entry for that file ("/"
+// being the root's index).
+func (t *translator) fileFallback(c *locCtx, named *nginx.Location, sp *staticPlan) (string, bool) {
+	rws := named.Local("rewrite")
+	if len(rws) != 1 || rws[0].Arg(2) != "break" || !rewritesEverything(rws[0]) || !servesFilesAfterRewrite(named) {
+		return "", false
+	}
+	file := rws[0].Arg(1)
+	if !strings.HasPrefix(file, "/") || strings.ContainsAny(file, "$?") {
+		return "", false
+	}
+	if _, err := config.ParseTryFile(file); err != nil {
+		return "", false
+	}
+	root, alias, ok := t.docRoot(&locCtx{sp: c.sp}, named, named.Scope)
+	if !ok || alias != "" || sp.alias != "" || root != sp.root {
+		return "", false
+	}
+	t.use(rws[0])
+	c.r.comments = append(c.r.comments, fmt.Sprintf("handed to location %s (%s) for what is not a file: it served %s (%s)", named.Path, named.Dir.Pos(), file, strings.TrimSuffix(rws[0].String(), ";")))
+	return file, true
+}
+
+// servesFilesAfterRewrite reports a location whose content, but for its
+// rewrites, is nginx's static module.
+func servesFilesAfterRewrite(l *nginx.Location) bool {
+	for _, name := range []string{"proxy_pass", "return", "fastcgi_pass", "uwsgi_pass", "scgi_pass", "grpc_pass", "memcached_pass", "content_by_lua_block", "content_by_lua", "stub_status", "try_files", "if", "alias"} {
+		if len(l.Local(name)) > 0 {
+			return false
+		}
+	}
 	return true
 }
 
@@ -271,6 +339,17 @@ func servesFiles(l *nginx.Location) bool {
 		}
 	}
 	return !l.Named
+}
+
+// runsCode reports a location whose content is a script server or code
+// sturdy does not run (FastCGI, uWSGI, SCGI, memcached, gRPC, Lua).
+func runsCode(l *nginx.Location) bool {
+	for _, name := range []string{"fastcgi_pass", "uwsgi_pass", "scgi_pass", "grpc_pass", "memcached_pass", "content_by_lua_block", "content_by_lua", "content_by_lua_file"} {
+		if len(l.Local(name)) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // cacheHeaders carries expires and add_header Cache-Control over to the
@@ -321,41 +400,4 @@ func joinCC(a, b string) string {
 		return b
 	}
 	return a + ", " + b
-}
-
-// locate finds the location nginx chooses for uri in srv: exact, then the
-// longest prefix unless ^~, then the first regex that matches. sure is
-// false when a regex that Go cannot evaluate could have matched.
-func (t *translator) locate(srv *nginx.Server, uri string) (loc *nginx.Location, sure bool) {
-	var best *nginx.Location
-	for _, l := range srv.Locations {
-		switch {
-		case l.Named || l.Modifier == "~" || l.Modifier == "~*":
-		case l.Modifier == "=":
-			if l.Path == uri {
-				return l, true
-			}
-		case strings.HasPrefix(uri, l.Path) && (best == nil || len(l.Path) > len(best.Path)):
-			best = l
-		}
-	}
-	if best != nil && best.Modifier == "^~" {
-		return best, true
-	}
-	for _, l := range srv.Locations {
-		if l.Modifier != "~" && l.Modifier != "~*" {
-			continue
-		}
-		if p := l.Scope.Parent; p != srv.Scope && (best == nil || p != best.Scope) {
-			continue
-		}
-		m, ok := compileRegex(l.Path, l.Modifier == "~*")
-		if !ok {
-			return nil, false
-		}
-		if m.MatchString(uri) {
-			return l, true
-		}
-	}
-	return best, true
 }

@@ -30,6 +30,8 @@ type varCtx struct {
 	url       bool           // a URL: $request_uri and $args are kept encoded
 	// requestID is set when the template used $request_id.
 	requestID bool
+	// inSet: the template is a set value; sets do not refer to sets.
+	inSet bool
 }
 
 // template turns nginx's value v into a sturdy template; ok is false, with
@@ -122,6 +124,17 @@ func (x *varCtx) value(name string) (string, string) {
 	}
 	if x.re != nil && x.re.SubexpIndex(name) > 0 {
 		return "${" + name + "}", ""
+	}
+	if v, ok := c.sets[name]; ok && !x.inSet {
+		// set $prefix "$1" in the location that rewrote the request: its
+		// captures are the route's (x.re, the location's regex).
+		y := *x
+		y.inSet = true
+		val, why, ok := y.template(v)
+		if !ok {
+			return "", why
+		}
+		return val, ""
 	}
 	if val, ok := expandSet(c.scope(), "$"+name); ok {
 		return strings.ReplaceAll(val, "$", "$$"), ""
