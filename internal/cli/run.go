@@ -135,8 +135,6 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, load func(
 // systemd notification, inherited sockets) until ctx ends.
 func serveWith(ctx context.Context, cfg *config.Config, log *slog.Logger, build func([]server.Option) (*server.Server, error)) int {
 	server.Version = version
-	floor := holdGCFloor()
-	defer releaseGCFloor(floor)
 	endProfile, err := startProfile(log)
 	if err != nil {
 		log.Error("cannot start", "err", err)
