@@ -14,7 +14,15 @@ func (s *Site) newServer(d *Directive) *Server {
 	for _, c := range d.Children {
 		switch c.Name {
 		case "server_name":
-			srv.Names = append(srv.Names, c.Args...)
+			for _, n := range c.Args {
+				// nginx lowercases every name but a regular expression
+				// when it reads the config: $server_name and redirects
+				// to it carry the lowercased name.
+				if !strings.HasPrefix(n, "~") {
+					n = strings.ToLower(n)
+				}
+				srv.Names = append(srv.Names, n)
+			}
 		case "listen":
 			srv.Listens = append(srv.Listens, newListen(c))
 		case "location":
