@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,6 +20,12 @@ import (
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/summary.golden with this run's results")
+
+// corpusFlag runs the harness on other configurations (one directory per
+// configuration, laid out as ../testdata/corpus): an operator's own, or
+// real ones that cannot be kept in the repository. The figures are
+// logged and not compared with the golden summary.
+var corpusFlag = flag.String("corpus", "", "run on the configurations in this directory instead of ../testdata/corpus, without comparing with the golden summary")
 
 // sturdyBin is the sturdy binary TestMain builds ("" under -short or
 // without nginx, when the behaviour test skips).
@@ -61,11 +68,15 @@ func TestBehaviour(t *testing.T) {
 	if nginxtest.Binary() == "" {
 		t.Skip(nginxtest.SkipMessage)
 	}
-	dirs, err := filepath.Glob(corpusDir + "/*")
+	dir := corpusDir
+	if *corpusFlag != "" {
+		dir = *corpusFlag
+	}
+	dirs, err := filepath.Glob(filepath.Join(dir, "*"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	rejects := readRejects(t, filepath.Join(corpusDir, "NGINX-REJECTS"))
+	rejects := readRejects(t, filepath.Join(dir, "NGINX-REJECTS"))
 	var results []*configResult
 	for _, d := range dirs {
 		if st, err := os.Stat(d); err != nil || !st.IsDir() {
@@ -82,6 +93,10 @@ func TestBehaviour(t *testing.T) {
 	}
 	s := summarize(results)
 	t.Log("\n" + s.totalsLine())
+	if *corpusFlag != "" {
+		t.Log("\n" + s.text)
+		return
+	}
 	golden := "testdata/summary.golden"
 	if *update {
 		if err := os.WriteFile(golden, []byte(s.text), 0o644); err != nil {
@@ -316,6 +331,9 @@ func blockFor(blocks []translate.Block, srv *nginx.Server, loc *nginx.Location) 
 func readRejects(t *testing.T, path string) map[string]string {
 	t.Helper()
 	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) && *corpusFlag != "" {
+		return nil
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
