@@ -93,11 +93,39 @@ func (s *Site) DecodeTarget(raw string) *ProxyTarget {
 	if i := strings.IndexByte(rest, '/'); i >= 0 {
 		host, uri = rest[:i], rest[i:]
 	}
+	if i := pathVarAt(host); i >= 0 {
+		// http://127.0.0.1:3000$uri: the value starts with a slash, so
+		// nginx read the host before it and the URI from it.
+		host, uri = host[:i], host[i:]+uri
+	}
 	t.Host, t.URI = host, uri
 	if !t.Variable {
 		t.Upstream = s.upstreams[host]
 	}
 	return t
+}
+
+// pathVarAt is the index in host of the first variable whose value is a
+// path starting with a slash ($uri, $document_uri, $request_uri), or -1
+// when there is none or another variable comes first.
+func pathVarAt(host string) int {
+	i := strings.IndexByte(host, '$')
+	if i < 0 {
+		return -1
+	}
+	name := host[i+1:]
+	if strings.HasPrefix(name, "{") {
+		name, _, _ = strings.Cut(name[1:], "}")
+	} else if j := strings.IndexFunc(name, func(r rune) bool {
+		return !(r == '_' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9')
+	}); j >= 0 {
+		name = name[:j]
+	}
+	switch name {
+	case "uri", "document_uri", "request_uri":
+		return i
+	}
+	return -1
 }
 
 // HostPort returns the target as host:port for a direct address (no

@@ -31,7 +31,10 @@ type locCtx struct {
 	// firstRewrites are rewrite ... break directives before the last one,
 	// each a route of its own ranked above the location's (rewrite.go).
 	firstRewrites []*config.Rewrite
-	loc           *nginx.Location // the location requests match
+	// rawURI: `rewrite ^ $request_uri;` made $uri the client's escaped
+	// path and query, which the route's prefix rewrite keeps (rawuri.go).
+	rawURI bool
+	loc    *nginx.Location // the location requests match
 	// content is the location whose proxy_pass answers: loc itself, or the
 	// named location it hands requests to (try_files ... @x, error_page).
 	content   *nginx.Location

@@ -118,6 +118,12 @@ func (t *translator) locationRewrites(c *locCtx, l *nginx.Location) {
 	if len(pathRewrites) == 0 {
 		return
 	}
+	if len(pathRewrites) == 2 && isRawURIRewrite(pathRewrites[0]) {
+		if rw, ok := rawURIRewrite(c, l, pathRewrites[1]); ok {
+			c.r.rewrite, c.rawURI = rw, true
+			return
+		}
+	}
 	d := pathRewrites[0]
 	if n := len(pathRewrites); n > 1 && t.firstBreaks(c, pathRewrites[:n-1]) {
 		d = pathRewrites[n-1] // the earlier ones became routes of their own

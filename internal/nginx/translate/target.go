@@ -80,6 +80,14 @@ func (t *translator) proxyTarget(c *locCtx) {
 		return
 	}
 	switch {
+	case tg.Variable && c.r.rewrite != nil && (tg.URI == "$uri" || tg.URI == "$uri$is_args$args"):
+		// The rewritten path ($uri), as the rewrite already says.
+		if !c.rawURI && tg.URI == "$uri" {
+			c.differs.add(NeedRewrites, "nginx sent the backend the rewritten path without the client's query (proxy_pass %s, %s); sturdy keeps the query", pass.Arg(0), pass.Pos())
+		}
+		base := t.site.DecodeTarget(tg.Scheme + "://" + tg.Host)
+		tg = base
+		c.target = tg
 	case tg.URI != "" && c.r.rewrite != nil:
 		c.blockers.add(NeedRewrites, "proxy_pass %s (%s) has a URI part next to a rewrite: nginx used one or the other per request", pass.Arg(0), pass.Pos())
 	case tg.Variable:
