@@ -142,6 +142,9 @@ func (x *varCtx) value(name string) (string, string) {
 	if d := x.c.mapOf(name); d != nil {
 		return "", fmt.Sprintf("$%s is a map (%s), which sturdy has no value for", name, d.Pos())
 	}
+	if c.unsetHere(name) {
+		return "", ""
+	}
 	return "", fmt.Sprintf("sturdy has no value for $%s", name)
 }
 
