@@ -165,7 +165,7 @@ func (t *translator) serverReturn(sp *serverPlan) (*locCtx, bool) {
 	c := &locCtx{sp: sp, paths: []string{"/"}, match: &config.PathMatch{StartsWith: "/"}}
 	rd, _ := redirectTo(c, d)
 	if rd == nil {
-		return nil, false
+		return c, t.serverFixed(c, d)
 	}
 	c.r.redirect = rd
 	c.r.comments = []string{fmt.Sprintf("%s (%s): %s, before any location", sp.label, sp.srv.Dir.Pos(), strings.TrimSuffix(d.String(), ";"))}

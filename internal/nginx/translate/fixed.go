@@ -80,3 +80,37 @@ func (t *translator) fixedAnswer(c *locCtx, l *nginx.Location, code int, body st
 		c.differs.add("", "nginx's own %d page named its version unless server_tokens was off; sturdy's copy of it does not", code)
 	}
 }
+
+// serverFixed makes c, the plan of a server whose own `return CODE
+// ["text"]` answers every request before any location (a catch-all
+// `server { listen 80 default_server; return 444; }`, Certbot's
+// `return 404;`), one route with that fixed answer. Only where nothing
+// else runs first at server level: an if or a rewrite there would pick
+// some requests out before the return.
+func (t *translator) serverFixed(c *locCtx, d *nginx.Directive) bool {
+	srv := c.sp.srv
+	if len(srv.Local("if")) > 0 || len(srv.Local("rewrite")) > 0 || last(srv.Local("return")) != d {
+		return false
+	}
+	code, text, hasText, why := fixedReturn(d)
+	if why != "" {
+		return false
+	}
+	rs := &config.Respond{Status: code, Body: text, ContentType: defaultType(srv.Scope)}
+	if !hasText {
+		rs.Body = errorPage(code)
+		if rs.Body != "" {
+			rs.ContentType = "text/html"
+		}
+	}
+	if code == 444 {
+		rs.Body, rs.ContentType = "", defaultType(srv.Scope) // nginx sent nothing at all
+		c.sp.differs.add(NeedFixedAnswers, "return 444 closed the connection without an answer; sturdy answers status 444")
+	}
+	if st := srv.Scope.Get1("server_tokens"); !hasText && rs.Body != "" && (st == nil || st.Arg(0) != "off") {
+		c.sp.differs.add("", "nginx's own %d page named its version unless server_tokens was off; sturdy's copy of it does not", code)
+	}
+	c.r.respond = rs
+	c.r.comments = []string{fmt.Sprintf("%s (%s): %s, before any location", c.sp.label, srv.Dir.Pos(), strings.TrimSuffix(d.String(), ";"))}
+	return true
+}
