@@ -93,7 +93,7 @@ func (s *Site) DecodeTarget(raw string) *ProxyTarget {
 	if i := strings.IndexByte(rest, '/'); i >= 0 {
 		host, uri = rest[:i], rest[i:]
 	}
-	if i := pathVarAt(host); i >= 0 {
+	if i := PathVarIndex(host); i >= 0 {
 		// http://127.0.0.1:3000$uri: the value starts with a slash, so
 		// nginx read the host before it and the URI from it.
 		host, uri = host[:i], host[i:]+uri
@@ -105,10 +105,10 @@ func (s *Site) DecodeTarget(raw string) *ProxyTarget {
 	return t
 }
 
-// pathVarAt is the index in host of the first variable whose value is a
+// PathVarIndex is the index in host of the first variable whose value is a
 // path starting with a slash ($uri, $document_uri, $request_uri), or -1
 // when there is none or another variable comes first.
-func pathVarAt(host string) int {
+func PathVarIndex(host string) int {
 	i := strings.IndexByte(host, '$')
 	if i < 0 {
 		return -1

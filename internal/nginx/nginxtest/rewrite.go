@@ -297,6 +297,9 @@ func (r *rewriter) pass(c, src *nginx.Directive) {
 	} else if i := strings.IndexByte(rest, '/'); i >= 0 {
 		hostport, uri = rest[:i], rest[i:]
 	}
+	if i := nginx.PathVarIndex(hostport); i >= 0 {
+		hostport, uri = hostport[:i], hostport[i:]+uri // http://127.0.0.1:3000$uri
+	}
 	if r.upstreams[hostport] || strings.Contains(hostport, "$") || !ok && strings.Contains(raw, "$") {
 		return // an upstream name, or a backend chosen per request
 	}
