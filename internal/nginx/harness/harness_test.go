@@ -77,6 +77,7 @@ func TestBehaviour(t *testing.T) {
 		t.Fatal(err)
 	}
 	rejects := readRejects(t, filepath.Join(dir, "NGINX-REJECTS"))
+	rsa := rsaPair(t)
 	var results []*configResult
 	for _, d := range dirs {
 		if st, err := os.Stat(d); err != nil || !st.IsDir() {
@@ -87,7 +88,7 @@ func TestBehaviour(t *testing.T) {
 			results = append(results, &configResult{name: name, skipped: "nginx rejects it on this machine: " + reason})
 			continue
 		}
-		r := runConfig(t, d)
+		r := runConfig(t, d, rsa)
 		t.Logf("%s: %s", name, r.figures())
 		results = append(results, r)
 	}
@@ -147,7 +148,7 @@ func (c *configResult) figures() string {
 
 // runConfig starts nginx and sturdy for one corpus configuration and sends
 // them its requests.
-func runConfig(t *testing.T, dir string) *configResult {
+func runConfig(t *testing.T, dir string, rsa [2]string) *configResult {
 	name := filepath.Base(dir)
 	res := &configResult{name: name}
 	main := filepath.Join(dir, "main.conf")
@@ -214,7 +215,7 @@ func runConfig(t *testing.T, dir string) *configResult {
 		}
 		return a
 	}
-	text, err := nginxtest.Rewrite(cfg, nginxtest.Plan{Dir: ndir, Cert: cert, Key: key, User: nginxtest.User(),
+	text, err := nginxtest.Rewrite(cfg, nginxtest.Plan{Dir: ndir, Cert: cert, Key: key, RSACert: rsa[0], RSAKey: rsa[1], User: nginxtest.User(),
 		Port: func(k string) int { return port(nports, k) }, Backend: backendAddr})
 	if err != nil {
 		t.Fatal(err)
@@ -325,6 +326,23 @@ func blockFor(blocks []translate.Block, srv *nginx.Server, loc *nginx.Location) 
 		}
 	}
 	return nil
+}
+
+// rsaPair writes one RSA certificate for every configuration's nginx
+// (beside the ECDSA one), made once: RSA keys are slow to generate.
+func rsaPair(t *testing.T) [2]string {
+	t.Helper()
+	dir := t.TempDir()
+	for _, d := range []string{dir, filepath.Dir(dir)} {
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cert, key, err := nginxtest.WriteRSACert(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return [2]string{cert, key}
 }
 
 // readRejects reads NGINX-REJECTS: "name: reason" lines, # comments.

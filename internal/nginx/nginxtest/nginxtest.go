@@ -8,9 +8,11 @@ package nginxtest
 import (
 	"bytes"
 	"context"
+	"crypto"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/rsa"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
@@ -52,6 +54,16 @@ func FreePort() (int, error) {
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
+// WriteRSACert writes a self-signed RSA certificate and its key as PEM
+// files into dir and returns their paths (for Plan.RSACert).
+func WriteRSACert(dir string) (cert, key string, err error) {
+	priv, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		return "", "", err
+	}
+	return writeCert(dir, "test-rsa", priv, &priv.PublicKey)
+}
+
 // WriteCert writes a self-signed ECDSA certificate and its key as PEM files
 // into dir and returns their paths. Clients in the tests skip verification:
 // what is compared is the answer, not the certificate.
@@ -60,28 +72,34 @@ func WriteCert(dir string) (cert, key string, err error) {
 	if err != nil {
 		return "", "", err
 	}
+	return writeCert(dir, "test", priv, &priv.PublicKey)
+}
+
+// writeCert self-signs pub with priv and writes NAME-cert.pem and
+// NAME-key.pem (PKCS #8) into dir.
+func writeCert(dir, name string, priv crypto.Signer, pub any) (cert, key string, err error) {
 	tmpl := &x509.Certificate{
 		SerialNumber: big.NewInt(1),
 		Subject:      pkix.Name{CommonName: "nginxtest"},
 		DNSNames:     []string{"localhost"},
 		NotBefore:    time.Now().Add(-time.Hour),
 		NotAfter:     time.Now().Add(24 * time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
+		KeyUsage:     x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
 		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
 	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &priv.PublicKey, priv)
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, pub, priv)
 	if err != nil {
 		return "", "", err
 	}
-	kb, err := x509.MarshalECPrivateKey(priv)
+	kb, err := x509.MarshalPKCS8PrivateKey(priv)
 	if err != nil {
 		return "", "", err
 	}
-	cert, key = filepath.Join(dir, "test-cert.pem"), filepath.Join(dir, "test-key.pem")
+	cert, key = filepath.Join(dir, name+"-cert.pem"), filepath.Join(dir, name+"-key.pem")
 	if err := os.WriteFile(cert, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644); err != nil {
 		return "", "", err
 	}
-	if err := os.WriteFile(key, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kb}), 0o644); err != nil {
+	if err := os.WriteFile(key, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kb}), 0o644); err != nil {
 		return "", "", err
 	}
 	return cert, key, nil

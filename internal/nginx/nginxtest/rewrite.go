@@ -19,6 +19,11 @@ type Plan struct {
 	// Cert and Key replace every certificate, and are set at http level so
 	// that a TLS server without a certificate of its own gets one.
 	Cert, Key string
+	// RSACert and RSAKey, when set, go beside Cert and Key (nginx serves
+	// one certificate of each key type): a config whose ssl_ciphers
+	// lists only RSA suites, as many published ones do, then still
+	// completes a handshake.
+	RSACert, RSAKey string
 	// User is the user directive for a root master ("" leaves it out).
 	User string
 	// Port gives the loopback port for a listen key (see ListenKey).
@@ -168,6 +173,10 @@ func (r *rewriter) block(list []*nginx.Directive, ctx string) []*nginx.Directive
 			c.Args = []string{r.p.Cert}
 			if src.Name == "ssl_certificate_key" {
 				c.Args = []string{r.p.Key}
+				if r.p.RSACert != "" {
+					out = append(out, c, d("ssl_certificate", r.p.RSACert))
+					c = d("ssl_certificate_key", r.p.RSAKey)
+				}
 			}
 		case "proxy_cache_path", "fastcgi_cache_path", "uwsgi_cache_path", "scgi_cache_path":
 			r.caches++
@@ -208,6 +217,9 @@ func (r *rewriter) httpHead(http *nginx.Directive) []*nginx.Directive {
 	head := []*nginx.Directive{tmp("client_body"), tmp("proxy"), tmp("fastcgi"), tmp("uwsgi"), tmp("scgi")}
 	if http.Child("ssl_certificate") == nil {
 		head = append(head, d("ssl_certificate", r.p.Cert), d("ssl_certificate_key", r.p.Key))
+		if r.p.RSACert != "" {
+			head = append(head, d("ssl_certificate", r.p.RSACert), d("ssl_certificate_key", r.p.RSAKey))
+		}
 	}
 	return head
 }
