@@ -1,0 +1,163 @@
+package proxy
+
+// The outbound request: built once per request, its body settled (read
+// whole when small enough, streamed otherwise) before any backend is
+// asked; the attempts only change its URL and Host.
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"net/http"
+	"net/url"
+
+	"github.com/sturdyproxy/sturdy/internal/subst"
+)
+
+// prepare builds the outbound request once; attempts only change its URL
+// host. The outbound header map is new; the inbound one is never modified.
+func (f *forwarder) prepare() failure {
+	r := f.r
+	g := f.rt.Routing
+	if g != nil && g.RequestID != nil && f.reqID == "" {
+		// A fetch the cache makes for a client's request carries its id.
+		if f.reqID = requestIDFrom(f.ctx); f.reqID == "" {
+			f.reqID = NewRequestID()
+		}
+	}
+	f.url = &url.URL{Scheme: "http", Path: r.URL.Path, RawPath: r.URL.RawPath, RawQuery: r.URL.RawQuery}
+	if g != nil && g.Rewrite != nil {
+		f.rewrite(g.Rewrite)
+	}
+	out := http.Request{
+		Method:        r.Method,
+		URL:           f.url,
+		Proto:         "HTTP/1.1",
+		ProtoMajor:    1,
+		ProtoMinor:    1,
+		Header:        outboundHeader(r, f.h.TLS, f.peerTrusted(), f.snap.Untrusted),
+		ContentLength: r.ContentLength,
+		Host:          r.Host,
+		Trailer:       r.Trailer,
+	}
+	f.identity(out.Header)
+	if f.grpc != nil {
+		f.grpcOutbound(out.Header)
+	}
+	if f.admitted {
+		f.admission.Apply(out.Header) // the auth service's headers; Authorization dropped unless forwarded
+	}
+	if h := f.be.Host; h != nil && !h.UsesProxyHost() {
+		out.Host = h.Expand(f.templateVars()) // $proxy_host is per attempt
+	}
+	var mirror *Mirror
+	if g != nil {
+		f.routeRequest(g, &out)
+		if hr := f.be.Request; hr != nil {
+			// The chosen backend's own rules, after the route's.
+			var v *subst.Vars
+			if hr.Dynamic() {
+				v = f.templateVars()
+			}
+			hr.Apply(out.Header, v)
+		}
+		if g.Mirror != nil && g.Mirror.take() {
+			mirror = g.Mirror
+		}
+	}
+	hasBody := r.Body != nil && r.Body != http.NoBody && r.ContentLength != 0
+	mirrorBody := mirror != nil && hasBody && r.ContentLength > 0 && r.ContentLength <= mirror.MaxBody
+	if mirror != nil && hasBody && !mirrorBody {
+		mirror.Stats.Skipped.Add(1)
+		mirror = nil
+	}
+	if !hasBody {
+		out.ContentLength = 0
+		return f.prepared(&out, mirror)
+	}
+	cb := &clientBody{rc: r.Body}
+	if t := f.rt.BodyTimeout; t > 0 && f.dl != nil {
+		cb.dl, cb.idle.timeout = f.dl, t
+	}
+	if f.conn != nil {
+		cb.fc = f.conn.Framing
+	}
+	// Bodies up to the bound are read whole before any backend is chosen:
+	// one that breaks is the client's, and no backend ever gets half a
+	// request. An idempotent request's body is also kept for a replay.
+	limit := f.rt.BufferRequest
+	if isIdempotent(r.Method) && f.rt.BufferBody > limit {
+		limit = f.rt.BufferBody
+	}
+	if mirrorBody && mirror.MaxBody > limit {
+		limit = mirror.MaxBody
+	}
+	if limit > 0 && r.ContentLength <= limit && bufferable(r) {
+		buf, more, err := readBody(cb, r.ContentLength, limit)
+		switch {
+		case err != nil:
+			return f.bodyFailed(err)
+		case more:
+			// Larger than the bound: what was read leads, the rest streams.
+			f.body = cb
+			out.Body, out.ContentLength = &prefixBody{prefix: buf, rest: cb}, -1
+			if mirror != nil {
+				mirror.Stats.Skipped.Add(1)
+				mirror = nil
+			}
+		case len(buf) == 0:
+			out.ContentLength, out.Trailer = 0, nil
+		default:
+			f.buffered = buf
+			out.GetBody = replayOf(buf) // for the upstream's stale-connection retry
+			out.ContentLength = int64(len(buf))
+			if len(r.Trailer) > 0 {
+				out.ContentLength = -1 // chunked again, to carry the trailers
+			} else {
+				out.Trailer = nil
+			}
+		}
+	} else {
+		f.body = cb
+		out.Body = cb
+	}
+	return f.prepared(&out, mirror)
+}
+
+// prepared finishes the outbound request once its body is settled.
+func (f *forwarder) prepared(out *http.Request, mirror *Mirror) failure {
+	f.out = out.WithContext(f.ctx)
+	if f.times != nil {
+		f.out = f.times.traced(f.out)
+	}
+	if mirror != nil {
+		mirror.send(f.out, f.buffered)
+	}
+	return failNone
+}
+
+// replayOf gives the buffered body once more. It holds the bytes, not
+// the forwarder: a method value of the forwarder would move every
+// request's forwarder to the heap.
+func replayOf(buf []byte) func() (io.ReadCloser, error) {
+	return func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(buf)), nil }
+}
+
+// bodyFailed is a request body that broke while being read whole, before
+// any backend was asked.
+func (f *forwarder) bodyFailed(err error) failure {
+	switch {
+	case isBodyTooLarge(err):
+		return failTooLarge
+	case f.r.Context().Err() != nil && !clientBroke(err):
+		// Gone, not broken (an HTTP/2 reset, ...).
+		return failCancel
+	}
+	f.fault, f.bodyErr = bodyFault(err), err
+	return failClientBody
+}
+
+func isBodyTooLarge(err error) bool {
+	var e *http.MaxBytesError
+	return errors.As(err, &e)
+}
