@@ -22,8 +22,9 @@ import (
 const failingSlices = 2
 
 // trackFailing is the tick's look at whether the pool is failing: every
-// host in rotation has failed and none has succeeded for failingSlices of
-// the window, with at least min_requests failures from min_clients clients
+// host in rotation has failed (lately, or within the window when it has
+// had no traffic lately) and none has succeeded for failingSlices of the
+// window, with at least min_requests failures from min_clients clients
 // among them.
 func (p *Pool) trackFailing(now time.Time) {
 	ps := p.cfg.Passive
@@ -49,6 +50,14 @@ func (p *Pool) trackFailing(now time.Time) {
 		}
 		hosts++
 		t := h.window.SumRecent(now, failingSlices)
+		if t.Bad == 0 {
+			// No failure lately may mean no traffic lately: a suspect host
+			// gets requests only when no healthy one is left, so while one
+			// host still takes them the others' failures age. A host that
+			// failed within the window and has not succeeded since (below)
+			// has not come back.
+			t = h.window.Sum(now)
+		}
 		if ns-h.quietSince.Load() < quiet || t.Bad == 0 {
 			return
 		}

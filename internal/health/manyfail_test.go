@@ -275,11 +275,16 @@ func TestAPoolIsKnownToBeFailingOnlyWhenEveryHostFailsForSeveralClients(t *testi
 		name    string
 		clients int
 		healthy bool // one host keeps succeeding
-		want    bool
+		// narrow: after the first second only host 0 gets requests, as
+		// when the others are suspect and one host is left in the
+		// healthy tier.
+		narrow bool
+		want   bool
 	}{
-		{"every host fails for 5 clients", 5, false, true},
-		{"one client fails everywhere", 1, false, false},
-		{"one host still succeeds", 5, true, false},
+		{"every host fails for 5 clients", 5, false, false, true},
+		{"one client fails everywhere", 1, false, false, false},
+		{"one host still succeeds", 5, true, false, false},
+		{"the hosts that failed first get no more traffic", 5, false, true, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
@@ -288,6 +293,9 @@ func TestAPoolIsKnownToBeFailingOnlyWhenEveryHostFailsForSeveralClients(t *testi
 				for i := range 40 {
 					for c := range tc.clients {
 						h := p.Hosts[(i+c)%3]
+						if tc.narrow && i >= 10 {
+							h = p.Hosts[0]
+						}
 						r := req(rt, fmt.Sprintf("192.0.2.%d", 10+c))
 						if tc.healthy && h.Index() == 0 {
 							p.Record(h, outcome.OK, r, time.Now())
