@@ -219,7 +219,9 @@ func TestBlackholedReceiverNeverSlowsEmit(t *testing.T) {
 		t.Errorf("Emit p99 %v with a blackholed webhook, %v without", with, without)
 	}
 	st := d.Stats()[0]
-	if st.Queued != 64 || st.Dropped < 5000-64-1 || st.Sent != 0 {
+	// The queue is full; the sender may hold one more event, in flight to
+	// the blackhole, taken off the queue.
+	if st.Queued < 63 || st.Queued > 64 || uint64(st.Queued)+st.Dropped < 5000-1 || st.Sent != 0 {
 		t.Errorf("stats %+v", st)
 	}
 	// The end of Run gives up on the blackhole when its drain timeout
