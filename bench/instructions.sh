@@ -48,15 +48,7 @@ case $WARM in '' | *[!0-9]*) die "WARM must be a number" ;; esac
 ((N >= 100 && N <= 100000)) || die "N must be 100..100000"
 [[ $BODY == 1k || $BODY == 64k ]] || die "BODY must be 1k or 64k"
 
-PIDS=()
-cleanup() {
-	local p
-	for p in "${PIDS[@]}"; do stop_pid "$p"; done
-	if [[ -n ${TMP:-} ]]; then rm -rf "$TMP"; fi
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-TMP=$(mktemp -d /tmp/sturdy-instructions.XXXXXX)
+with_cleanup sturdy-instructions
 mkdir -p "$OUT"
 
 for t in valgrind:valgrind ab:apache2-utils curl:curl; do
@@ -65,11 +57,7 @@ for t in valgrind:valgrind ab:apache2-utils curl:curl; do
 	DEBIAN_FRONTEND=noninteractive timeout 300 apt-get install -y -q "${t#*:}" >>"$OUT/apt.log" 2>&1 ||
 		die "${t%%:*} is missing and could not be installed (see $OUT/apt.log)"
 done
-for port in 18080 "$PORT"; do
-	if curl -s -o /dev/null --max-time 1 "http://$BIND:$port/"; then
-		die "port $port is already in use on $BIND (is bench/run.sh running?)"
-	fi
-done
+ports_free 18080 "$PORT"
 
 (cd "$REPO" && go build -o "$TMP/origin" ./bench/origin) || die "cannot build bench/origin"
 "$TMP/origin" -listen "$ORIGIN_ADDR" >"$OUT/origin.log" 2>&1 &

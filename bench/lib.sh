@@ -1,5 +1,5 @@
 # shellcheck shell=bash
-# bench/lib.sh: helpers shared by bench/run.sh and bench/profile.sh.
+# bench/lib.sh: helpers shared by bench/run.sh, bench/profile.sh and bench/instructions.sh.
 # Source it after setting BENCH_TAG (the log prefix), BIND, ORIGIN_ADDR and TMP.
 
 log() { printf '[%s %s] %s\n' "$BENCH_TAG" "$(date +%H:%M:%S)" "$*" >&2; }
@@ -33,4 +33,27 @@ wait_ready() { # wait_ready PORT PID: at most 10 s
 		sleep 0.1
 	done
 	return 1
+}
+
+# with_cleanup PREFIX: makes TMP (/tmp/PREFIX.XXXXXX) and, when the script
+# exits, stops every PID appended to PIDS and removes TMP.
+with_cleanup() {
+	PIDS=()
+	trap cleanup_pids EXIT
+	trap 'exit 130' INT TERM
+	TMP=$(mktemp -d "/tmp/$1.XXXXXX")
+}
+cleanup_pids() {
+	local pid
+	for pid in "${PIDS[@]}"; do stop_pid "$pid"; done
+	if [[ -n ${TMP:-} ]]; then rm -rf "$TMP"; fi
+}
+
+ports_free() { # ports_free PORT...: dies when something answers on one of them
+	local port
+	for port in "$@"; do
+		if curl -s -o /dev/null --max-time 1 "http://$BIND:$port/"; then
+			die "port $port is already in use on $BIND (is bench/run.sh running?)"
+		fi
+	done
 }

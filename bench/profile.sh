@@ -33,15 +33,7 @@ BENCH_TAG=profile
 case $DURATION in '' | *[!0-9]*) die "DURATION must be a whole number of seconds" ;; esac
 ((DURATION >= 4 && DURATION <= 120)) || die "DURATION must be 4..120"
 
-PIDS=()
-cleanup() {
-	local pid
-	for pid in "${PIDS[@]}"; do stop_pid "$pid"; done
-	if [[ -n ${TMP:-} ]]; then rm -rf "$TMP"; fi
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-TMP=$(mktemp -d /tmp/sturdy-profile.XXXXXX)
+with_cleanup sturdy-profile
 mkdir -p "$OUT"
 
 [[ $(nproc) -ge 2 ]] || die "needs 2 CPUs"
@@ -58,11 +50,7 @@ for t in perf wrk curl "$([[ $TARGET == sturdy ]] && echo go || echo "$TARGET")"
 		die "$pkg is missing and could not be installed (see $OUT/apt.log)"
 done
 
-for port in 18080 "$PORT"; do
-	if curl -s -o /dev/null --max-time 1 "http://$BIND:$port/"; then
-		die "port $port is already in use on $BIND (is bench/run.sh running?)"
-	fi
-done
+ports_free 18080 "$PORT"
 (cd "$REPO" && go build -o "$TMP/origin" ./bench/origin) || die "cannot build bench/origin"
 taskset -c 0 "$TMP/origin" -listen "$ORIGIN_ADDR" >"$OUT/origin.log" 2>&1 &
 PIDS+=($!)
