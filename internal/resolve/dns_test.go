@@ -105,21 +105,7 @@ func TestNamesFollowTheirDNSServer(t *testing.T) {
 
 // A failed dial tries the name's next address.
 func TestDialTriesTheNextAddress(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.1.3.22:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			c.Close()
-		}
-	}()
-	_, port, _ := net.SplitHostPort(ln.Addr().String())
+	port := acceptAndClose(t, "127.1.3.22")
 	d := newDNS(t)
 	d.SetA("two.sturdy.test", "127.1.3.21", "127.1.3.22") // nothing listens on .21
 	r := New(Options{Servers: []string{d.Addr}, Refresh: time.Hour, Timeout: time.Second})

@@ -31,6 +31,28 @@ func (f *fakeDNS) lookup(ctx context.Context, host string) ([]string, error) {
 	return nil, &net.DNSError{Err: "no such host", Name: host, IsNotFound: true}
 }
 
+// acceptAndClose listens on ip and closes every connection it accepts,
+// until the test ends; it returns the port.
+func acceptAndClose(t *testing.T, ip string) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", ip+":0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	_, port, _ := net.SplitHostPort(ln.Addr().String())
+	return port
+}
+
 type events struct {
 	mu sync.Mutex
 	ev []event.Event
@@ -43,21 +65,7 @@ func (e *events) Emit(ev event.Event) {
 }
 
 func TestLastGoodAddressesSurviveResolverFailure(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.1.2.3:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			c.Close()
-		}
-	}()
-	_, port, _ := net.SplitHostPort(ln.Addr().String())
+	port := acceptAndClose(t, "127.1.2.3")
 	dns := &fakeDNS{answers: map[string][]string{"app.internal": {"127.1.2.3"}}}
 	ev := &events{}
 	r := New(Options{Lookup: dns.lookup, Refresh: time.Hour, Timeout: time.Second, Bus: ev})
