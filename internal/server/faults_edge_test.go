@@ -205,29 +205,11 @@ type closingBackend struct {
 }
 
 func newClosingBackend(t *testing.T, ip string) *closingBackend {
-	ln, err := net.Listen("tcp", ip+":0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	b := &closingBackend{addr: ln.Addr().String()}
-	var wg sync.WaitGroup
-	t.Cleanup(func() { ln.Close(); wg.Wait() })
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			b.conns.Add(1)
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				b.serve(c)
-			}()
-		}
-	}()
+	b := &closingBackend{}
+	b.addr = rawBackend(t, ip, func(c net.Conn) {
+		b.conns.Add(1)
+		b.serve(c)
+	})
 	return b
 }
 
@@ -366,42 +348,24 @@ type dyingBackend struct {
 }
 
 func newDyingBackend(t *testing.T, ip string) *dyingBackend {
-	ln, err := net.Listen("tcp", ip+":0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	b := &dyingBackend{addr: ln.Addr().String()}
-	var wg sync.WaitGroup
-	t.Cleanup(func() { ln.Close(); wg.Wait() })
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
+	b := &dyingBackend{}
+	b.addr = rawBackend(t, ip, func(c net.Conn) {
+		defer c.Close()
+		c.SetDeadline(time.Now().Add(10 * time.Second))
+		br := bufio.NewReader(c)
 		for {
-			c, err := ln.Accept()
+			req, err := http.ReadRequest(br)
 			if err != nil {
 				return
 			}
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				defer c.Close()
-				c.SetDeadline(time.Now().Add(10 * time.Second))
-				br := bufio.NewReader(c)
-				for {
-					req, err := http.ReadRequest(br)
-					if err != nil {
-						return
-					}
-					io.Copy(io.Discard, req.Body)
-					if req.URL.Path == "/die" {
-						b.dies.Add(1)
-						return
-					}
-					io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
-				}
-			}()
+			io.Copy(io.Discard, req.Body)
+			if req.URL.Path == "/die" {
+				b.dies.Add(1)
+				return
+			}
+			io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
 		}
-	}()
+	})
 	return b
 }
 

@@ -43,44 +43,29 @@ func h2cBackend(t testing.TB, ip string, h http.Handler) (string, *atomic.Int32)
 // request with GOAWAY, last stream 0: the request was never started.
 func goawayBackend(t testing.TB, ip string) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", ip+":0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var wg sync.WaitGroup
-	t.Cleanup(func() { ln.Close(); wg.Wait() })
-	wg.Go(func() {
+	return rawBackend(t, ip, func(c net.Conn) {
+		defer c.Close()
+		c.SetDeadline(time.Now().Add(10 * time.Second))
+		if _, err := io.ReadFull(c, make([]byte, len(http2.ClientPreface))); err != nil {
+			return
+		}
+		fr := http2.NewFramer(c, c)
+		fr.WriteSettings()
 		for {
-			c, err := ln.Accept()
+			f, err := fr.ReadFrame()
 			if err != nil {
 				return
 			}
-			wg.Go(func() {
-				defer c.Close()
-				c.SetDeadline(time.Now().Add(10 * time.Second))
-				if _, err := io.ReadFull(c, make([]byte, len(http2.ClientPreface))); err != nil {
-					return
+			switch f := f.(type) {
+			case *http2.SettingsFrame:
+				if !f.IsAck() {
+					fr.WriteSettingsAck()
 				}
-				fr := http2.NewFramer(c, c)
-				fr.WriteSettings()
-				for {
-					f, err := fr.ReadFrame()
-					if err != nil {
-						return
-					}
-					switch f := f.(type) {
-					case *http2.SettingsFrame:
-						if !f.IsAck() {
-							fr.WriteSettingsAck()
-						}
-					case *http2.HeadersFrame:
-						fr.WriteGoAway(0, http2.ErrCodeNo, []byte("shutting down"))
-					}
-				}
-			})
+			case *http2.HeadersFrame:
+				fr.WriteGoAway(0, http2.ErrCodeNo, []byte("shutting down"))
+			}
 		}
 	})
-	return ln.Addr().String()
 }
 
 const h2TLSPoolConfig = `

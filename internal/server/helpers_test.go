@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -51,6 +52,30 @@ func startSturdy(t testing.TB, cfg *config.Config, opts ...Option) (*Server, str
 }
 
 // backend starts an httptest server on a given loopback address (port 0
+
+// rawBackend listens on ip and runs serve on each connection it accepts,
+// in a goroutine of its own, until the test ends (then it waits for them);
+// it returns the address. serve closes the connection.
+func rawBackend(t testing.TB, ip string, serve func(net.Conn)) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", ip+":0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	t.Cleanup(func() { ln.Close(); wg.Wait() })
+	wg.Go(func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			wg.Go(func() { serve(c) })
+		}
+	})
+	return ln.Addr().String()
+}
+
 // picks one) so that hosts show distinct addresses.
 func backend(t testing.TB, ip string, h http.Handler) *httptest.Server {
 	t.Helper()
