@@ -162,8 +162,8 @@ func waitFor(t *testing.T, what string, within time.Duration, cond func() bool) 
 	}
 }
 
-// load sends requests from a few clients until stop, counting failures;
-// it is bounded in count and time.
+// load sends requests (HTTP or gRPC calls) from a few clients until
+// stop, counting failures; it is bounded in count and time.
 type load struct {
 	ok, failed atomic.Int64
 	mu         sync.Mutex
@@ -172,10 +172,28 @@ type load struct {
 	wg         sync.WaitGroup
 }
 
-func startLoad(url string, clients []*http.Client, want string) *load {
+// httpTries are GETs of url from each client, wanting 200 and want in the
+// body.
+func httpTries(url string, clients []*http.Client, want string) []func() error {
+	var tries []func() error
+	for _, c := range clients {
+		tries = append(tries, func() error {
+			code, body, _, err := get(c, url)
+			if err != nil || code != 200 || !strings.Contains(body, want) {
+				return fmt.Errorf("%d %q %v", code, body, err)
+			}
+			return nil
+		})
+	}
+	return tries
+}
+
+// startLoad runs each try in a goroutine of its own, over and over until
+// end, counting successes and failures (the first ten kept).
+func startLoad(tries []func() error) *load {
 	l := &load{stop: make(chan struct{})}
 	deadline := time.Now().Add(90 * time.Second)
-	for _, c := range clients {
+	for _, try := range tries {
 		l.wg.Go(func() {
 			for n := 0; n < 20000 && time.Now().Before(deadline); n++ {
 				select {
@@ -183,12 +201,11 @@ func startLoad(url string, clients []*http.Client, want string) *load {
 					return
 				default:
 				}
-				code, body, _, err := get(c, url)
-				if err != nil || code != 200 || !strings.Contains(body, want) {
+				if err := try(); err != nil {
 					l.failed.Add(1)
 					l.mu.Lock()
 					if len(l.errs) < 10 {
-						l.errs = append(l.errs, fmt.Sprintf("%d %q %v", code, body, err))
+						l.errs = append(l.errs, err.Error())
 					}
 					l.mu.Unlock()
 					continue
@@ -294,7 +311,7 @@ func TestGatewayServesAndUpdatesWithoutFailures(t *testing.T) {
 	for range 4 {
 		clients = append(clients, client(https, roots))
 	}
-	l := startLoad("https://shop.example.com/", clients, "web-")
+	l := startLoad(httpTries("https://shop.example.com/", clients, "web-"))
 	time.Sleep(300 * time.Millisecond)
 
 	// 1. An endpoint removed: web-b's pod terminates. It keeps serving

@@ -11,7 +11,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -102,46 +101,21 @@ func first(md metadata.MD, key string) string {
 	return ""
 }
 
-// grpcLoad makes calls from a few clients until stop, counting failures;
-// it is bounded in count and time.
-type grpcLoad struct {
-	ok, failed atomic.Int64
-	mu         sync.Mutex
-	errs       []string
-	stop       chan struct{}
-	wg         sync.WaitGroup
-}
-
-func startGRPCLoad(clients []testpb.TestServiceClient, want func(backend string) bool) *grpcLoad {
-	l := &grpcLoad{stop: make(chan struct{})}
-	deadline := time.Now().Add(90 * time.Second)
+// grpcTries are unary calls from each client, wanting an answer from a
+// backend want accepts.
+func grpcTries(clients []testpb.TestServiceClient, want func(backend string) bool) []func() error {
+	var tries []func() error
 	for _, c := range clients {
-		l.wg.Go(func() {
-			for n := 0; n < 20000 && time.Now().Before(deadline); n++ {
-				select {
-				case <-l.stop:
-					return
-				default:
-				}
-				h, err := unary(c)
-				if err != nil || !want(first(h, "x-backend")) {
-					l.failed.Add(1)
-					l.mu.Lock()
-					if len(l.errs) < 10 {
-						l.errs = append(l.errs, fmt.Sprintf("%q %v", first(h, "x-backend"), err))
-					}
-					l.mu.Unlock()
-					continue
-				}
-				l.ok.Add(1)
-				time.Sleep(2 * time.Millisecond)
+		tries = append(tries, func() error {
+			h, err := unary(c)
+			if err != nil || !want(first(h, "x-backend")) {
+				return fmt.Errorf("%q %v", first(h, "x-backend"), err)
 			}
+			return nil
 		})
 	}
-	return l
+	return tries
 }
-
-func (l *grpcLoad) end() { close(l.stop); l.wg.Wait() }
 
 func grpcRef(name string, weight int32) gwv1.GRPCBackendRef {
 	return gwv1.GRPCBackendRef{BackendRef: gwv1.BackendRef{Weight: &weight,
@@ -286,7 +260,7 @@ func TestGRPCRouteServesAndUpdatesWithoutFailures(t *testing.T) {
 	for range 4 {
 		clients = append(clients, grpcClient(t, addr, "grpc.example.com"))
 	}
-	l := startGRPCLoad(clients, func(b string) bool { return b == "users-a" || b == "users-b" || b == "orders" })
+	l := startLoad(grpcTries(clients, func(b string) bool { return b == "users-a" || b == "users-b" || b == "orders" }))
 	time.Sleep(300 * time.Millisecond)
 
 	// 1. An endpoint removed: users-b's pod terminates.
