@@ -458,15 +458,28 @@ func (f *forwarder) attempt(host *health.Host) (*http.Response, outcome.Class, e
 			return nil, outcome.ClientBodyError, f.body.err
 		}
 		gone := f.r.Context().Err() != nil || f.callerGone()
-		if !gone && f.ctx.Err() == context.DeadlineExceeded {
+		if !gone && f.deadlinePassed() {
 			// The route's deadline ended the attempt. An HTTP/2 transport
-			// may report the stream reset it sent before the context's
-			// error; the cause is the deadline either way.
+			// may report the stream reset it sent, or the backend's own
+			// (a gRPC backend is told the deadline and keeps it too),
+			// before the context's timer has fired; the cause is the
+			// deadline either way.
 			return nil, outcome.ResponseTimeout, err
 		}
 		return nil, outcome.Classify(err, gone), err
 	}
 	return resp, outcome.OK, nil
+}
+
+// deadlinePassed reports whether the request's deadline (the route's
+// total, or a gRPC call's) has passed: by the clock, not only by the
+// context, whose timer may not have fired yet.
+func (f *forwarder) deadlinePassed() bool {
+	if f.ctx.Err() == context.DeadlineExceeded {
+		return true
+	}
+	dl, ok := f.ctx.Deadline()
+	return ok && !time.Now().Before(dl)
 }
 
 // bodySent is how many request body bytes an attempt that ended in c sent.
