@@ -132,7 +132,7 @@ type roundKey struct {
 	proxy string
 }
 
-var proxyOrder = []string{"direct", "sturdy", "sturdy-health", "nginx", "haproxy", "caddy"}
+var proxyOrder = []string{"direct", "sturdy", "sturdy-health", "sturdy-native", "nginx", "haproxy", "caddy"}
 
 func order(p string) int {
 	for i, q := range proxyOrder {
@@ -433,6 +433,17 @@ func printTargets(sums map[cellKey]map[string]summary) {
 			c, fmtF(h.cpu, 1), fmtF(st.cpu, 1), h.xSturdy), verdict(inv(h.per["cpuXSturdy"]), atLeast(0.95)))
 	} else {
 		na("health model on vs off ≤ 5 % throughput", "pending: sturdy-health not measured")
+	}
+	// The native front end against net/http's (no target of its own: it
+	// is measured before it becomes a default).
+	for _, c := range []cellKey{{"1k", 64}, {"64k", 64}, {"1k", 1}} {
+		n, ok := sums[c]["sturdy-native"]
+		if !ok || math.IsNaN(n.cpuXSturdy) {
+			continue
+		}
+		row(fmt.Sprintf("%s/%dc: native front end vs net/http's", c.body, c.conns),
+			fmt.Sprintf("CPU %.3f × (%s vs %s µs; %.2f × nginx), +p50 %s vs %s", n.cpuXSturdy, fmtF(n.cpu, 1),
+				fmtF(sums[c]["sturdy"].cpu, 1), n.cpuXNgx, fmtUs(n.addedP50), fmtUs(sums[c]["sturdy"].addedP50)), "measured")
 	}
 }
 

@@ -148,6 +148,10 @@ type Listener struct {
 	// path is routed and forwarded as sent.
 	MergeSlashes bool   `yaml:"merge_slashes"`
 	HTTP3        *HTTP3 `yaml:"http3"` // HTTP/3 over QUIC beside a TLS listener; default none
+	// Frontend picks the HTTP/1.1 server of a plain listener: net/http
+	// (default) or native, sturdy's own (internal/h1), which hands
+	// anything unusual to net/http on the same connection.
+	Frontend string `yaml:"frontend"`
 }
 
 // Route sends matching requests to a pool.

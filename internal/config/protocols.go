@@ -8,6 +8,7 @@ package config
 
 import (
 	"fmt"
+	"runtime"
 	"time"
 )
 
@@ -32,6 +33,9 @@ const (
 	ProxyProtocolOff      = "off"
 	ProxyProtocolOptional = "optional"
 	ProxyProtocolRequired = "required"
+
+	FrontendNetHTTP = "net/http"
+	FrontendNative  = "native"
 )
 
 // Upstream protocols (pools[].protocol).
@@ -62,6 +66,9 @@ func (p Pool) UsesHTTP2() bool { return p.Protocol == ProtocolH2 || p.Protocol =
 func (c *Config) setProtocolDefaults() {
 	for i := range c.Listeners {
 		l := &c.Listeners[i]
+		if l.Frontend == "" {
+			l.Frontend = FrontendNetHTTP
+		}
 		if l.ProxyProtocol == "" {
 			l.ProxyProtocol = ProxyProtocolOff
 		}
@@ -108,6 +115,20 @@ func (v *validator) protocols() {
 			}
 		default:
 			v.errorf(p+".proxy_protocol", "unknown mode %q; expected off, optional (trusted proxies may send a PROXY header) or required (every connection must come from a trusted proxy with one)", l.ProxyProtocol)
+		}
+		switch l.Frontend {
+		case FrontendNetHTTP:
+		case FrontendNative:
+			switch {
+			case l.TLS != nil:
+				v.errorf(p+".frontend", "the native front end serves plain HTTP/1.1 only; this listener has tls (remove frontend, or tls)")
+			case l.ProxyProtocol != ProxyProtocolOff:
+				v.errorf(p+".frontend", "the native front end does not read PROXY headers yet; use frontend: net/http on a listener with proxy_protocol")
+			case runtime.GOOS != "linux":
+				v.errorf(p+".frontend", "the native front end needs Linux (it waits on sockets with MSG_PEEK); use frontend: net/http here")
+			}
+		default:
+			v.errorf(p+".frontend", "unknown front end %q; expected net/http (the default) or native", l.Frontend)
 		}
 		if h := l.HTTP3; h != nil {
 			if l.TLS == nil {

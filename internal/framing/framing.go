@@ -26,6 +26,8 @@ import (
 	"io"
 	"net"
 	"sync/atomic"
+
+	"github.com/sturdyproxy/sturdy/internal/httphead"
 )
 
 // Conn is a client connection whose request framing is followed. Read is
@@ -358,7 +360,7 @@ func (p *parser) field(line []byte) {
 			p.ambiguous("whitespace before the colon of Content-Length")
 			return
 		}
-		n, ok := parseLength(value)
+		n, ok := httphead.ContentLengthValue(value)
 		if !ok || p.long {
 			p.ambiguous("a Content-Length that is not a plain number")
 			return
@@ -483,22 +485,6 @@ func (p *parser) bodyBad(why string) {
 	p.c.body.Store(p.req)
 	p.c.bad.Store(p.req + 1)
 	p.st = stStopped
-}
-
-// parseLength parses a Content-Length value as net/http does: digits
-// only.
-func parseLength(v []byte) (int64, bool) {
-	if len(v) == 0 || len(v) > 18 {
-		return 0, false
-	}
-	var n int64
-	for _, c := range v {
-		if c < '0' || c > '9' {
-			return 0, false
-		}
-		n = n*10 + int64(c-'0')
-	}
-	return n, true
 }
 
 func unhex(c byte) int {

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"time"
 
+	"github.com/sturdyproxy/sturdy/internal/config"
 	"github.com/sturdyproxy/sturdy/internal/edge"
 	"github.com/sturdyproxy/sturdy/internal/exhaust"
 	"github.com/sturdyproxy/sturdy/internal/view"
@@ -59,11 +60,14 @@ func edgeView(c *edge.Counters) view.Edge {
 // localView fills sturdy's own exhaustion, and returns the readiness
 // reason while it lasts ("" otherwise).
 func (s *Server) localView(now time.Time) (view.Local, string) {
-	v := view.Local{Failures: s.local.Counts(), AcceptErrors: map[string]uint64{}, FileLimit: s.fileLimit.Load()}
+	v := view.Local{Failures: s.local.Counts(), AcceptErrors: map[string]uint64{}, Handoffs: map[string]uint64{}, FileLimit: s.fileLimit.Load()}
 	v.Exhausted, v.Since = s.local.Active()
 	s.mu.Lock()
 	for name, l := range s.listeners {
 		v.AcceptErrors[name] = l.acceptErrors.Load()
+		if l.cfg.Frontend == config.FrontendNative || l.handoffs.Load() > 0 {
+			v.Handoffs[name] = l.handoffs.Load()
+		}
 	}
 	s.mu.Unlock()
 	return v, s.local.NotReady(now)

@@ -35,6 +35,13 @@ func parseConfig(t testing.TB, yaml string, vars map[string]string) *config.Conf
 // ends. It returns the server and the base URL of its first listener.
 func startSturdy(t testing.TB, cfg *config.Config, opts ...Option) (*Server, string, *testutil.SyncBuffer) {
 	t.Helper()
+	if *frontend != "" {
+		for i := range cfg.Listeners {
+			if l := &cfg.Listeners[i]; l.TLS == nil && l.ProxyProtocol == config.ProxyProtocolOff {
+				l.Frontend = *frontend
+			}
+		}
+	}
 	logs := &testutil.SyncBuffer{}
 	s, err := New(cfg, slog.New(slog.NewTextHandler(logs, nil)), opts...)
 	if err != nil {

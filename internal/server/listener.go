@@ -1,6 +1,7 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -16,6 +17,7 @@ import (
 	"github.com/sturdyproxy/sturdy/internal/certs"
 	"github.com/sturdyproxy/sturdy/internal/config"
 	"github.com/sturdyproxy/sturdy/internal/framing"
+	"github.com/sturdyproxy/sturdy/internal/h1"
 	"github.com/sturdyproxy/sturdy/internal/proxy"
 )
 
@@ -32,22 +34,34 @@ type listener struct {
 	h3   *h3Serving              // HTTP/3 beside a TLS listener (http3.go); nil without
 
 	acceptErrors atomic.Uint64
+	handoffs     atomic.Uint64 // connections the native front end gave net/http
 }
 
-// serving is one http.Server over one listener's connections.
+// serving is one http.Server over one listener's connections, and with
+// frontend: native the h1 server in front of it, which serves what it can
+// and hands the rest to srv.
 type serving struct {
-	cfg   config.Listener
-	srv   *http.Server
-	conns chan net.Conn // handed over by the accept loop
-	done  chan struct{} // closed when srv stops taking connections
-	once  sync.Once
+	cfg    config.Listener
+	srv    *http.Server
+	native *h1.Server    // nil: srv serves every connection
+	conns  chan net.Conn // handed over by the accept loop
+	handed chan net.Conn // from native to srv
+	done   chan struct{} // closed when srv stops taking connections
+	once   sync.Once
+
+	handoffs *atomic.Uint64 // the listener's count
 }
 
 // Accept, Close and Addr make a serving the net.Listener its server
-// serves: connections come from the listener's accept loop.
+// serves: connections come from the listener's accept loop, or from the
+// native server when there is one.
 func (sv *serving) Accept() (net.Conn, error) {
+	from := sv.conns
+	if sv.native != nil {
+		from = sv.handed
+	}
 	select {
-	case c := <-sv.conns:
+	case c := <-from:
 		if sv.cfg.TLS == nil {
 			// Plain HTTP: follow the requests' framing, so that an
 			// ambiguous one is refused (see internal/framing).
@@ -56,6 +70,34 @@ func (sv *serving) Accept() (net.Conn, error) {
 		return c, nil
 	case <-sv.done:
 		return nil, net.ErrClosed
+	}
+}
+
+// nativeFeed is the net.Listener the native server serves: the accept
+// loop's connections, unwrapped (it reads framing strictly itself).
+type nativeFeed struct{ *serving }
+
+func (f nativeFeed) Accept() (net.Conn, error) {
+	select {
+	case c := <-f.conns:
+		return c, nil
+	case <-f.done:
+		return nil, net.ErrClosed
+	}
+}
+
+// Close does nothing: the native server's Shutdown must not close what
+// net/http's server still accepts from (sv.Close does, after both).
+func (nativeFeed) Close() error { return nil }
+
+// handOff passes a connection from the native server to net/http's.
+func (sv *serving) handOff(c net.Conn) bool {
+	select {
+	case sv.handed <- c:
+		sv.handoffs.Add(1)
+		return true
+	case <-sv.done:
+		return false
 	}
 }
 
@@ -88,7 +130,7 @@ func (sv *serving) hand(c net.Conn) bool {
 func sameServing(a, b config.Listener) bool {
 	return (a.TLS == nil) == (b.TLS == nil) &&
 		a.ReadHeaderTimeout == b.ReadHeaderTimeout && a.IdleTimeout == b.IdleTimeout &&
-		a.MaxHeaderBytes == b.MaxHeaderBytes && sameProtocols(a, b)
+		a.MaxHeaderBytes == b.MaxHeaderBytes && a.Frontend == b.Frontend && sameProtocols(a, b)
 }
 
 // bind opens a listener's socket and prepares its first server; serve
@@ -104,7 +146,7 @@ func (s *Server) bind(lc config.Listener) (*listener, error) {
 		return nil, err
 	}
 	l := &listener{cfg: lc, sock: sock, h3: h3}
-	l.cur.Store(s.newServing(lc, sock.Addr(), h3.port()))
+	l.cur.Store(s.newServing(l, lc, sock.Addr(), h3.port()))
 	return l, nil
 }
 
@@ -118,11 +160,12 @@ func (s *Server) listen(addr string) (net.Listener, error) {
 
 // newServing prepares the server of lc's settings; h3port, when not 0,
 // is advertised in Alt-Svc.
-func (s *Server) newServing(lc config.Listener, addr net.Addr, h3port int) *serving {
+func (s *Server) newServing(l *listener, lc config.Listener, addr net.Addr, h3port int) *serving {
 	lc.Listen = addr.String() // the bound address, for port 0
-	sv := &serving{cfg: lc, conns: make(chan net.Conn), done: make(chan struct{})}
+	sv := &serving{cfg: lc, conns: make(chan net.Conn), done: make(chan struct{}), handoffs: &l.handoffs}
+	handler := &proxy.Handler{Listener: lc.Name, TLS: lc.TLS != nil, Current: s.snapshot, Upgrades: s.upgrades, Port: portOf(addr)}
 	sv.srv = &http.Server{
-		Handler:           &proxy.Handler{Listener: lc.Name, TLS: lc.TLS != nil, Current: s.snapshot, Upgrades: s.upgrades, Port: portOf(addr)},
+		Handler:           handler,
 		ConnContext:       proxy.ConnContext,
 		ReadHeaderTimeout: lc.ReadHeaderTimeout.D(),
 		IdleTimeout:       lc.IdleTimeout.D(),
@@ -133,6 +176,18 @@ func (s *Server) newServing(lc config.Listener, addr net.Addr, h3port int) *serv
 	}
 	if lc.H2C {
 		sv.srv.Protocols = h2cProtocols()
+	}
+	if lc.Frontend == config.FrontendNative {
+		sv.handed = make(chan net.Conn)
+		sv.native = &h1.Server{
+			Handler:           handler,
+			Handoff:           sv.handOff,
+			ConnContext:       proxy.ConnContext,
+			ReadHeaderTimeout: sv.srv.ReadHeaderTimeout,
+			IdleTimeout:       sv.srv.IdleTimeout,
+			MaxHeaderBytes:    sv.srv.MaxHeaderBytes,
+			ErrorLog:          sv.srv.ErrorLog,
+		}
 	}
 	if v := altSvc(lc, h3port); v != nil {
 		sv.srv.Handler = withAltSvc{sv.srv.Handler, v}
@@ -183,6 +238,14 @@ func (s *Server) runServing(name string, sv *serving) {
 		}
 		return nil
 	})
+	if sv.native != nil {
+		s.group.Go("listener "+name+" native server", func(context.Context) error {
+			if err := sv.native.Serve(nativeFeed{sv}); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				s.log.Error("listener stopped", "listener", name, "err", err)
+			}
+			return nil
+		})
+	}
 }
 
 // acceptLoop accepts on the socket until it is closed and hands each
@@ -234,7 +297,7 @@ func (s *Server) reconfigure(l *listener, lc config.Listener, grace time.Duratio
 	if sameServing(old.cfg, lc) {
 		return
 	}
-	sv := s.newServing(lc, l.sock.Addr(), l.h3.port())
+	sv := s.newServing(l, lc, l.sock.Addr(), l.h3.port())
 	s.runServing(lc.Name, sv)
 	l.cur.Store(sv)
 	s.drainServing(lc.Name, old, grace)
@@ -247,11 +310,26 @@ func (s *Server) drainServing(name string, sv *serving, grace time.Duration) {
 	s.group.Go("retire listener "+name, func(context.Context) error {
 		ctx, cancel := context.WithTimeout(context.Background(), grace)
 		defer cancel()
-		if err := sv.srv.Shutdown(ctx); err != nil {
-			sv.srv.Close()
-		}
+		sv.shutdown(ctx)
 		return nil
 	})
+}
+
+// shutdown lets the servers' requests finish until ctx ends, and closes
+// what is still open then. The native server goes first, so that what it
+// hands off meanwhile still finds net/http's.
+func (sv *serving) shutdown(ctx context.Context) error {
+	var err error
+	if n := sv.native; n != nil {
+		if err = n.Shutdown(ctx); err != nil {
+			n.Close()
+		}
+	}
+	if e := sv.srv.Shutdown(ctx); e != nil {
+		sv.srv.Close()
+		err = cmp.Or(err, e)
+	}
+	return err
 }
 
 // retire stops a listener the new config no longer has: its socket closes

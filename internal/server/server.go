@@ -507,10 +507,8 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			srv := l.cur.Load().srv
-			if err := srv.Shutdown(ctx); err != nil {
+			if err := l.cur.Load().shutdown(ctx); err != nil {
 				firstErr.CompareAndSwap(nil, err)
-				srv.Close()
 			}
 		}()
 		if l.h3 != nil {

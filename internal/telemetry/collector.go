@@ -95,6 +95,9 @@ func (c *Collector) edge(e emitter, st *view.Status) {
 	for _, name := range sortedKeys(st.Local.AcceptErrors) {
 		e.counter(d.acceptErrors, float64(st.Local.AcceptErrors[name]), name)
 	}
+	for _, name := range sortedKeys(st.Local.Handoffs) {
+		e.counter(d.handoffs, float64(st.Local.Handoffs[name]), name)
+	}
 }
 
 func (c *Collector) process(e emitter, st *view.Status) {

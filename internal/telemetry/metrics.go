@@ -37,6 +37,7 @@ type descs struct {
 	rateDecisions, rateKeys, rateSize, rateEvicted, rateSharedUp     *prometheus.Desc
 	connDecisions, authResults                                       *prometheus.Desc
 	edgeDecisions, localErrors, localExhausted, acceptErrors         *prometheus.Desc
+	handoffs                                                         *prometheus.Desc
 }
 
 func newDescs() *descs {
@@ -104,6 +105,7 @@ func newDescs() *descs {
 		localErrors:    d("local_errors_total", "Failures on sturdy's own limits (never a backend's), by operation (upstream, accept) and resource (file_descriptors, socket_buffers, memory, local_ports).", "op", "resource"),
 		localExhausted: d("resources_exhausted", "1 while sturdy is out of its own resources (a local failure in the last 10s)."),
 		acceptErrors:   d("listener_accept_errors_total", "Failed accepts on the listener's socket, whatever the cause.", "listener"),
+		handoffs:       d("listener_frontend_handoffs_total", "Connections a frontend: native listener handed to net/http's server, for a request the native server does not read itself (chunked, Expect, Upgrade, h2c, malformed).", "listener"),
 		rateDecisions:  d("rate_limit_decisions_total", "Rate-limit decisions by route, zone, key kind and result (allowed, delayed, rejected, strict, no_key, untracked, fallback).", "route", "zone", "key", "result"),
 		rateKeys:       d("rate_limit_zone_keys", "Keys a rate-limit zone remembers now.", "zone"),
 		rateSize:       d("rate_limit_zone_size", "Keys a rate-limit zone can remember (its table size).", "zone"),
@@ -128,6 +130,6 @@ func (d *descs) all() []*prometheus.Desc {
 		d.whSent, d.whFailed, d.whDropped, d.whRetries, d.whQueue,
 		d.accessRecords, d.accessErrors, d.panics, d.certExpiry, d.edge,
 		d.rateDecisions, d.rateKeys, d.rateSize, d.rateEvicted, d.rateSharedUp, d.connDecisions, d.authResults,
-		d.edgeDecisions, d.localErrors, d.localExhausted, d.acceptErrors,
+		d.edgeDecisions, d.localErrors, d.localExhausted, d.acceptErrors, d.handoffs,
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"io"
 	"net/http"
+
+	"github.com/sturdyproxy/sturdy/internal/httphead"
 )
 
 // body is a response body: fixed-length, chunked or close-delimited,
@@ -224,7 +226,7 @@ ext:
 			return 0, bad("invalid byte in chunk size")
 		}
 		for _, c := range l[i+1:] {
-			if !validValueByte(c) {
+			if !httphead.ValueByte(c) {
 				return 0, bad("invalid byte in chunk extension")
 			}
 		}

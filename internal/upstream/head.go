@@ -6,6 +6,8 @@ import (
 	"io"
 	"net/http"
 	"net/textproto"
+
+	"github.com/sturdyproxy/sturdy/internal/httphead"
 )
 
 // head is the parsed head of one response. Its buffers belong to the
@@ -24,22 +26,27 @@ type head struct {
 	trail  bool  // a Trailer field is present
 }
 
-type span struct{ a, b int32 }
-
-// field is one header field line: name and value (OWS trimmed) in head.buf.
-type field struct {
-	name, value span
-	kind        uint8
-}
+type (
+	span  = httphead.Span
+	field = httphead.Field
+)
 
 // Field kinds that decide the framing.
 const (
-	kindOther uint8 = iota
-	kindContentLength
-	kindTransferEncoding
-	kindConnection
-	kindTrailer
+	kindContentLength    = httphead.ContentLength
+	kindTransferEncoding = httphead.TransferEncoding
+	kindConnection       = httphead.Connection
+	kindTrailer          = httphead.Trailer
 )
+
+// parseField parses the field line l found at offset base of the head.
+func parseField(l []byte, base int) (field, error) {
+	f, why := httphead.ParseField(l, base)
+	if why != "" {
+		return field{}, bad(why)
+	}
+	return f, nil
+}
 
 // read reads one response head from br: the status line and the header
 // fields up to the empty line. budget is what remains of maxHeaderBytes
@@ -126,68 +133,15 @@ func (h *head) statusLine(l []byte, base int) error {
 			return bad("malformed status line")
 		}
 		for _, c := range l[13:] {
-			if !validValueByte(c) {
+			if !httphead.ValueByte(c) {
 				return bad("invalid byte in reason phrase")
 			}
 		}
 	}
 	h.status = status
 	h.minor = int(l[7] - '0')
-	h.text = span{int32(base + 9), int32(base + len(l))}
+	h.text = span{A: int32(base + 9), B: int32(base + len(l))}
 	return nil
-}
-
-// parseField parses the field line l found at offset base of the head.
-func parseField(l []byte, base int) (field, error) {
-	if l[0] == ' ' || l[0] == '\t' {
-		return field{}, bad("obs-fold or whitespace before a field name")
-	}
-	colon := -1
-	for i, c := range l {
-		if c == ':' {
-			colon = i
-			break
-		}
-		if !validTokenByte(c) {
-			return field{}, bad("invalid byte in field name")
-		}
-	}
-	if colon <= 0 {
-		return field{}, bad("field line without name or colon")
-	}
-	i, j := colon+1, len(l)
-	for i < j && (l[i] == ' ' || l[i] == '\t') {
-		i++
-	}
-	for j > i && (l[j-1] == ' ' || l[j-1] == '\t') {
-		j--
-	}
-	for _, c := range l[i:j] {
-		if !validValueByte(c) {
-			return field{}, bad("invalid byte in field value")
-		}
-	}
-	f := field{name: span{int32(base), int32(base + colon)}, value: span{int32(base + i), int32(base + j)}}
-	name := l[:colon]
-	switch len(name) {
-	case 14:
-		if asciiEqualFold(name, "content-length") {
-			f.kind = kindContentLength
-		}
-	case 17:
-		if asciiEqualFold(name, "transfer-encoding") {
-			f.kind = kindTransferEncoding
-		}
-	case 10:
-		if asciiEqualFold(name, "connection") {
-			f.kind = kindConnection
-		}
-	case 7:
-		if asciiEqualFold(name, "trailer") {
-			f.kind = kindTrailer
-		}
-	}
-	return f, nil
 }
 
 // frame checks the fields that decide where the response ends:
@@ -197,11 +151,11 @@ func parseField(l []byte, base int) (field, error) {
 func (h *head) frame() error {
 	var clv []byte
 	for _, f := range h.fields {
-		v := h.buf[f.value.a:f.value.b]
-		switch f.kind {
+		v := h.buf[f.Value.A:f.Value.B]
+		switch f.Kind {
 		case kindContentLength:
 			if h.nCL == 0 {
-				n, ok := parseContentLength(v)
+				n, ok := httphead.ContentLengthValue(v)
 				if !ok {
 					return bad("invalid Content-Length")
 				}
@@ -211,12 +165,12 @@ func (h *head) frame() error {
 			}
 			h.nCL++
 		case kindTransferEncoding:
-			if !asciiEqualFold(v, "chunked") {
+			if !httphead.EqualFold(v, "chunked") {
 				return bad("Transfer-Encoding other than chunked")
 			}
 			h.nTE++
 		case kindConnection:
-			if hasToken(v, "close") {
+			if httphead.HasToken(v, "close") {
 				h.close = true
 			}
 		case kindTrailer:
@@ -234,20 +188,6 @@ func (h *head) frame() error {
 		}
 	}
 	return nil
-}
-
-func parseContentLength(v []byte) (int64, bool) {
-	if len(v) == 0 || len(v) > 18 {
-		return 0, false
-	}
-	var n int64
-	for _, c := range v {
-		if c < '0' || c > '9' {
-			return 0, false
-		}
-		n = n*10 + int64(c-'0')
-	}
-	return n, true
 }
 
 // Body framings.
@@ -318,17 +258,17 @@ func readResponse(br *bufio.Reader, h *head, method string, r *response) error {
 	resp.Close = h.minor == 0 || h.close || kind == bodyClose
 
 	s := string(h.buf) // the one string every name and value slices
-	resp.Status = s[h.text.a:h.text.b]
+	resp.Status = s[h.text.A:h.text.B]
 	hdr := make(http.Header, len(h.fields))
 	vals := make([]string, len(h.fields))
 	seenCL := false
 	for _, f := range h.fields {
-		switch f.kind {
+		switch f.Kind {
 		case kindTransferEncoding:
 			continue // as http.ReadResponse: moved to TransferEncoding
 		case kindTrailer:
 			if chunked {
-				if err := announceTrailers(resp, s[f.value.a:f.value.b]); err != nil {
+				if err := announceTrailers(resp, s[f.Value.A:f.Value.B]); err != nil {
 					return err
 				}
 				continue
@@ -343,15 +283,7 @@ func readResponse(br *bufio.Reader, h *head, method string, r *response) error {
 			}
 			seenCL = true
 		}
-		key := canonicalKey(s, h.buf, f.name)
-		v := s[f.value.a:f.value.b]
-		if vv, ok := hdr[key]; ok {
-			hdr[key] = append(vv, v)
-		} else {
-			vals[0] = v
-			hdr[key] = vals[:1:1]
-			vals = vals[1:]
-		}
+		httphead.Put(hdr, &vals, httphead.CanonicalKey(s, h.buf, f.Name), s[f.Value.A:f.Value.B])
 	}
 	resp.Header = hdr
 	r.body = body{br: br, resp: resp, kind: kind, n: h.cl}
@@ -377,7 +309,7 @@ func announceTrailers(resp *http.Response, v string) error {
 			continue
 		}
 		for i := 0; i < len(name); i++ {
-			if !validTokenByte(name[i]) {
+			if !httphead.TokenByte(name[i]) {
 				return bad("invalid name in Trailer")
 			}
 		}
@@ -421,130 +353,16 @@ func readTrailers(br *bufio.Reader, limit int) (http.Header, error) {
 		if err != nil {
 			return nil, err
 		}
-		if f.kind == kindContentLength || f.kind == kindTransferEncoding || f.kind == kindTrailer {
+		if f.Kind == kindContentLength || f.Kind == kindTransferEncoding || f.Kind == kindTrailer {
 			return nil, bad("framing field in trailers")
 		}
 		s := string(l)
-		key := canonicalKey(s, l, f.name)
+		key := httphead.CanonicalKey(s, l, f.Name)
 		if t == nil {
 			t = make(http.Header)
 		}
-		t[key] = append(t[key], s[f.value.a:f.value.b])
+		t[key] = append(t[key], s[f.Value.A:f.Value.B])
 	}
-}
-
-// canonicalKey returns the canonical form of the name at sp, a slice of s
-// (whose bytes are b) when the name was canonical already, a shared
-// constant for common names, and an allocated string otherwise.
-func canonicalKey(s string, b []byte, sp span) string {
-	name := b[sp.a:sp.b]
-	upper := true
-	canonical := true
-	for _, c := range name {
-		if upper && 'a' <= c && c <= 'z' || !upper && 'A' <= c && c <= 'Z' {
-			canonical = false
-			break
-		}
-		upper = c == '-'
-	}
-	if canonical {
-		return s[sp.a:sp.b]
-	}
-	var tmp [64]byte
-	if len(name) > len(tmp) {
-		return textproto.CanonicalMIMEHeaderKey(s[sp.a:sp.b])
-	}
-	k := tmp[:len(name)]
-	upper = true
-	for i, c := range name {
-		if upper && 'a' <= c && c <= 'z' {
-			c -= 'a' - 'A'
-		} else if !upper && 'A' <= c && c <= 'Z' {
-			c += 'a' - 'A'
-		}
-		k[i] = c
-		upper = c == '-'
-	}
-	if v, ok := commonHeader[string(k)]; ok {
-		return v
-	}
-	return string(k)
-}
-
-// commonHeader interns frequent response field names, so that a backend
-// sending them in lower case costs no allocation.
-var commonHeader = func() map[string]string {
-	m := map[string]string{}
-	for _, k := range []string{
-		"Accept-Ranges", "Access-Control-Allow-Credentials", "Access-Control-Allow-Headers",
-		"Access-Control-Allow-Methods", "Access-Control-Allow-Origin", "Access-Control-Expose-Headers",
-		"Access-Control-Max-Age", "Age", "Allow", "Alt-Svc", "Cache-Control", "Connection",
-		"Content-Disposition", "Content-Encoding", "Content-Language", "Content-Length",
-		"Content-Location", "Content-Range", "Content-Security-Policy", "Content-Type", "Date",
-		"Etag", "Expires", "Keep-Alive", "Last-Modified", "Link", "Location", "Pragma",
-		"Referrer-Policy", "Retry-After", "Server", "Set-Cookie", "Strict-Transport-Security",
-		"Trailer", "Transfer-Encoding", "Vary", "Via", "Www-Authenticate", "X-Content-Type-Options",
-		"X-Frame-Options", "X-Powered-By", "X-Request-Id", "X-Xss-Protection",
-	} {
-		m[k] = k
-	}
-	return m
-}()
-
-// validTokenByte reports whether c may appear in a token (RFC 9110 5.6.2).
-func validTokenByte(c byte) bool { return tokenTable[c] }
-
-// validValueByte reports whether c may appear in a field value or reason
-// phrase: visible characters, SP, HTAB and obs-text; no CTL.
-func validValueByte(c byte) bool { return c >= 0x20 && c != 0x7f || c == '\t' }
-
-var tokenTable = func() (t [256]bool) {
-	for c := '0'; c <= '9'; c++ {
-		t[c] = true
-	}
-	for c := 'a'; c <= 'z'; c++ {
-		t[c] = true
-		t[c-'a'+'A'] = true
-	}
-	for _, c := range "!#$%&'*+-.^_`|~" {
-		t[c] = true
-	}
-	return t
-}()
-
-// asciiEqualFold compares b with the lower-case ASCII string s, ignoring
-// the case of b.
-func asciiEqualFold(b []byte, s string) bool {
-	if len(b) != len(s) {
-		return false
-	}
-	for i, c := range b {
-		if 'A' <= c && c <= 'Z' {
-			c += 'a' - 'A'
-		}
-		if c != s[i] {
-			return false
-		}
-	}
-	return true
-}
-
-// hasToken reports whether the comma-separated list v holds token (lower
-// case), ignoring case and optional whitespace.
-func hasToken(v []byte, token string) bool {
-	for len(v) > 0 {
-		var elem []byte
-		if i := bytes.IndexByte(v, ','); i >= 0 {
-			elem, v = v[:i], v[i+1:]
-		} else {
-			elem, v = v, nil
-		}
-		elem = bytes.Trim(elem, " \t")
-		if asciiEqualFold(elem, token) {
-			return true
-		}
-	}
-	return false
 }
 
 func indexByte(s string, c byte) int {

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/sturdyproxy/sturdy/internal/httphead"
 )
 
 // writeHead buffers the request line and header fields. Nothing is sent
@@ -52,7 +54,7 @@ func (pc *conn) writeHead(req *http.Request, mode uint8, cl int64) (wantsClose b
 		case "Connection":
 			hasConnection = true
 			for _, v := range vv {
-				if hasToken([]byte(v), "close") {
+				if httphead.HasToken([]byte(v), "close") {
 					wantsClose = true
 				}
 			}
@@ -215,7 +217,7 @@ func validToken(s string) bool {
 		return false
 	}
 	for i := 0; i < len(s); i++ {
-		if !tokenTable[s[i]] {
+		if !httphead.TokenByte(s[i]) {
 			return false
 		}
 	}

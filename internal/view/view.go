@@ -86,6 +86,10 @@ type Local struct {
 	// AcceptErrors counts every failed accept per listener, exhaustion
 	// or not.
 	AcceptErrors map[string]uint64 `json:"accept_errors"`
+	// Handoffs counts, per listener with frontend: native, the
+	// connections its native server handed to net/http's (a request it
+	// does not read itself: chunked, Expect, Upgrade, h2c, malformed).
+	Handoffs map[string]uint64 `json:"frontend_handoffs,omitempty"`
 	// FileLimit is the process's soft file-descriptor limit (0: unknown).
 	FileLimit uint64 `json:"file_limit"`
 }

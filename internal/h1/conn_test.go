@@ -1,0 +1,177 @@
+package h1
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+)
+
+// dialRaw opens a client connection from 127.0.0.2, reading responses.
+func dialRaw(t *testing.T, addr string) (net.Conn, *bufio.Reader) {
+	t.Helper()
+	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 2)}, Timeout: 5 * time.Second}
+	c, err := d.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	c.SetDeadline(time.Now().Add(20 * time.Second))
+	return c, bufio.NewReader(c)
+}
+
+func roundTrip(t *testing.T, c net.Conn, br *bufio.Reader, raw string) (*http.Response, string) {
+	t.Helper()
+	if _, err := io.WriteString(c, raw); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp, string(b)
+}
+
+// expectClosed waits for the server to close c (EOF on read).
+func expectClosed(t *testing.T, br *bufio.Reader) {
+	t.Helper()
+	if b, err := br.ReadByte(); err == nil {
+		t.Fatalf("connection still open: read %q", b)
+	}
+}
+
+func TestIdleConnectionHoldsNoBuffers(t *testing.T) {
+	addr, s := start(t, echo(), nil)
+	c, br := dialRaw(t, addr)
+	roundTrip(t, c, br, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+	// The server goroutine exits after the answer; once the connection
+	// is idle again, it holds neither buffer.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		s.mu.Lock()
+		var idle, held int
+		for cc := range s.conns {
+			if cc.state.Load() == stIdle {
+				idle++
+				<-cc.idle // the server goroutine is done: its fields are ours to read
+				if cc.buf != nil || cc.bw != nil {
+					held++
+				}
+				cc.idle <- struct{}{}
+			}
+		}
+		s.mu.Unlock()
+		if idle == 1 {
+			if held != 0 {
+				t.Fatal("an idle connection holds its read or write buffer")
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the connection never became idle")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func TestUnreadBodyIsDrainedOrTheConnectionClosed(t *testing.T) {
+	ignore := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") })
+	addr, _ := start(t, ignore, nil)
+
+	c, br := dialRaw(t, addr)
+	small := strings.Repeat("s", 10<<10)
+	roundTrip(t, c, br, "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 10240\r\n\r\n"+small)
+	resp, body := roundTrip(t, c, br, "GET /next HTTP/1.1\r\nHost: x\r\n\r\n")
+	if body != "ok" || resp.Close {
+		t.Fatalf("after a small unread body: %q close=%v; want the connection kept", body, resp.Close)
+	}
+
+	c, br = dialRaw(t, addr)
+	go io.WriteString(c, "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 1048576\r\n\r\n"+strings.Repeat("b", 1<<20))
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.ReadAll(resp.Body)
+	if !resp.Close {
+		t.Fatal("a large unread body: the answer does not say Connection: close")
+	}
+	expectClosed(t, br)
+}
+
+func TestHTTP10(t *testing.T) {
+	addr, _ := start(t, echo(), nil)
+	c, br := dialRaw(t, addr)
+	resp, body := roundTrip(t, c, br, "GET /a HTTP/1.0\r\nConnection: keep-alive\r\n\r\n")
+	if body != `GET /a host= body=""` || resp.Header.Get("Connection") != "keep-alive" || resp.ProtoMinor != 0 {
+		t.Fatalf("keep-alive 1.0: %q %v %s", body, resp.Header, resp.Proto)
+	}
+	_, body = roundTrip(t, c, br, "GET /b HTTP/1.0\r\n\r\n")
+	if body != `GET /b host= body=""` {
+		t.Fatalf("1.0: %q", body)
+	}
+	expectClosed(t, br)
+}
+
+func TestHandlerPanicClosesTheConnection(t *testing.T) {
+	addr, _ := start(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, "partial")
+		panic(http.ErrAbortHandler)
+	}), nil)
+	c, br := dialRaw(t, addr)
+	io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+	expectClosed(t, br)
+}
+
+func TestIdleTimeoutClosesTheConnection(t *testing.T) {
+	addr, _ := start(t, echo(), func(s *Server) { s.IdleTimeout = 100 * time.Millisecond })
+	c, br := dialRaw(t, addr)
+	roundTrip(t, c, br, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+	expectClosed(t, br) // within the dial's 20 s deadline
+}
+
+func TestShutdownClosesIdleAndLetsActiveFinish(t *testing.T) {
+	release := make(chan struct{})
+	entered := make(chan struct{})
+	addr, s := start(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/slow" {
+			close(entered)
+			<-release
+		}
+		io.WriteString(w, "done")
+	}), nil)
+	idle, idleR := dialRaw(t, addr)
+	roundTrip(t, idle, idleR, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+	busy, busyR := dialRaw(t, addr)
+	io.WriteString(busy, "GET /slow HTTP/1.1\r\nHost: x\r\n\r\n")
+	<-entered
+
+	shut := make(chan error, 1)
+	go func() { shut <- s.Shutdown(context.Background()) }()
+	expectClosed(t, idleR)
+	select {
+	case err := <-shut:
+		t.Fatalf("Shutdown returned (%v) while a request was being answered", err)
+	default:
+	}
+	close(release)
+	resp, err := http.ReadResponse(busyR, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	if string(b) != "done" || !resp.Close {
+		t.Fatalf("the active request got %q close=%v; want its answer with Connection: close", b, resp.Close)
+	}
+	if err := <-shut; err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,219 @@
+// Package h1 is sturdy's own HTTP/1.1 server for plain-text client
+// connections: a second front end beside net/http's server, feeding the
+// same http.Handler (the proxy core), so that routing, attribution,
+// retries and answers stay one.
+//
+// It serves only the common case, and hands everything else to net/http:
+// a request it does not accept in full (chunked or any Transfer-Encoding,
+// Expect, Upgrade, CONNECT, absolute-form or asterisk targets, HTTP/2's
+// preface, a repeated or unusual Content-Length, obs-fold, a bare LF, any
+// byte outside the rules of field lines, a head larger than its buffer)
+// goes, with its connection and every byte read from it so far, to
+// Server.Handoff: net/http's server, which answers it as it always has.
+// So this server only has to be right about what it accepts, and the
+// differential fuzz test holds it to that: whatever it accepts, net/http
+// reads identically.
+//
+// What it buys over net/http: an idle keep-alive connection holds no
+// buffer and only a small goroutine waiting for readability (no 8 KiB of
+// bufio per connection), the request head is parsed in place into one
+// string, and the client's going away is watched by that same waiting
+// goroutine rather than by a background read started and stopped per
+// request.
+package h1
+
+import (
+	"context"
+	"errors"
+	"log"
+	"net"
+	"net/http"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Supported reports whether this platform has what the server needs
+// (a non-blocking peek on the socket); elsewhere, use net/http.
+const Supported = runtime.GOOS == "linux"
+
+// Server serves HTTP/1.1 on plain-text connections. The zero value is not
+// usable: Handler and Handoff are required.
+type Server struct {
+	// Handler answers every request the server accepts.
+	Handler http.Handler
+	// Handoff takes over a connection this server does not serve: Read on
+	// it returns the bytes already read first. It reports false when it
+	// cannot take it (then the connection is closed).
+	Handoff func(net.Conn) bool
+	// ConnContext, when set, derives each connection's context.
+	ConnContext func(ctx context.Context, c net.Conn) context.Context
+	// ReadHeaderTimeout bounds the wait for a connection's first request
+	// and the reading of every request head.
+	ReadHeaderTimeout time.Duration
+	// IdleTimeout closes a keep-alive connection idle for that long;
+	// 0 means ReadHeaderTimeout.
+	IdleTimeout time.Duration
+	// MaxHeaderBytes: a longer head is handed off (net/http answers 431).
+	MaxHeaderBytes int
+	// ErrorLog receives handler panics; nil means the log package's.
+	ErrorLog *log.Logger
+
+	closing atomic.Bool
+	mu      sync.Mutex
+	ln      net.Listener
+	conns   map[*conn]struct{}
+	date    atomic.Pointer[dateLine]
+}
+
+// ErrServerClosed is http.ErrServerClosed: Serve returns it after
+// Shutdown or Close, as net/http's server does.
+var ErrServerClosed = http.ErrServerClosed
+
+// Serve accepts connections on l until it fails or the server is shut
+// down. Each connection must be a *net.TCPConn (or offer SyscallConn).
+func (s *Server) Serve(l net.Listener) error {
+	s.mu.Lock()
+	if s.closing.Load() {
+		s.mu.Unlock()
+		return ErrServerClosed
+	}
+	s.ln = l
+	if s.conns == nil {
+		s.conns = make(map[*conn]struct{})
+	}
+	s.mu.Unlock()
+	var pause time.Duration
+	for {
+		nc, err := l.Accept()
+		if err != nil {
+			if s.closing.Load() || errors.Is(err, net.ErrClosed) {
+				return ErrServerClosed
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				pause = min(max(2*pause, 5*time.Millisecond), time.Second)
+				time.Sleep(pause)
+				continue
+			}
+			return err
+		}
+		pause = 0
+		c, err := s.newConn(nc)
+		if err != nil {
+			nc.Close()
+			continue
+		}
+		if !s.track(c) {
+			nc.Close()
+			continue
+		}
+		go c.watch()
+	}
+}
+
+func (s *Server) track(c *conn) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closing.Load() {
+		return false
+	}
+	s.conns[c] = struct{}{}
+	return true
+}
+
+func (s *Server) untrack(c *conn) {
+	s.mu.Lock()
+	delete(s.conns, c)
+	s.mu.Unlock()
+}
+
+// Shutdown stops accepting, closes idle connections, and waits for the
+// others to finish their request and close, or for ctx to end.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.closing.Store(true)
+	s.closeListener()
+	wait := time.Millisecond
+	for {
+		if s.closeIdle() == 0 {
+			return nil
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+		wait = min(2*wait, 100*time.Millisecond)
+	}
+}
+
+// Close stops accepting and closes every connection at once.
+func (s *Server) Close() error {
+	s.closing.Store(true)
+	s.closeListener()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for c := range s.conns {
+		c.state.Store(stClosed)
+		c.nc.Close()
+	}
+	return nil
+}
+
+func (s *Server) closeListener() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ln != nil {
+		s.ln.Close()
+	}
+}
+
+// closeIdle closes the connections waiting between requests and returns
+// how many remain open.
+func (s *Server) closeIdle() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for c := range s.conns {
+		if c.state.CompareAndSwap(stIdle, stClosed) {
+			c.nc.Close()
+		}
+	}
+	return len(s.conns)
+}
+
+func (s *Server) logf(format string, args ...any) {
+	if s.ErrorLog != nil {
+		s.ErrorLog.Printf(format, args...)
+	} else {
+		log.Printf(format, args...)
+	}
+}
+
+func (s *Server) idleTimeout() time.Duration {
+	if s.IdleTimeout > 0 {
+		return s.IdleTimeout
+	}
+	return s.ReadHeaderTimeout
+}
+
+// dateLine is the Date field of the current second, formatted once.
+type dateLine struct {
+	sec  int64
+	line []byte // "Date: ...\r\n"
+}
+
+func (s *Server) dateField(now time.Time) []byte {
+	sec := now.Unix()
+	if d := s.date.Load(); d != nil && d.sec == sec {
+		return d.line
+	}
+	b := make([]byte, 0, 40)
+	b = append(b, "Date: "...)
+	b = now.UTC().AppendFormat(b, http.TimeFormat)
+	b = append(b, "\r\n"...)
+	s.date.Store(&dateLine{sec: sec, line: b})
+	return b
+}

@@ -1,0 +1,43 @@
+package h1
+
+import (
+	"errors"
+	"os"
+	"syscall"
+	"unsafe"
+)
+
+// wait blocks until the socket is readable (a request's first bytes, or
+// the client's FIN or reset) or its read deadline passes, without a
+// buffer: a non-blocking MSG_PEEK of one byte tells data from EOF, and
+// the runtime's poller does the waiting.
+func (c *conn) wait() event {
+	c.peekEv = evData
+	if err := c.raw.Read(c.peekFunc); err != nil {
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			return evTimeout
+		}
+		return evClosed
+	}
+	return c.peekEv
+}
+
+// peek is the RawConn.Read callback of wait; false means "not readable
+// yet: wait for the poller".
+func (c *conn) peek(fd uintptr) bool {
+	for {
+		n, _, errno := syscall.Syscall6(syscall.SYS_RECVFROM, fd, uintptr(unsafe.Pointer(&c.peekBuf[0])), 1,
+			syscall.MSG_PEEK|syscall.MSG_DONTWAIT, 0, 0)
+		switch {
+		case errno == syscall.EINTR:
+			continue
+		case errno == syscall.EAGAIN:
+			return false
+		case errno != 0 || n == 0:
+			c.peekEv = evClosed
+		default:
+			c.peekEv = evData
+		}
+		return true
+	}
+}
