@@ -2,6 +2,7 @@ package h1
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -16,14 +17,14 @@ import (
 	"github.com/sturdyproxy/sturdy/internal/httphead"
 )
 
-// A connection has two goroutines at most. The watcher lives as long as
-// the connection: it waits for the socket to become readable, without a
-// buffer, and then starts a server goroutine for the requests that
-// arrived; while one is being answered, it watches for the client's going
-// away and cancels the request if it does. The server goroutine reads
-// and answers requests while bytes remain buffered, gives its buffers
-// back, and exits. So an idle connection is the watcher's small stack and
-// this struct.
+// A connection has two goroutines. The watcher waits for the socket to
+// become readable, without a buffer, and then wakes the server goroutine
+// for the requests that arrived; while one is being answered, it watches
+// for the client's going away and cancels the request if it does. The
+// server goroutine reads and answers requests while bytes remain
+// buffered, gives its buffers back, and parks, for a second at most. So
+// a connection idle for longer is the watcher's small stack and this
+// struct: no buffer, no stack grown by a handler.
 type conn struct {
 	srv    *Server
 	nc     net.Conn
@@ -43,10 +44,14 @@ type conn struct {
 	// (watch it), false when the connection is closed or handed off.
 	watchOn   chan bool
 	watchSent atomic.Bool
+	// next wakes the parked server goroutine (true) or retires it
+	// (false); closed when the watcher exits.
+	next chan bool
 
 	// idleUntil is when the idle (or first-request) timeout ends, in
 	// Unix nanoseconds; set by the server goroutine before it exits.
 	idleUntil atomic.Int64
+	parkUntil atomic.Int64 // when a parked server goroutine is retired
 	cur       atomic.Pointer[exchange] // the request being answered
 	handedOff bool                     // set before watchOn <- false
 
@@ -87,7 +92,7 @@ func (s *Server) newConn(nc net.Conn) (*conn, error) {
 	}
 	c := &conn{
 		srv: s, nc: nc, raw: raw, remote: nc.RemoteAddr().String(), local: nc.LocalAddr(),
-		idle: make(chan struct{}, 1), watchOn: make(chan bool, 1),
+		idle: make(chan struct{}, 1), watchOn: make(chan bool, 1), next: make(chan bool),
 	}
 	c.tcp, _ = nc.(*net.TCPConn)
 	c.peekFunc = c.peek
@@ -107,7 +112,9 @@ func (s *Server) newConn(nc net.Conn) (*conn, error) {
 
 // watch is the connection's watcher (see conn).
 func (c *conn) watch() {
+	started := false
 	defer func() {
+		close(c.next) // a parked server goroutine exits
 		c.srv.untrack(c)
 		if !c.handedOff {
 			c.state.Store(stClosed)
@@ -124,8 +131,16 @@ func (c *conn) watch() {
 			return
 		case evTimeout:
 			<-c.idle // the deadline may be a handler's: let it finish
-			if c.srv.IdleTimeout >= 0 && time.Now().UnixNano() >= c.idleUntil.Load() {
+			now := time.Now().UnixNano()
+			if now >= c.idleUntil.Load() {
 				return
+			}
+			if started && now >= c.parkUntil.Load() {
+				// Idle for a while: the server goroutine's stack goes, the
+				// next request starts another.
+				c.next <- false
+				started = false
+				c.nc.SetReadDeadline(time.Unix(0, c.idleUntil.Load()))
 			}
 			c.idle <- struct{}{}
 			continue
@@ -135,58 +150,79 @@ func (c *conn) watch() {
 			return // closed by Shutdown or Close
 		}
 		c.watchSent.Store(false)
-		go c.serve()
+		if started {
+			c.next <- true
+		} else {
+			started = true
+			go c.serve()
+		}
 		if !<-c.watchOn {
 			return
 		}
 	}
 }
 
-// sendWatch tells the watcher, once per server goroutine, what to do.
+// sendWatch tells the watcher, once per wake-up, what to do.
 func (c *conn) sendWatch(on bool) {
 	if c.watchSent.CompareAndSwap(false, true) {
 		c.watchOn <- on
 	}
 }
 
-// serve reads and answers requests while bytes remain buffered (see
-// conn), then gives the buffers back and the token to the watcher.
+// serve is the connection's server goroutine: woken by the watcher, it
+// reads and answers requests while bytes remain buffered, gives the
+// buffers back and parks until the next wake-up. It stays while requests
+// keep coming, so that its stack, grown by the handler once, is not grown
+// again for every request; after parkTime without one, the watcher
+// retires it, and an idle connection keeps only the watcher.
 func (c *conn) serve() {
-	keep := true
-	defer func() {
-		if c.handedOff {
+	for {
+		keep, handedOff := c.session()
+		if handedOff {
 			return
 		}
-		c.releaseBuffers()
 		c.sendWatch(keep)
-		if keep && !c.srv.closing.Load() {
-			until := time.Now().Add(c.srv.idleTimeout())
-			c.idleUntil.Store(until.UnixNano())
-			if c.srv.idleTimeout() > 0 {
-				c.nc.SetReadDeadline(until)
-			} else {
-				c.nc.SetReadDeadline(time.Time{})
-			}
-			c.state.Store(stIdle)
-		} else {
+		if !keep || c.srv.closing.Load() {
 			c.state.Store(stClosed)
 			c.nc.Close()
+			c.idle <- struct{}{}
+			return
 		}
+		now := time.Now()
+		until := now.Add(c.srv.idleTimeout())
+		park := now.Add(c.srv.parkTime())
+		c.idleUntil.Store(until.UnixNano())
+		c.parkUntil.Store(park.UnixNano())
+		if until.Before(park) {
+			park = until
+		}
+		c.nc.SetReadDeadline(park)
+		c.state.Store(stIdle)
 		c.idle <- struct{}{}
-	}()
+		if run, ok := <-c.next; !ok || !run {
+			return
+		}
+	}
+}
+
+// session serves the requests of one wake-up: while bytes remain
+// buffered. It reports whether the connection may carry more, or that it
+// was handed off.
+func (c *conn) session() (keep, handedOff bool) {
 	if c.buf == nil {
 		c.buf = bufPool.Get().(*[]byte)
 		c.r, c.w = 0, 0
 	}
-	for keep {
+	defer c.releaseBuffers()
+	for {
 		var handoff bool
 		keep, handoff = c.serveOne()
 		if handoff {
 			c.handOff()
-			return
+			return false, true
 		}
-		if c.r == c.w {
-			break
+		if !keep || c.r == c.w {
+			return keep, false
 		}
 	}
 }
@@ -194,6 +230,7 @@ func (c *conn) serve() {
 // handOff gives the connection, with what was read of it, to Handoff.
 func (c *conn) handOff() {
 	pending := append([]byte(nil), (*c.buf)[c.r:c.w]...)
+	c.r = c.w
 	c.releaseBuffers()
 	c.handedOff = true
 	c.srv.untrack(c)
@@ -299,8 +336,10 @@ func (c *conn) readHead() (end int, ok bool) {
 // scanned again from the start.
 func headEnd(b []byte, r int, scanned *int) int {
 	for i := *scanned; i < len(b); i++ {
-		if b[i] != '\n' {
-			continue
+		if k := bytes.IndexByte(b[i:], '\n'); k < 0 {
+			break
+		} else {
+			i += k
 		}
 		if i == r || b[i-1] != '\r' {
 			return -1
@@ -339,6 +378,10 @@ var (
 	bufPool    = sync.Pool{New: func() any { b := make([]byte, readBufSize); return &b }}
 	writerPool = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, writeBufSize) }}
 )
+
+// parkTime is how long a server goroutine waits for its connection's next
+// request before it is retired.
+const parkTime = time.Second
 
 const (
 	readBufSize  = 8 << 10

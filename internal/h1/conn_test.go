@@ -175,3 +175,16 @@ func TestShutdownClosesIdleAndLetsActiveFinish(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A server goroutine parked longer than the park time is retired; the
+// connection's next request starts another, and nothing is lost.
+func TestRetiredServerGoroutineIsReplaced(t *testing.T) {
+	addr, _ := start(t, echo(), func(s *Server) { s.park = 10 * time.Millisecond })
+	c, br := dialRaw(t, addr)
+	for i := range 3 {
+		if _, body := roundTrip(t, c, br, "GET /again HTTP/1.1\r\nHost: x\r\n\r\n"); body != `GET /again host=x body=""` {
+			t.Fatalf("request %d after a retirement: %q", i, body)
+		}
+		time.Sleep(50 * time.Millisecond) // past the park time: retired
+	}
+}

@@ -82,10 +82,16 @@ func (x *exchange) WriteHeader(code int) {
 func (x *exchange) informational(code int) {
 	bw := x.writer()
 	writeStatusLine(bw, x.req.ProtoMinor == 1, code)
-	var excl exclusions
-	excl.add("Content-Length")
-	excl.add("Transfer-Encoding")
-	writeHeader(bw, x.header, &excl)
+	keys := make([]string, 0, len(x.header))
+	for k := range x.header {
+		if k != "Content-Length" && k != "Transfer-Encoding" {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		writeField(bw, k, x.header[k])
+	}
 	bw.WriteString("\r\n")
 	if err := bw.Flush(); err != nil {
 		x.fail(err)
@@ -189,11 +195,15 @@ func (x *exchange) commit(final bool, first []byte) {
 	}
 	excl := exclusions{}
 	hasTrailers := false
+	// One pass over the keys: the trailers to come, and the fields.
+	var arr [32]string
+	keys := arr[:0]
 	for k := range h {
 		if strings.HasPrefix(k, http.TrailerPrefix) {
-			excl.add(k)
 			hasTrailers = true
+			continue
 		}
+		keys = append(keys, k)
 	}
 	for _, v := range h["Trailer"] {
 		hasTrailers = true
@@ -291,7 +301,12 @@ func (x *exchange) commit(final bool, first []byte) {
 
 	bw := x.writer()
 	writeStatusLine(bw, minor == 1, x.status)
-	writeHeader(bw, h, &excl)
+	slices.Sort(keys)
+	for _, k := range keys {
+		if !excl.has(k) {
+			writeField(bw, k, h[k])
+		}
+	}
 	if _, ok := h["Date"]; !ok {
 		bw.Write(x.c.srv.dateField(time.Now()))
 	}
@@ -470,30 +485,18 @@ func writeOne(bw *bufio.Writer, k, v string) {
 	bw.WriteString(k)
 	bw.WriteString(": ")
 	v = textproto.TrimString(v)
-	for i := 0; i < len(v); i++ {
-		if c := v[i]; c == '\r' || c == '\n' {
-			bw.WriteByte(' ')
-		} else {
-			bw.WriteByte(c)
+	if strings.ContainsAny(v, "\r\n") {
+		for i := 0; i < len(v); i++ {
+			if c := v[i]; c == '\r' || c == '\n' {
+				bw.WriteByte(' ')
+			} else {
+				bw.WriteByte(c)
+			}
 		}
+	} else {
+		bw.WriteString(v)
 	}
 	bw.WriteString("\r\n")
-}
-
-// writeHeader writes h's fields but those excluded, sorted by name as
-// net/http writes them.
-func writeHeader(bw *bufio.Writer, h http.Header, excl *exclusions) {
-	var arr [32]string
-	keys := arr[:0]
-	for k := range h {
-		if !excl.has(k) {
-			keys = append(keys, k)
-		}
-	}
-	slices.Sort(keys)
-	for _, k := range keys {
-		writeField(bw, k, h[k])
-	}
 }
 
 func headerIs(h http.Header, k, v string) bool {

@@ -60,6 +60,8 @@ type Server struct {
 	// ErrorLog receives handler panics; nil means the log package's.
 	ErrorLog *log.Logger
 
+	park    time.Duration // parkTime unless a test sets it
+
 	closing atomic.Bool
 	mu      sync.Mutex
 	ln      net.Listener
@@ -190,6 +192,13 @@ func (s *Server) logf(format string, args ...any) {
 	} else {
 		log.Printf(format, args...)
 	}
+}
+
+func (s *Server) parkTime() time.Duration {
+	if s.park > 0 {
+		return s.park
+	}
+	return parkTime
 }
 
 func (s *Server) idleTimeout() time.Duration {
