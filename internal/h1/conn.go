@@ -58,6 +58,7 @@ type conn struct {
 	// The peek's result, for the method value given to RawConn.Read.
 	peekBuf  [1]byte
 	peekEv   event
+	peeked   bool
 	peekFunc func(uintptr) bool
 
 	// Owned by the server goroutine; nil while idle.

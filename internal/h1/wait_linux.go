@@ -13,6 +13,7 @@ import (
 // the runtime's poller does the waiting.
 func (c *conn) wait() event {
 	c.peekEv = evData
+	c.peeked = false
 	if err := c.raw.Read(c.peekFunc); err != nil {
 		if errors.Is(err, os.ErrDeadlineExceeded) {
 			return evTimeout
@@ -23,8 +24,15 @@ func (c *conn) wait() event {
 }
 
 // peek is the RawConn.Read callback of wait; false means "not readable
-// yet: wait for the poller".
+// yet: wait for the poller". The first call must look (bytes may have
+// come before the wait began, and the poller reports only new ones);
+// after the poller's wake-up, a connection with no request being answered
+// needs no second look: the server goroutine's read tells data from EOF.
 func (c *conn) peek(fd uintptr) bool {
+	if c.peeked && c.state.Load() == stIdle {
+		return true
+	}
+	c.peeked = true
 	for {
 		n, _, errno := syscall.Syscall6(syscall.SYS_RECVFROM, fd, uintptr(unsafe.Pointer(&c.peekBuf[0])), 1,
 			syscall.MSG_PEEK|syscall.MSG_DONTWAIT, 0, 0)
