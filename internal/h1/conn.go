@@ -51,7 +51,7 @@ type conn struct {
 	// idleUntil is when the idle (or first-request) timeout ends, in
 	// Unix nanoseconds; set by the server goroutine before it exits.
 	idleUntil atomic.Int64
-	parkUntil atomic.Int64 // when a parked server goroutine is retired
+	parkUntil atomic.Int64             // when a parked server goroutine is retired
 	cur       atomic.Pointer[exchange] // the request being answered
 	handedOff bool                     // set before watchOn <- false
 

@@ -60,7 +60,7 @@ type Server struct {
 	// ErrorLog receives handler panics; nil means the log package's.
 	ErrorLog *log.Logger
 
-	park    time.Duration // parkTime unless a test sets it
+	park time.Duration // parkTime unless a test sets it
 
 	closing atomic.Bool
 	mu      sync.Mutex
