@@ -21,7 +21,9 @@
 #
 # Usage: bench/instructions.sh
 # Environment:
-#   ONLY=sturdy,nginx,haproxy,caddy   which proxies
+#   ONLY=sturdy,sturdy-native,nginx,haproxy,caddy   which proxies
+#                                     (sturdy-native: conf/sturdy-native.yaml,
+#                                     the native HTTP/1.1 front end)
 #   N=4000 WARM=300                   measured and warm-up requests
 #   BODY=1k                           1k or 64k
 #   STURDY=PATH                       a sturdy binary to count instead of
@@ -29,7 +31,7 @@
 #   OUT=DIR                           where the callgrind files are kept
 set -euo pipefail
 
-ONLY=${ONLY:-sturdy,nginx,haproxy,caddy}
+ONLY=${ONLY:-sturdy,sturdy-native,nginx,haproxy,caddy}
 N=${N:-4000}
 WARM=${WARM:-300}
 BODY=${BODY:-1k}
@@ -97,16 +99,17 @@ echo "User-space instructions per proxied $BODY request ($N keep-alive requests,
 echo
 echo "| proxy | instructions per request | failed |"
 echo "|---|---:|---:|"
-if want sturdy; then
-	bin=${STURDY:-}
+bin=${STURDY:-}
+for name in sturdy sturdy-native; do
+	want "$name" || continue
 	if [[ -z $bin ]]; then
 		(cd "$REPO" && go build -o "$TMP/sturdy" ./cmd/sturdy) || die "./cmd/sturdy does not build"
 		bin=$TMP/sturdy
 	fi
-	render "$BENCH_DIR/conf/sturdy.yaml" "$TMP/sturdy.yaml" "$PORT"
+	render "$BENCH_DIR/conf/$name.yaml" "$TMP/$name.yaml" "$PORT"
 	# Asynchronous preemption signals confuse callgrind's signal handling.
-	GOGC=${GOGC:-off} GOMAXPROCS=1 GODEBUG=asyncpreemptoff=1 count sturdy "$bin" run -c "$TMP/sturdy.yaml"
-fi
+	GOGC=${GOGC:-off} GOMAXPROCS=1 GODEBUG=asyncpreemptoff=1 count "$name" "$bin" run -c "$TMP/$name.yaml"
+done
 if want nginx && command -v nginx >/dev/null; then
 	mkdir -p "$TMP/nginx"
 	render "$BENCH_DIR/conf/nginx.conf" "$TMP/nginx.conf" "$PORT"

@@ -50,8 +50,11 @@ type conn struct {
 
 	// idleUntil is when the idle (or first-request) timeout ends, in
 	// Unix nanoseconds; set by the server goroutine before it exits.
+	// Times on the server's monotonic clock (Server.mono).
 	idleUntil atomic.Int64
 	parkUntil atomic.Int64             // when a parked server goroutine is retired
+	born      int64                    // when the connection was accepted
+	fresh     atomic.Bool              // no request has begun yet
 	cur       atomic.Pointer[exchange] // the request being answered
 	handedOff bool                     // set before watchOn <- false
 
@@ -63,6 +66,7 @@ type conn struct {
 
 	// Owned by the server goroutine; nil while idle.
 	fields []httphead.Field
+	unread bool // the client is still sending what nobody will read
 	buf    *[]byte
 	r, w   int // unread bytes are (*buf)[r:w]
 	bw     *bufio.Writer
@@ -96,6 +100,7 @@ func (s *Server) newConn(nc net.Conn) (*conn, error) {
 		idle: make(chan struct{}, 1), watchOn: make(chan bool, 1), next: make(chan bool),
 	}
 	c.tcp, _ = nc.(*net.TCPConn)
+	c.fresh.Store(true)
 	c.peekFunc = c.peek
 	c.idle <- struct{}{}
 	ctx := context.WithValue(context.Background(), http.LocalAddrContextKey, c.local)
@@ -103,10 +108,11 @@ func (s *Server) newConn(nc net.Conn) (*conn, error) {
 		ctx = s.ConnContext(ctx, nc)
 	}
 	c.ctx = ctx
-	until := time.Now().Add(s.ReadHeaderTimeout)
-	c.idleUntil.Store(until.UnixNano())
+	now := time.Now()
+	c.born = s.mono(now)
+	c.idleUntil.Store(c.born + int64(s.ReadHeaderTimeout))
 	if s.ReadHeaderTimeout > 0 {
-		nc.SetReadDeadline(until)
+		nc.SetReadDeadline(now.Add(s.ReadHeaderTimeout))
 	}
 	return c, nil
 }
@@ -132,16 +138,20 @@ func (c *conn) watch() {
 			return
 		case evTimeout:
 			<-c.idle // the deadline may be a handler's: let it finish
-			now := time.Now().UnixNano()
-			if now >= c.idleUntil.Load() {
+			if c.state.Load() == stClosed {
+				return // its answer closed the connection
+			}
+			now := time.Now()
+			mono := c.srv.mono(now)
+			if mono >= c.idleUntil.Load() {
 				return
 			}
-			if started && now >= c.parkUntil.Load() {
+			if started && mono >= c.parkUntil.Load() {
 				// Idle for a while: the server goroutine's stack goes, the
 				// next request starts another.
 				c.next <- false
 				started = false
-				c.nc.SetReadDeadline(time.Unix(0, c.idleUntil.Load()))
+				c.nc.SetReadDeadline(now.Add(time.Duration(c.idleUntil.Load() - mono)))
 			}
 			c.idle <- struct{}{}
 			continue
@@ -185,6 +195,9 @@ func (c *conn) serve() {
 		c.sendWatch(keep)
 		if !keep || c.srv.closing.Load() {
 			c.state.Store(stClosed)
+			if c.unread {
+				c.closeWriteAndWait()
+			}
 			c.nc.Close()
 			c.idle <- struct{}{}
 			return
@@ -192,8 +205,9 @@ func (c *conn) serve() {
 		now := time.Now()
 		until := now.Add(c.srv.idleTimeout())
 		park := now.Add(c.srv.parkTime())
-		c.idleUntil.Store(until.UnixNano())
-		c.parkUntil.Store(park.UnixNano())
+		mono := c.srv.mono(now)
+		c.idleUntil.Store(mono + int64(c.srv.idleTimeout()))
+		c.parkUntil.Store(mono + int64(c.srv.parkTime()))
 		if until.Before(park) {
 			park = until
 		}
@@ -203,6 +217,9 @@ func (c *conn) serve() {
 		if run, ok := <-c.next; !ok || !run {
 			return
 		}
+		// Bytes are there: whatever deadline was armed for waiting (the
+		// park time may be ending just now), the head has its own.
+		c.headDeadline()
 	}
 }
 
@@ -215,6 +232,7 @@ func (c *conn) session() (keep, handedOff bool) {
 		c.r, c.w = 0, 0
 	}
 	defer c.releaseBuffers()
+	c.fresh.Store(false)
 	for {
 		var handoff bool
 		keep, handoff = c.serveOne()
@@ -235,13 +253,47 @@ func (c *conn) handOff() {
 	c.releaseBuffers()
 	c.handedOff = true
 	c.srv.untrack(c)
+	// net/http's server arms its own deadlines; none of a handler's
+	// here may outlive the hand-off.
 	c.nc.SetReadDeadline(time.Time{})
+	c.nc.SetWriteDeadline(time.Time{})
 	c.sendWatch(false)
 	rc := &replayConn{Conn: c.nc, pending: pending}
 	if c.srv.Handoff == nil || !c.srv.Handoff(rc) {
 		c.nc.Close()
 	}
 }
+
+// headDeadline gives the next head ReadHeaderTimeout from now.
+func (c *conn) headDeadline() {
+	if t := c.srv.ReadHeaderTimeout; t > 0 {
+		c.nc.SetReadDeadline(time.Now().Add(t))
+	} else {
+		c.nc.SetReadDeadline(time.Time{})
+	}
+}
+
+// closeWriteAndWait, before closing a connection whose client is still
+// sending (a body too large to drop), sends a FIN and reads what comes
+// for a moment, as net/http does: closing with unread bytes would reset
+// the connection and could destroy the answer on its way.
+func (c *conn) closeWriteAndWait() {
+	if c.tcp == nil {
+		return
+	}
+	c.tcp.CloseWrite()
+	c.nc.SetReadDeadline(time.Now().Add(rstAvoidanceDelay))
+	var sink [512]byte
+	for {
+		if _, err := c.nc.Read(sink[:]); err != nil {
+			return
+		}
+	}
+}
+
+// rstAvoidanceDelay is net/http's: how long a half-closed connection is
+// read before it is closed.
+const rstAvoidanceDelay = 500 * time.Millisecond
 
 func (c *conn) releaseBuffers() {
 	if c.buf != nil && c.r == c.w {
@@ -277,8 +329,8 @@ func (c *conn) serveOne() (keep, handoff bool) {
 	x.cancel = cancel
 	r := req.WithContext(ctx)
 	x.req = r
-	x.body.start(x)
 	c.cur.Store(x)
+	x.body.start(x)
 	x.run(r)
 	c.cur.Store(nil)
 	cancel()
@@ -296,7 +348,12 @@ func (c *conn) readHead() (end int, ok bool) {
 		limit = m
 	}
 	scanned := c.r
-	for reads := 0; ; reads++ {
+	if c.r < c.w {
+		// A pipelined head: the handler before it may have left any
+		// deadline on the connection.
+		c.headDeadline()
+	}
+	for {
 		switch e := headEnd(b[:c.w], c.r, &scanned); {
 		case e > 0:
 			if e-c.r > limit {
@@ -313,11 +370,6 @@ func (c *conn) readHead() (end int, ok bool) {
 			n := copy(b, b[c.r:c.w])
 			scanned -= c.r
 			c.r, c.w = 0, n
-		}
-		if reads == 1 && c.srv.ReadHeaderTimeout > 0 {
-			// Not all there in one read: from now on the head has
-			// ReadHeaderTimeout (before, the idle deadline held).
-			c.nc.SetReadDeadline(time.Now().Add(c.srv.ReadHeaderTimeout))
 		}
 		n, err := c.nc.Read(b[c.w:])
 		c.w += n

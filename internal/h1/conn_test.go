@@ -45,6 +45,8 @@ func expectClosed(t *testing.T, br *bufio.Reader) {
 	t.Helper()
 	if b, err := br.ReadByte(); err == nil {
 		t.Fatalf("connection still open: read %q", b)
+	} else if isTimeout(err) {
+		t.Fatal("the server never closed the connection")
 	}
 }
 
@@ -186,5 +188,79 @@ func TestRetiredServerGoroutineIsReplaced(t *testing.T) {
 			t.Fatalf("request %d after a retirement: %q", i, body)
 		}
 		time.Sleep(50 * time.Millisecond) // past the park time: retired
+	}
+}
+
+// A handler's read deadline that passes while the watcher watches, then
+// an answer that closes the connection: the watcher must still end, or
+// Shutdown would wait for it forever.
+func TestHandlerDeadlineThenCloseLeavesNothingBehind(t *testing.T) {
+	addr, s := start(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.(interface{ SetReadDeadline(time.Time) error }).SetReadDeadline(time.Now().Add(20 * time.Millisecond))
+		time.Sleep(100 * time.Millisecond)
+		io.WriteString(w, "late")
+	}), nil)
+	c, br := dialRaw(t, addr)
+	if _, body := roundTrip(t, c, br, "GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"); body != "late" {
+		t.Fatalf("body %q", body)
+	}
+	expectClosed(t, br)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := s.Shutdown(ctx); err != nil {
+		t.Fatalf("Shutdown: %v (a connection's goroutines did not end)", err)
+	}
+}
+
+// Half of a pipelined head, then nothing: the head's timeout applies to
+// it as to any other.
+func TestPipelinedHalfHeadTimesOut(t *testing.T) {
+	addr, _ := start(t, echo(), func(s *Server) { s.ReadHeaderTimeout = 200 * time.Millisecond })
+	c, br := dialRaw(t, addr)
+	io.WriteString(c, "GET /1 HTTP/1.1\r\nHost: x\r\n\r\nGET /2 HT")
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.ReadAll(resp.Body)
+	expectClosed(t, br) // within the dial's 20 s, not never
+}
+
+// A write deadline a handler armed does not outlive its request into a
+// hand-off: net/http's server answers the next request in full.
+func TestHandlerWriteDeadlineDoesNotReachTheHandoff(t *testing.T) {
+	addr, _ := start(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/arm" {
+			w.(interface{ SetWriteDeadline(time.Time) error }).SetWriteDeadline(time.Now().Add(50 * time.Millisecond))
+		}
+		io.WriteString(w, r.URL.Path)
+	}), nil)
+	c, br := dialRaw(t, addr)
+	roundTrip(t, c, br, "GET /arm HTTP/1.1\r\nHost: x\r\n\r\n")
+	time.Sleep(100 * time.Millisecond) // past the armed deadline
+	resp, body := roundTrip(t, c, br, "POST /chunked HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n")
+	if body != "/chunked" || resp.Header.Get("X-Served-By") != "net/http" {
+		t.Fatalf("after the hand-off: %q by %s", body, resp.Header.Get("X-Served-By"))
+	}
+}
+
+// The head is the header as it was at WriteHeader: what a handler adds
+// after (a proxied backend's trailers) is a trailer, never a head field.
+func TestHeaderAfterWriteHeaderIsNotInTheHead(t *testing.T) {
+	addr, _ := start(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Trailer", "X-T")
+		w.WriteHeader(200)
+		io.WriteString(w, "short")
+		w.Header().Set("X-T", "v")
+		w.Header().Set(http.TrailerPrefix+"X-P", "p")
+		w.Header().Set("X-Late", "no")
+	}), nil)
+	c, br := dialRaw(t, addr)
+	resp, body := roundTrip(t, c, br, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+	if body != "short" || resp.Header.Get("X-T") != "" || resp.Header.Get("X-Late") != "" || resp.Header.Get("X-P") != "" {
+		t.Fatalf("head %v body %q", resp.Header, body)
+	}
+	if resp.Trailer.Get("X-T") != "v" || resp.Trailer.Get("X-P") != "p" {
+		t.Fatalf("trailers %v", resp.Trailer)
 	}
 }

@@ -38,7 +38,8 @@ type exchange struct {
 	broken        bool // a write failed or the handler panicked
 	werr          error
 	fullDuplex    bool
-	pend          []byte   // written before the framing was known
+	pend          []byte      // written before the framing was known
+	snap          http.Header // the header as WriteHeader saw it, until committed
 	trailers      []string // declared in the Trailer field
 }
 
@@ -76,6 +77,18 @@ func (x *exchange) WriteHeader(code int) {
 			delete(x.header, "Content-Length")
 		}
 	}
+	// The head is what the header was now, as on net/http: later changes
+	// are the trailers'. A head whose framing and type are settled goes
+	// into the write buffer at once; another is a copy until it can.
+	if x.header == nil {
+		return
+	}
+	_, haveType := x.header["Content-Type"]
+	if x.contentLength >= 0 && (haveType || !x.bodyAllowed() || x.isHead()) || !x.bodyAllowed() {
+		x.commit(false, nil)
+		return
+	}
+	x.snap = x.header.Clone()
 }
 
 // informational writes a 1xx head at once, as net/http does.
@@ -112,6 +125,9 @@ func (x *exchange) fail(err error) {
 		x.werr = err
 	}
 	x.broken = true
+	if x.cancel != nil {
+		x.cancel() // as net/http: the client cannot be answered any more
+	}
 }
 
 func (x *exchange) isHead() bool { return x.req.Method == http.MethodHead }
@@ -127,6 +143,9 @@ func (x *exchange) Write(p []byte) (int, error) {
 	if x.werr != nil {
 		return 0, x.werr
 	}
+	if len(p) == 0 {
+		return 0, nil
+	}
 	if !x.bodyAllowed() {
 		return 0, http.ErrBodyNotAllowed
 	}
@@ -134,26 +153,34 @@ func (x *exchange) Write(p []byte) (int, error) {
 	if x.contentLength != -1 && x.written > x.contentLength {
 		return 0, http.ErrContentLength
 	}
-	if x.isHead() {
-		return len(p), nil
-	}
+	n := len(p)
 	if !x.committed {
-		if x.contentLength == -1 && len(x.pend)+len(p) <= pendSize {
+		if x.contentLength == -1 {
+			// Hold the first pendSize bytes: if the handler returns
+			// before more come, they get a Content-Length; either way they
+			// are what the type is sniffed from.
 			if x.pend == nil {
 				x.pend = make([]byte, 0, pendSize)
 			}
-			x.pend = append(x.pend, p...)
-			return len(p), nil
+			k := min(len(p), pendSize-len(x.pend))
+			x.pend = append(x.pend, p[:k]...)
+			p = p[k:]
+			if len(p) == 0 {
+				return n, nil
+			}
 		}
 		x.commit(false, p)
 		if x.werr != nil {
 			return 0, x.werr
 		}
 	}
+	if x.isHead() {
+		return n, nil
+	}
 	if err := x.writeBody(p); err != nil {
 		return 0, err
 	}
-	return len(p), nil
+	return n, nil
 }
 
 // writeBody writes p as the body's next bytes: one chunk when chunking.
@@ -185,13 +212,12 @@ func (x *exchange) writeBody(p []byte) error {
 func (x *exchange) commit(final bool, first []byte) {
 	x.committed = true
 	h := x.header
+	if x.snap != nil {
+		h = x.snap
+	}
 	if h == nil {
 		h = http.Header{}
 		x.header = h
-	}
-	tooBig := false
-	if x.req.ContentLength != 0 && !x.fullDuplex {
-		tooBig = x.discardBody()
 	}
 	excl := exclusions{}
 	hasTrailers := false
@@ -209,10 +235,7 @@ func (x *exchange) commit(final bool, first []byte) {
 		hasTrailers = true
 		for _, name := range strings.Split(v, ",") {
 			if name = textproto.TrimString(name); name != "" {
-				name = http.CanonicalHeaderKey(name)
-				switch name {
-				case "Transfer-Encoding", "Trailer", "Content-Length":
-				default:
+				if name = http.CanonicalHeaderKey(name); httpguts.ValidTrailerHeader(name) {
 					x.trailers = append(x.trailers, name)
 				}
 			}
@@ -242,9 +265,10 @@ func (x *exchange) commit(final bool, first []byte) {
 	if headerIs(h, "Connection", "close") || x.c.srv.closing.Load() {
 		x.closeAfter = true
 	}
-	if tooBig && !x.closeAfter {
+	if x.req.ContentLength != 0 && !x.closeAfter && !x.fullDuplex && x.discardBody() {
 		// The body was too big to drop: close after this answer.
 		x.closeAfter = true
+		x.c.unread = true
 		excl.add("Connection")
 		setConnection = "close"
 	}
@@ -330,7 +354,9 @@ func (x *exchange) commit(final bool, first []byte) {
 	if len(x.pend) > 0 {
 		pend := x.pend
 		x.pend = nil
-		x.writeBody(pend)
+		if !x.isHead() {
+			x.writeBody(pend)
+		}
 	}
 }
 
@@ -430,7 +456,7 @@ func (x *exchange) finish() {
 			}
 		}
 		for k, vv := range x.header {
-			if name, ok := strings.CutPrefix(k, http.TrailerPrefix); ok {
+			if name, ok := strings.CutPrefix(k, http.TrailerPrefix); ok && httpguts.ValidTrailerHeader(http.CanonicalHeaderKey(name)) {
 				writeField(bw, name, vv)
 			}
 		}
@@ -449,6 +475,9 @@ func (x *exchange) finish() {
 func (x *exchange) finishConn() bool {
 	x.finish()
 	drained := x.body.end()
+	if !drained {
+		x.c.unread = true
+	}
 	return !x.broken && !x.closeAfter && !x.req.Close && drained && !x.c.srv.closing.Load()
 }
 

@@ -61,6 +61,7 @@ type Server struct {
 	ErrorLog *log.Logger
 
 	park time.Duration // parkTime unless a test sets it
+	base time.Time     // the origin of mono, set when the server is made
 
 	closing atomic.Bool
 	mu      sync.Mutex
@@ -68,6 +69,10 @@ type Server struct {
 	conns   map[*conn]struct{}
 	date    atomic.Pointer[dateLine]
 }
+
+// newConnGrace is how long Shutdown leaves a new connection that has
+// sent nothing yet (net/http's is 5 s).
+const newConnGrace = 5 * time.Second
 
 // ErrServerClosed is http.ErrServerClosed: Serve returns it after
 // Shutdown or Close, as net/http's server does.
@@ -84,6 +89,7 @@ func (s *Server) Serve(l net.Listener) error {
 	s.ln = l
 	if s.conns == nil {
 		s.conns = make(map[*conn]struct{})
+		s.base = time.Now()
 	}
 	s.mu.Unlock()
 	var pause time.Duration
@@ -178,7 +184,13 @@ func (s *Server) closeListener() {
 func (s *Server) closeIdle() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	now := s.mono(time.Now())
 	for c := range s.conns {
+		// As net/http: a new connection has a few seconds to send its
+		// first request before Shutdown counts it as idle.
+		if c.fresh.Load() && now-c.born < int64(newConnGrace) {
+			continue
+		}
 		if c.state.CompareAndSwap(stIdle, stClosed) {
 			c.nc.Close()
 		}
@@ -193,6 +205,11 @@ func (s *Server) logf(format string, args ...any) {
 		log.Printf(format, args...)
 	}
 }
+
+// mono is t on a monotonic clock of the server's own, in nanoseconds: the
+// idle and park times are compared on it, so that a step of the wall
+// clock cannot make an expired deadline look unexpired.
+func (s *Server) mono(t time.Time) int64 { return int64(t.Sub(s.base)) }
 
 func (s *Server) parkTime() time.Duration {
 	if s.park > 0 {
