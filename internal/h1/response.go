@@ -40,7 +40,7 @@ type exchange struct {
 	fullDuplex    bool
 	pend          []byte      // written before the framing was known
 	snap          http.Header // the header as WriteHeader saw it, until committed
-	trailers      []string // declared in the Trailer field
+	trailers      []string    // declared in the Trailer field
 }
 
 // pendSize is how much body is held back before choosing between
