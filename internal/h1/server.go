@@ -114,7 +114,11 @@ func (s *Server) Serve(l net.Listener) error {
 			continue
 		}
 		if !s.track(c) {
-			nc.Close()
+			// Accepted as Shutdown began: net/http's server, which shuts
+			// down after this one, gives it a new connection's grace.
+			if s.Handoff == nil || !s.Handoff(nc) {
+				nc.Close()
+			}
 			continue
 		}
 		go c.watch()

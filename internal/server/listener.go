@@ -48,6 +48,10 @@ type serving struct {
 	handed chan net.Conn // from native to srv
 	done   chan struct{} // closed when srv stops taking connections
 	once   sync.Once
+	// feedDone is closed when the native server stops taking connections:
+	// the accept loop then hands them to the newer server.
+	feedDone chan struct{}
+	feedOnce sync.Once
 
 	handoffs *atomic.Uint64 // the listener's count
 }
@@ -81,14 +85,19 @@ func (f nativeFeed) Accept() (net.Conn, error) {
 	select {
 	case c := <-f.conns:
 		return c, nil
+	case <-f.feedDone:
+		return nil, net.ErrClosed
 	case <-f.done:
 		return nil, net.ErrClosed
 	}
 }
 
-// Close does nothing: the native server's Shutdown must not close what
-// net/http's server still accepts from (sv.Close does, after both).
-func (nativeFeed) Close() error { return nil }
+// Close stops the feed only: net/http's server still takes what the
+// native server hands off while it finishes (sv.Close ends that).
+func (f nativeFeed) Close() error {
+	f.feedOnce.Do(func() { close(f.feedDone) })
+	return nil
+}
 
 // handOff passes a connection from the native server to net/http's.
 func (sv *serving) handOff(c net.Conn) bool {
@@ -121,6 +130,8 @@ func (sv *serving) hand(c net.Conn) bool {
 	select {
 	case sv.conns <- c:
 		return true
+	case <-sv.feedDone: // nil without a native server: never ready
+		return false
 	case <-sv.done:
 		return false
 	}
@@ -179,6 +190,7 @@ func (s *Server) newServing(l *listener, lc config.Listener, addr net.Addr, h3po
 	}
 	if lc.Frontend == config.FrontendNative {
 		sv.handed = make(chan net.Conn)
+		sv.feedDone = make(chan struct{})
 		sv.native = &h1.Server{
 			Handler:           handler,
 			Handoff:           sv.handOff,
@@ -321,6 +333,9 @@ func (s *Server) drainServing(name string, sv *serving, grace time.Duration) {
 func (sv *serving) shutdown(ctx context.Context) error {
 	var err error
 	if n := sv.native; n != nil {
+		// What it handed off ends after its current request, as its own
+		// connections do.
+		sv.srv.SetKeepAlivesEnabled(false)
 		if err = n.Shutdown(ctx); err != nil {
 			n.Close()
 		}
