@@ -64,6 +64,7 @@ type Server struct {
 	base time.Time     // the origin of mono, set when the server is made
 
 	closing atomic.Bool
+	serving sync.WaitGroup // Serve's loops, which Shutdown waits for
 	mu      sync.Mutex
 	ln      net.Listener
 	conns   map[*conn]struct{}
@@ -86,6 +87,8 @@ func (s *Server) Serve(l net.Listener) error {
 		s.mu.Unlock()
 		return ErrServerClosed
 	}
+	s.serving.Add(1)
+	defer s.serving.Done()
 	s.ln = l
 	if s.conns == nil {
 		s.conns = make(map[*conn]struct{})
@@ -144,8 +147,14 @@ func (s *Server) untrack(c *conn) {
 // Shutdown stops accepting, closes idle connections, and waits for the
 // others to finish their request and close, or for ctx to end.
 func (s *Server) Shutdown(ctx context.Context) error {
+	s.mu.Lock()
 	s.closing.Store(true)
+	s.mu.Unlock()
 	s.closeListener()
+	// A connection accepted as the listener closed is handed off by Serve
+	// (see Serve): done before Shutdown returns, so that the Handoff's
+	// server, shut down after this one, still takes it.
+	s.serving.Wait()
 	wait := time.Millisecond
 	for {
 		if s.closeIdle() == 0 {
