@@ -464,3 +464,43 @@ func TestOneRoutesTimeoutsInARowAreNotTheHosts(t *testing.T) {
 		t.Fatalf("one route's timeouts made the host %s", h.Mode())
 	}
 }
+
+// Incident 002 under hash balancing: one route's requests all land on one
+// host and time out there, while few of the other route's requests reach
+// it (5 of its 6 requests in the window failed, from 3 clients; its peer
+// is fine). The host answers its other route: the timeouts are the
+// route's slow requests, and the window's outlier rule leaves the host in.
+// The same host failing the other route too is still the host's problem.
+func TestOneRoutesTimeoutsOnOneHostAreTheRoutes(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		siteFails bool
+		healthy   bool
+	}{
+		{"only the slow route times out", false, true},
+		{"the other route fails too", true, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, p, _ := setup(t, 2, "{ window: 10s, min_requests: 5, max_ejected: 100% }", nil)
+			report, site := route(p.m, "report", 0), route(p.m, "site", 1)
+			h, peer := p.Hosts[0], p.Hosts[1]
+			for i := range 20 {
+				p.Record(peer, outcome.OK, req(site, fmt.Sprintf("192.0.2.%d", 10+i%6)), t0)
+			}
+			if tc.siteFails {
+				for c := range 3 {
+					p.Settle(req(site, fmt.Sprintf("192.0.2.%d", 20+c)), []Failure{{h, outcome.Status5xx, 0}}, false, t0)
+				}
+			} else {
+				p.Record(h, outcome.OK, req(site, "192.0.2.10"), t0)
+			}
+			for i := range 5 {
+				p.Settle(req(report, fmt.Sprintf("198.51.100.%d", 1+i%3)), []Failure{{h, outcome.ResponseTimeout, 0}}, false, t0)
+			}
+			p.tick(t0.Add(time.Second))
+			if (h.Mode() == Healthy) != tc.healthy {
+				t.Fatalf("host %s, want healthy %v (window %+v)", h.Mode(), tc.healthy, h.Window(t0.Add(time.Second)))
+			}
+		})
+	}
+}

@@ -50,6 +50,13 @@ func (p *Pool) detectOutliers(now time.Time) {
 		if outlier && hasPeers {
 			outlier = s.rate >= 2*median && s.rate-median >= 0.2 || healthyPeer(stats, i, ps.MinRequests, float64(ps.FailureRate))
 		}
+		if outlier && oneRoutesTimeouts(s.t) {
+			// That route's slow requests (incident 002): the host answers
+			// its other routes. Under hash balancing one route's requests
+			// can all land on one host, and then few of the other routes'
+			// requests are in its window to outweigh them.
+			outlier = false
+		}
 		if outlier && !hasPeers {
 			servesMany := Count(s.t.OKRoutes|s.t.FailRoutes) >= 2
 			outlier = p.HasActiveChecks() && (!servesMany || Count(s.t.FailRoutes) >= 2)
@@ -77,6 +84,12 @@ func (p *Pool) detectOutliers(now time.Time) {
 			p.restore(s.h, "held after its probe and traffic disagreed; that time is over", now)
 		}
 	}
+}
+
+// oneRoutesTimeouts reports whether every host-attributed failure in t is
+// a response timeout of one route while the host succeeded on another.
+func oneRoutesTimeouts(t Totals) bool {
+	return t.FailClasses == 1<<outcome.ResponseTimeout && Count(t.FailRoutes) == 1 && t.OKRoutes&^t.FailRoutes != 0
 }
 
 func (s *hostState) isGrayHeld() bool {
