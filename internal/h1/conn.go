@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"net"
 	"net/http"
 	"runtime"
@@ -464,5 +463,3 @@ func (rc *replayConn) Read(p []byte) (int, error) {
 
 // NetConn returns the connection underneath.
 func (rc *replayConn) NetConn() net.Conn { return rc.Conn }
-
-func (c *conn) String() string { return fmt.Sprintf("h1 conn %s", c.remote) }

@@ -28,15 +28,10 @@ import (
 	"log"
 	"net"
 	"net/http"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
 )
-
-// Supported reports whether this platform has what the server needs
-// (a non-blocking peek on the socket); elsewhere, use net/http.
-const Supported = runtime.GOOS == "linux"
 
 // Server serves HTTP/1.1 on plain-text connections. The zero value is not
 // usable: Handler and Handoff are required.

@@ -4,7 +4,8 @@ import (
 	"errors"
 	"os"
 	"syscall"
-	"unsafe"
+
+	"github.com/sturdyproxy/sturdy/internal/sockpeek"
 )
 
 // wait blocks until the socket is readable (a request's first bytes, or
@@ -33,19 +34,13 @@ func (c *conn) peek(fd uintptr) bool {
 		return true
 	}
 	c.peeked = true
-	for {
-		n, _, errno := syscall.Syscall6(syscall.SYS_RECVFROM, fd, uintptr(unsafe.Pointer(&c.peekBuf[0])), 1,
-			syscall.MSG_PEEK|syscall.MSG_DONTWAIT, 0, 0)
-		switch {
-		case errno == syscall.EINTR:
-			continue
-		case errno == syscall.EAGAIN:
-			return false
-		case errno != 0 || n == 0:
-			c.peekEv = evClosed
-		default:
-			c.peekEv = evData
-		}
-		return true
+	switch n, errno := sockpeek.One(fd, &c.peekBuf); {
+	case errno == syscall.EAGAIN:
+		return false
+	case errno != 0 || n == 0:
+		c.peekEv = evClosed
+	default:
+		c.peekEv = evData
 	}
+	return true
 }

@@ -2,26 +2,15 @@ package upstream
 
 import (
 	"syscall"
-	"unsafe"
-)
 
-// peekOne is one non-blocking MSG_PEEK of one byte: n bytes waiting
-// (0: EOF) or the error; EAGAIN means open with nothing waiting.
-func (pc *conn) peekOne(fd uintptr) (uintptr, syscall.Errno) {
-	for {
-		n, _, errno := syscall.Syscall6(syscall.SYS_RECVFROM, fd, uintptr(unsafe.Pointer(&pc.peekBuf[0])), 1,
-			syscall.MSG_PEEK|syscall.MSG_DONTWAIT, 0, 0)
-		if errno != syscall.EINTR {
-			return n, errno
-		}
-	}
-}
+	"github.com/sturdyproxy/sturdy/internal/sockpeek"
+)
 
 // peek runs inside RawConn.Read, for the liveness check of an idle
 // connection: anything but EAGAIN (EOF, unsolicited data, a reset) means
 // it cannot carry a request.
 func (pc *conn) peek(fd uintptr) bool {
-	if _, errno := pc.peekOne(fd); errno == syscall.EAGAIN {
+	if _, errno := sockpeek.One(fd, &pc.peekBuf); errno == syscall.EAGAIN {
 		pc.peekRes = peekEmpty
 	} else {
 		pc.peekRes = peekDead
@@ -42,7 +31,7 @@ func (pc *conn) broken() bool {
 	}
 	res := true
 	err := pc.raw.Read(func(fd uintptr) bool {
-		n, errno := pc.peekOne(fd)
+		n, errno := sockpeek.One(fd, &pc.peekBuf)
 		res = errno != syscall.EAGAIN && (errno != 0 || n == 0)
 		return true
 	})
