@@ -80,14 +80,21 @@ func (f *forwarder) stream(resp *http.Response, pool *health.Pool, host *health.
 		if err == errUpstreamBody {
 			// A late failure: counted against nobody, but counted. A
 			// request body that broke meanwhile is the client's.
+			class, status := outcome.BodyError, http.StatusBadGateway
+			switch {
+			case f.body != nil && f.body.failed():
+				class = outcome.ClientBodyError
+			case f.r.Context().Err() != nil:
+				// The client left while the body was being read: its
+				// front end canceled the request (it saw the client go,
+				// or a write to it failed), and the cancel ended the
+				// read from the backend.
+				class, status = outcome.ClientCancel, 499
+			}
 			if host != nil {
-				class := outcome.BodyError
-				if f.body != nil && f.body.failed() {
-					class = outcome.ClientBodyError
-				}
 				pool.Record(host, class, nil, f.now)
 			}
-			f.status = http.StatusBadGateway
+			f.status = status
 			// Headers are gone already; abort so the client sees a broken
 			// response, not a short one that looks complete.
 			panic(http.ErrAbortHandler)

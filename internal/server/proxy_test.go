@@ -2,6 +2,7 @@ package server
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,7 +10,9 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -380,6 +383,55 @@ func TestClientCancelReachesBackendAndFreesHost(t *testing.T) {
 	if n := host.InFlight(); n != 0 {
 		t.Fatalf("host still has %d in flight", n)
 	}
+}
+
+// A client that hangs up in the middle of a response body is the
+// client's doing, whether the body streams through sturdy's buffer
+// (chunked, flushed) or is spliced (a declared length): the backend is
+// charged nothing, whichever side notices first (the write to the client
+// failing, or the front end seeing the client leave and canceling the
+// request while the backend's body is being read).
+func TestClientHangingUpMidBodyChargesNoHost(t *testing.T) {
+	t.Parallel()
+	b := backend(t, "127.1.0.11", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		piece := bytes.Repeat([]byte("s"), 32<<10)
+		if r.URL.Path == "/fixed" {
+			w.Header().Set("Content-Length", strconv.Itoa(64*len(piece)))
+		}
+		for range 64 {
+			if _, err := w.Write(piece); err != nil {
+				return
+			}
+			w.(http.Flusher).Flush()
+			time.Sleep(5 * time.Millisecond)
+		}
+	}))
+	s, url, _ := startSturdy(t, parseConfig(t, basicConfig, map[string]string{"b1": addr(b)}))
+	hostport := strings.TrimPrefix(url, "http://")
+	var wg sync.WaitGroup
+	for i := range 12 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			path := []string{"/chunked", "/fixed"}[i%2]
+			c := rawDial(t, fmt.Sprintf("127.0.3.%d", 1+i), hostport)
+			defer c.Close()
+			fmt.Fprintf(c, "GET %s HTTP/1.1\r\nHost: x\r\n\r\n", path)
+			c.SetReadDeadline(time.Now().Add(5 * time.Second))
+			buf := make([]byte, 40<<10)
+			if _, err := io.ReadFull(c, buf); err != nil {
+				t.Errorf("%s: %v", path, err)
+			}
+			// Some hang up with unread bytes (a reset), some after a pause.
+			time.Sleep(time.Duration(i%3) * 20 * time.Millisecond)
+		}()
+	}
+	wg.Wait()
+	host := s.Runtime().Pool("web").Hosts[0]
+	if !testutil.Eventually(5*time.Second, func() bool { return host.InFlight() == 0 }) {
+		t.Fatalf("host still has %d in flight", host.InFlight())
+	}
+	hostsClean(t, s)
 }
 
 func TestHashByHeaderIsSticky(t *testing.T) {

@@ -69,13 +69,19 @@ func (b *body) SpliceTo(w io.Writer, min int64) (n int64, readErr, writeErr erro
 		return n, nil, nil, true
 	case err == nil:
 		return n, b.fail(io.ErrUnexpectedEOF), nil, true
-	case b.x.pc.aborted.Load() && b.x.ctx.Err() == context.Canceled:
-		// The request was canceled (the client went away) while the
-		// backend was sending: the client's side.
-	case b.x.pc.aborted.Load() || b.x.pc.broken():
+	}
+	// Whether the backend's side looks broken is asked before whether the
+	// request was canceled, never after: a front end cancels the request
+	// when its write to the client fails, and the abort that follows on
+	// the context's goroutine expires this connection's deadlines, which
+	// makes it look broken. Asked in this order, an abort seen here means
+	// the context had ended before it, so a cancel is never missed.
+	backend := b.x.pc.aborted.Load() || b.x.pc.broken()
+	if b.x.ctx.Err() != context.Canceled && backend {
 		return n, b.fail(err), nil, true
 	}
-	// The client's side failed: the body is neither read nor broken, and
-	// Close closes the connection.
+	// The client's side failed, or the request was canceled (the client
+	// went away) while the backend was sending: the body is neither read
+	// nor broken, and Close closes the connection.
 	return n, nil, err, true
 }
