@@ -2,12 +2,14 @@ package h1
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"strings"
 	"testing"
+	"testing/iotest"
 	"time"
 )
 
@@ -149,6 +151,35 @@ func TestClientGoneCancelsRequest(t *testing.T) {
 	c.Close()
 	if err := <-canceled; err != context.Canceled {
 		t.Fatalf("request context: %v, want canceled", err)
+	}
+}
+
+// A body spliced from a source that breaks (a backend's reset, on the
+// proxy) fails the response but does not cancel the request: one splice's
+// error does not say which side failed, and the source's reader tells.
+// The connection is not reused.
+func TestReadFromSourceErrorDoesNotCancel(t *testing.T) {
+	ctxErr := make(chan error, 1)
+	addr, _ := start(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain")
+		w.Header().Set("Content-Length", "100")
+		_, err := w.(io.ReaderFrom).ReadFrom(io.MultiReader(strings.NewReader("half"), iotest.ErrReader(errors.New("backend reset"))))
+		if err == nil {
+			t.Errorf("ReadFrom from a broken source returned no error")
+		}
+		ctxErr <- r.Context().Err()
+	}), nil)
+	c, br := dialRaw(t, addr)
+	io.WriteString(c, "GET /half HTTP/1.1\r\nHost: x\r\n\r\n")
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := <-ctxErr; err != nil {
+		t.Fatalf("request context after the source failed: %v, want not canceled", err)
+	}
+	if b, err := io.ReadAll(resp.Body); err == nil || string(b) != "half" {
+		t.Fatalf("body %q, %v; want the 4 bytes sent and a cut", b, err)
 	}
 }
 

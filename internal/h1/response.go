@@ -421,7 +421,15 @@ func (x *exchange) ReadFrom(src io.Reader) (int64, error) {
 	n, err := x.c.tcp.ReadFrom(src)
 	x.written += n
 	if err != nil {
-		x.fail(err)
+		// One splice moves the bytes from src to the client, and its
+		// error does not say which side failed: src's reader tells (see
+		// internal/upstream's SpliceTo). So the request is not canceled
+		// here, as it is when a write to the client fails (net/http's
+		// ReadFrom does not cancel either); the connection is not reused.
+		if x.werr == nil {
+			x.werr = err
+		}
+		x.broken = true
 	}
 	return n, err
 }

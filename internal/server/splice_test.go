@@ -51,6 +51,7 @@ func TestLargeBodiesPassWholeAndAreChargedRight(t *testing.T) {
 		}
 	}))
 	cfg := parseConfig(t, `
+admin: { listen: "off" }
 listeners: [ { name: web, listen: 127.0.0.1:0 } ]
 routes: [ { name: site, default: true, pool: web } ]
 pools:
