@@ -21,9 +21,10 @@
 #
 # Usage: bench/instructions.sh
 # Environment:
-#   ONLY=sturdy,sturdy-native,nginx,haproxy,caddy   which proxies
-#                                     (sturdy-native: conf/sturdy-native.yaml,
-#                                     the native HTTP/1.1 front end)
+#   ONLY=sturdy,sturdy-nethttp,nginx,haproxy,caddy   which proxies
+#                                     (sturdy-nethttp: conf/sturdy-nethttp.yaml,
+#                                     net/http's HTTP/1.1 server in front;
+#                                     sturdy has the native one, the default)
 #   N=4000 WARM=300                   measured and warm-up requests
 #   BODY=1k                           1k or 64k
 #   STURDY=PATH                       a sturdy binary to count instead of
@@ -31,7 +32,7 @@
 #   OUT=DIR                           where the callgrind files are kept
 set -euo pipefail
 
-ONLY=${ONLY:-sturdy,sturdy-native,nginx,haproxy,caddy}
+ONLY=${ONLY:-sturdy,sturdy-nethttp,nginx,haproxy,caddy}
 N=${N:-4000}
 WARM=${WARM:-300}
 BODY=${BODY:-1k}
@@ -100,7 +101,7 @@ echo
 echo "| proxy | instructions per request | failed |"
 echo "|---|---:|---:|"
 bin=${STURDY:-}
-for name in sturdy sturdy-native; do
+for name in sturdy sturdy-nethttp; do
 	want "$name" || continue
 	if [[ -z $bin ]]; then
 		(cd "$REPO" && go build -o "$TMP/sturdy" ./cmd/sturdy) || die "./cmd/sturdy does not build"

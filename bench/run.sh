@@ -4,8 +4,9 @@
 # the origin on the other; rounds interleaved; a markdown table of medians.
 #
 # Also measures sturdy with its health model on (conf/sturdy-health.yaml) vs
-# off (conf/sturdy.yaml), and with the native HTTP/1.1 front end
-# (conf/sturdy-native.yaml, frontend: native) vs net/http's. See docs/performance.md for how to read the table,
+# off (conf/sturdy.yaml), and with net/http's HTTP/1.1 server in front
+# (conf/sturdy-nethttp.yaml, frontend: net/http) vs the native one (the
+# default). See docs/performance.md for how to read the table,
 # and bench/profile.sh for a CPU profile under the same load.
 #
 # Usage: bench/run.sh            (from anywhere inside the repository)
@@ -13,7 +14,7 @@
 #   ROUNDS=3        rounds (each round measures every proxy in every cell)
 #   DURATION=5      seconds of each measured wrk run
 #   WARMUP=1        seconds of unmeasured wrk load before each measured run
-#   ONLY=sturdy,nginx   subset of: sturdy,sturdy-health,sturdy-native,nginx,
+#   ONLY=sturdy,nginx   subset of: sturdy,sturdy-health,sturdy-nethttp,nginx,
 #                   haproxy,caddy
 #                   ("direct" is always measured: it is the baseline)
 #   CONNS="64 1"    wrk connection counts;   BODIES="1k 64k"  cells, of:
@@ -39,7 +40,7 @@ NCPU=$(nproc) # before this script pins itself to one CPU
 ROUNDS=${ROUNDS:-3}
 DURATION=${DURATION:-5}
 WARMUP=${WARMUP:-1}
-ONLY=${ONLY:-sturdy,sturdy-health,sturdy-native,nginx,haproxy,caddy}
+ONLY=${ONLY:-sturdy,sturdy-health,sturdy-nethttp,nginx,haproxy,caddy}
 CONNS=${CONNS:-"64 1"}
 BODIES=${BODIES:-"1k 64k"}
 NO_INSTALL=${NO_INSTALL:-0}
@@ -72,7 +73,7 @@ chmod -R a+rX "$TMP" # nginx's workers read the files as its unprivileged user
 
 BIND=127.0.0.1
 ORIGIN_ADDR=$BIND:18080
-declare -A PORT=([direct]=18080 [sturdy]=18081 [sturdy-health]=18082 [nginx]=18083 [haproxy]=18084 [caddy]=18085 [sturdy-native]=18086)
+declare -A PORT=([direct]=18080 [sturdy]=18081 [sturdy-health]=18082 [nginx]=18083 [haproxy]=18084 [caddy]=18085 [sturdy-nethttp]=18086)
 
 
 # ---- processes: every PID we start is recorded and stopped on exit ----
@@ -112,7 +113,7 @@ fi
 
 want() { [[ $1 == direct || ",$ONLY," == *",$1,"* ]]; }
 for p in ${ONLY//,/ }; do
-	[[ -n ${PORT[$p]:-} ]] || die "ONLY: unknown proxy '$p' (choose from sturdy,sturdy-health,sturdy-native,nginx,haproxy,caddy)"
+	[[ -n ${PORT[$p]:-} ]] || die "ONLY: unknown proxy '$p' (choose from sturdy,sturdy-health,sturdy-nethttp,nginx,haproxy,caddy)"
 done
 
 # ---- tools: install from Debian when missing ----
@@ -160,7 +161,7 @@ log "building origin and report"
 	die "could not build bench/origin or bench/report"
 
 HAVE_STURDY=0
-if want sturdy || want sturdy-health || want sturdy-native; then
+if want sturdy || want sturdy-health || want sturdy-nethttp; then
 	log "building sturdy (./cmd/sturdy)"
 	if (cd "$REPO" && go build -o "$TMP/sturdy" ./cmd/sturdy) >"$TMP/sturdy-build.log" 2>&1; then
 		HAVE_STURDY=1
@@ -201,7 +202,7 @@ check_bodies() { # check_bodies PORT [PROXY]: the bodies arrive whole with 200; 
 start_proxy() { # start_proxy NAME: starts it pinned to the proxy core, records its PID
 	local name=$1 port=${PORT[$1]} pid
 	case $name in
-	sturdy | sturdy-health | sturdy-native)
+	sturdy | sturdy-health | sturdy-nethttp)
 		render "$BENCH_DIR/conf/$name.yaml" "$TMP/$name.yaml" "${PORT[$name]}"
 		GOMAXPROCS=$PROCS "${PIN_PROXY[@]}" "$TMP/sturdy" run -c "$TMP/$name.yaml" >"$RESULTS/$name.log" 2>&1 &
 		;;
@@ -370,10 +371,10 @@ if ! wait_ready 18080 "${PID[origin]}" || ! check_bodies 18080; then
 fi
 
 RUN=(direct)
-for name in sturdy sturdy-health sturdy-native nginx haproxy caddy; do
+for name in sturdy sturdy-health sturdy-nethttp nginx haproxy caddy; do
 	want "$name" || continue
 	case $name in
-	sturdy | sturdy-native) ((HAVE_STURDY)) || continue ;;
+	sturdy | sturdy-nethttp) ((HAVE_STURDY)) || continue ;;
 	sturdy-health) ((HAVE_STURDY && !HEALTH_PENDING)) || continue ;;
 	*) command -v "$name" >/dev/null || continue ;;
 	esac

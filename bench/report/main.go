@@ -132,7 +132,7 @@ type roundKey struct {
 	proxy string
 }
 
-var proxyOrder = []string{"direct", "sturdy", "sturdy-health", "sturdy-native", "nginx", "haproxy", "caddy"}
+var proxyOrder = []string{"direct", "sturdy", "sturdy-health", "sturdy-nethttp", "nginx", "haproxy", "caddy"}
 
 func order(p string) int {
 	for i, q := range proxyOrder {
@@ -434,14 +434,14 @@ func printTargets(sums map[cellKey]map[string]summary) {
 	} else {
 		na("health model on vs off ≤ 5 % throughput", "pending: sturdy-health not measured")
 	}
-	// The native front end against net/http's (no target of its own: it
-	// is measured before it becomes a default).
+	// net/http's front end against the native one, the default (no
+	// target of its own: what the default buys).
 	for _, c := range []cellKey{{"1k", 64}, {"64k", 64}, {"1k", 1}} {
-		n, ok := sums[c]["sturdy-native"]
+		n, ok := sums[c]["sturdy-nethttp"]
 		if !ok || math.IsNaN(n.cpuXSturdy) {
 			continue
 		}
-		row(fmt.Sprintf("%s/%dc: native front end vs net/http's", c.body, c.conns),
+		row(fmt.Sprintf("%s/%dc: net/http's front end vs the native one", c.body, c.conns),
 			fmt.Sprintf("CPU %.3f × (%s vs %s µs; %.2f × nginx), +p50 %s vs %s", n.cpuXSturdy, fmtF(n.cpu, 1),
 				fmtF(sums[c]["sturdy"].cpu, 1), n.cpuXNgx, fmtUs(n.addedP50), fmtUs(sums[c]["sturdy"].addedP50)), "measured")
 	}

@@ -148,9 +148,11 @@ type Listener struct {
 	// path is routed and forwarded as sent.
 	MergeSlashes bool   `yaml:"merge_slashes"`
 	HTTP3        *HTTP3 `yaml:"http3"` // HTTP/3 over QUIC beside a TLS listener; default none
-	// Frontend picks the HTTP/1.1 server of a plain listener: net/http
-	// (default) or native, sturdy's own (internal/h1), which hands
-	// anything unusual to net/http on the same connection.
+	// Frontend picks the HTTP/1.1 server of a plain listener: native,
+	// sturdy's own (internal/h1), which hands anything unusual to
+	// net/http's on the same connection, or net/http. Default: native on
+	// Linux for a listener without tls or proxy_protocol, net/http
+	// elsewhere.
 	Frontend string `yaml:"frontend"`
 }
 

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"runtime"
 	"testing"
 	"time"
 )
@@ -34,5 +35,23 @@ func TestProtocolKeysAndDefaults(t *testing.T) {
 	}
 	if l, p := d.Listeners[0], d.Pools[0]; l.H2C || l.ProxyProtocol != ProxyProtocolOff || p.Protocol != ProtocolHTTP1 || p.MaxStreamsPerConn != 0 || p.Health.Active.Type != CheckHTTP {
 		t.Errorf("defaults: listener %+v, pool protocol %q streams %d check %q", l, p.Protocol, p.MaxStreamsPerConn, p.Health.Active.Type)
+	}
+	// The front end: native where it serves, net/http where it does not
+	// (TLS, PROXY headers, other systems).
+	native := FrontendNetHTTP
+	if runtime.GOOS == "linux" {
+		native = FrontendNative
+	}
+	for _, tc := range []struct {
+		l    Listener
+		want string
+	}{
+		{d.Listeners[0], native},
+		{plain, FrontendNetHTTP},
+		{tls, FrontendNetHTTP},
+	} {
+		if tc.l.Frontend != tc.want {
+			t.Errorf("listener %s: frontend %q, want %q", tc.l.Name, tc.l.Frontend, tc.want)
+		}
 	}
 }

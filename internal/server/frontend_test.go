@@ -15,19 +15,20 @@ import (
 )
 
 // frontend, when set, is the front end of every plain listener the tests
-// start (startSturdy): TestSuiteOnTheNativeFrontEnd runs this package's
-// tests again with -frontend=native, so that every behaviour they check
-// holds on both HTTP/1.1 servers.
+// start (startSturdy): TestSuiteOnTheNetHTTPFrontEnd runs this package's
+// tests again with -frontend=net/http (plain listeners default to the
+// native one), so that every behaviour they check holds on both
+// HTTP/1.1 servers.
 var frontend = flag.String("frontend", "", "front end of the tests' plain listeners (net/http or native); empty: as configured")
 
-func TestSuiteOnTheNativeFrontEnd(t *testing.T) {
+func TestSuiteOnTheNetHTTPFrontEnd(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the package's short tests again: not in -short")
 	}
 	if *frontend != "" {
 		t.Skip("already running on one front end")
 	}
-	args := []string{"-test.short", "-frontend=" + config.FrontendNative, "-test.timeout=15m"}
+	args := []string{"-test.short", "-frontend=" + config.FrontendNetHTTP, "-test.timeout=15m"}
 	if testing.Verbose() {
 		args = append(args, "-test.v")
 	}
@@ -35,9 +36,9 @@ func TestSuiteOnTheNativeFrontEnd(t *testing.T) {
 	cmd.Env = os.Environ()
 	out, err := cmd.CombinedOutput()
 	if err != nil {
-		t.Fatalf("the package's short tests on the native front end failed: %v\n%s", err, tail(out, 200))
+		t.Fatalf("the package's short tests on the net/http front end failed: %v\n%s", err, tail(out, 200))
 	}
-	t.Logf("the package's short tests pass on the native front end:\n%s", tail(out, 3))
+	t.Logf("the package's short tests pass on the net/http front end:\n%s", tail(out, 3))
 }
 
 // tail is the last n lines of out.
@@ -53,11 +54,15 @@ func tail(out []byte, n int) string {
 // net/http on the same connection: a chunked request, an Upgrade, h2c's
 // preface; keep-alive goes on after it.
 func TestNativeFrontEndHandsOffWhatItDoesNotRead(t *testing.T) {
+	if *frontend == config.FrontendNetHTTP {
+		t.Skip("about the native front end")
+	}
 	be := backend(t, "127.0.0.1", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)
 		w.Header().Set("X-Got", r.Method+" "+r.URL.Path+" ["+string(b)+"]")
 	}))
 	cfg := parseConfig(t, `
+admin: { listen: "off" }
 listeners:
   - { name: web, listen: "127.0.0.1:0", frontend: native }
 routes:
