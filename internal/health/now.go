@@ -59,27 +59,60 @@ func (s *hostSlot) othersSucceed(ns, span int64) (known, ok bool) {
 	return true, oks >= 1 && oks > 2*others
 }
 
-// judgeSlots applies othersSucceed to the slots with a failure in the last
-// window: the owner's failures are its own when other traffic succeeds now
-// on at least two of those hosts and fails on none of them. The counts
-// include the owner's own successes; seen, asked of each host judged,
-// makes sure someone else succeeded there lately.
-func judgeSlots(slots []hostSlot, ns, span, window int64, seen func(*Host) bool) bool {
-	known := 0
+// alone reports whether, since the run began, the slot's host had no
+// traffic but the owner's failing requests: it neither succeeded nor
+// failed for anyone else, so it says nothing about whether others succeed
+// there. Under hash balancing, which hashes clients and not routes, a
+// route's requests can be all a host gets.
+func (s *hostSlot) alone() bool {
+	oks := since(s.h.attempts[okClass].Load(), s.ok)
+	others := since(since(s.h.sent.Load(), s.bad), s.own)
+	return oks == 0 && others == 0
+}
+
+// slotTally is what the hosts where an owner failed in the last window
+// say about its failures: on how many others succeed now, on how many
+// nobody else was served, and whether on any of them others do not
+// succeed (a veto).
+type slotTally struct {
+	succeed, alone int
+	vetoed         bool
+}
+
+// tallySlots applies othersSucceed to the slots with a failure in the
+// last window. The counts include the owner's own successes; seen, asked
+// of each host where others succeed, makes sure someone else succeeded
+// there lately.
+func tallySlots(slots []hostSlot, ns, span, window int64, seen func(*Host) bool) slotTally {
+	var t slotTally
 	for i := range slots {
 		s := &slots[i]
 		if ns-s.last > window {
 			continue
 		}
 		k, ok := s.othersSucceed(ns, span)
-		if k && (!ok || !seen(s.h)) {
-			return false
-		}
-		if k {
-			known++
+		switch {
+		case !k:
+		case !ok && s.alone():
+			t.alone++
+		case !ok || !seen(s.h):
+			t.vetoed = true
+		default:
+			t.succeed++
 		}
 	}
-	return known >= 2
+	return t
+}
+
+// judgeSlots reports whether a client's failures are its own: other
+// traffic succeeds now on at least two of the hosts where it fails and
+// fails on none of them. A host that served nobody else keeps the client
+// unblamed: its failures there may be the host's with no one else to see
+// them, and shedding a client is a harsher answer than degrading a route
+// (RouteTracker.record weighs such hosts differently).
+func judgeSlots(slots []hostSlot, ns, span, window int64, seen func(*Host) bool) bool {
+	t := tallySlots(slots, ns, span, window, seen)
+	return !t.vetoed && t.alone == 0 && t.succeed >= 2
 }
 
 // slotFor returns the slot of h in slots, adding one while there is room

@@ -36,6 +36,7 @@ func (p *Pool) detectOutliers(now time.Time) {
 		}
 		stats = append(stats, s)
 	}
+	okRoutes := routesSucceeding(p.Hosts, now)
 	for i, s := range stats {
 		var peers []float64
 		for j, o := range stats {
@@ -50,11 +51,9 @@ func (p *Pool) detectOutliers(now time.Time) {
 		if outlier && hasPeers {
 			outlier = s.rate >= 2*median && s.rate-median >= 0.2 || healthyPeer(stats, i, ps.MinRequests, float64(ps.FailureRate))
 		}
-		if outlier && oneRoutesTimeouts(s.t) {
-			// That route's slow requests (incident 002): the host answers
-			// its other routes. Under hash balancing one route's requests
-			// can all land on one host, and then few of the other routes'
-			// requests are in its window to outweigh them.
+		if outlier && hasPeers && routesOwnTimeouts(s.t, okRoutes) {
+			// Without peers the host's own rule below already asks for
+			// two failing routes, or an active check to decide.
 			outlier = false
 		}
 		if outlier && !hasPeers {
@@ -86,10 +85,31 @@ func (p *Pool) detectOutliers(now time.Time) {
 	}
 }
 
-// oneRoutesTimeouts reports whether every host-attributed failure in t is
-// a response timeout of one route while the host succeeded on another.
-func oneRoutesTimeouts(t Totals) bool {
-	return t.FailClasses == 1<<outcome.ResponseTimeout && Count(t.FailRoutes) == 1 && t.OKRoutes&^t.FailRoutes != 0
+// routesOwnTimeouts reports whether a host's window t holds the route's
+// problem rather than the host's: every host-attributed failure in it is
+// a response timeout of one route, and that route succeeded on no host of
+// the pool in the window (okRoutes). A slow route times out wherever its
+// requests go, and under hash balancing, which hashes clients and not
+// routes, they can all go to one host that then serves nothing else
+// (incident 002): until the route is known degraded, its timeouts there
+// say nothing against the host. What does is the route succeeding
+// elsewhere (a retry on a peer, say), the host failing another route, or
+// failing some other way (a refused connection, a reset, a 5xx): then it
+// is judged like any host, since a host slow or broken for real must not
+// stay in rotation behind a route's excuse.
+func routesOwnTimeouts(t Totals, okRoutes uint64) bool {
+	return t.FailClasses == 1<<outcome.ResponseTimeout && Count(t.FailRoutes) == 1 && t.FailRoutes&okRoutes == 0
+}
+
+// routesSucceeding sketches the routes that succeeded on any host of the
+// pool in the window, in rotation or not: a success anywhere shows the
+// route can succeed.
+func routesSucceeding(hosts []*Host, now time.Time) uint64 {
+	var ok uint64
+	for _, h := range hosts {
+		ok |= h.window.Sum(now).OKRoutes
+	}
+	return ok
 }
 
 func (s *hostState) isGrayHeld() bool {

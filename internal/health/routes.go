@@ -79,10 +79,12 @@ func (rt *RouteTracker) record(p *Pool, bit uint64, h *Host, class outcome.Class
 	// one host has only that host to compare on.
 	oks, fails := rt.recent.sum(now)
 	seen := func(h *Host) bool { return h.window.SumRecent(now, 2).OKRoutes&^bit != 0 }
-	spreadOK := judgeSlots(rt.hosts[:rt.nhosts], ns, span, int64(cfg.Window), seen)
+	tally := tallySlots(rt.hosts[:rt.nhosts], ns, span, int64(cfg.Window), seen)
+	spreadOK := spreadOwn(tally)
 	if len(p.Hosts) == 1 && rt.nhosts == 1 {
 		k, ok := rt.hosts[0].othersSucceed(ns, span)
 		spreadOK = k && ok && seen(rt.hosts[0].h)
+		tally.succeed = 1
 	}
 	if recent < cfg.RouteMinFailures || fails < oks || !spreadOK {
 		rt.mu.Unlock()
@@ -90,7 +92,7 @@ func (rt *RouteTracker) record(p *Pool, bit uint64, h *Host, class outcome.Class
 	}
 	rt.degraded.Store(true)
 	rt.since = now
-	rt.evidence = fmt.Sprintf("%d failures (last: %s) on %d hosts in %s while other routes succeeded on them at the same time", recent, class, rt.nhosts, cfg.Window)
+	rt.evidence = fmt.Sprintf("%d failures (last: %s) on %d hosts in %s while other routes succeeded at the same time on %d of them and failed on none", recent, class, rt.nhosts, cfg.Window, tally.succeed)
 	ev := rt.evidence
 	rt.mu.Unlock()
 	rt.m.emit(event.Event{
@@ -99,6 +101,19 @@ func (rt *RouteTracker) record(p *Pool, bit uint64, h *Host, class outcome.Class
 		Evidence: map[string]any{"evidence": ev},
 	})
 	return true
+}
+
+// spreadOwn reports whether the hosts where a route fails make its
+// failures its own: it fails on two hosts at least, other routes succeed
+// now on one of them at least, and on none do they fail. Under hash
+// balancing every client of a route can land on one host that serves
+// nothing else (incident 002): that host neither clears nor blames the
+// route, but the route failing there too, as on a host where the others
+// succeed, is what a route's own problem looks like. The route is never
+// degraded on such hosts alone: with nothing to compare, a host that
+// fails everything it gets would look the same.
+func spreadOwn(t slotTally) bool {
+	return !t.vetoed && t.succeed >= 1 && t.succeed+t.alone >= 2
 }
 
 // sweep recovers a degraded route after a window without failures and
