@@ -24,12 +24,15 @@ import (
 // http.Transport closes the body it is given even on failure, so Close is
 // a no-op; the server closes the real body when the handler returns.
 type clientBody struct {
-	rc    io.ReadCloser
-	dl    deadliner // nil: no timeout
-	idle  idleDeadline
-	fc    *framing.Conn // nil: not followed
-	read  atomic.Int64  // counted by the transport's goroutine, read by the handler's
-	err   error         // the first error other than io.EOF
+	rc   io.ReadCloser
+	dl   deadliner // nil: no timeout
+	idle idleDeadline
+	fc   *framing.Conn // nil: not followed
+	read atomic.Int64  // counted by the transport's goroutine, read by the handler's
+	err  error         // the first error other than io.EOF, for the reading goroutine
+	// broke is err, for the handler's goroutine: the upstream client may
+	// still be reading the body in its own when the attempt fails.
+	broke atomic.Pointer[error]
 	ended bool
 }
 
@@ -59,6 +62,7 @@ func (b *clientBody) Read(p []byte) (int, error) {
 		b.end()
 	case err != nil:
 		b.err = err
+		b.broke.Store(&err)
 		if b.dl != nil && clientBroke(err) {
 			// Leave the connection's reads failing: net/http would
 			// otherwise wait for the rest of the body, forever, to skip it
@@ -92,7 +96,19 @@ func (b *clientBody) Close() error { return nil }
 func (b *clientBody) started() bool { return b.read.Load() > 0 }
 
 // failed reports whether reading the body failed.
-func (b *clientBody) failed() bool { return b.err != nil }
+func (b *clientBody) failed() bool { return b.broke.Load() != nil }
+
+// failure is the error that reading the body failed with, or nil (also
+// for no streamed body).
+func (b *clientBody) failure() error {
+	if b == nil {
+		return nil
+	}
+	if p := b.broke.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
 
 // stallError is a body read that failed because the client sent nothing
 // for the route's client_body timeout.

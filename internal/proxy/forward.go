@@ -453,9 +453,9 @@ func (f *forwarder) attempt(host *health.Host) (*http.Response, outcome.Class, e
 	}
 	if err != nil {
 		host.Release()
-		if f.body != nil && f.body.failed() && (f.r.Context().Err() == nil || clientBroke(f.body.err)) {
+		if err := f.body.failure(); err != nil && (f.r.Context().Err() == nil || clientBroke(err)) {
 			// The attempt failed because the client's body did.
-			return nil, outcome.ClientBodyError, f.body.err
+			return nil, outcome.ClientBodyError, err
 		}
 		gone := f.r.Context().Err() != nil || f.callerGone()
 		if !gone && f.deadlinePassed() {
