@@ -251,6 +251,10 @@ func (c *conn) handOff() {
 	c.r = c.w
 	c.releaseBuffers()
 	c.handedOff = true
+	// Counted until Handoff has taken it: untracked, it would let Shutdown
+	// return, and the Handoff's server stop, with the request read.
+	c.srv.handing.Add(1)
+	defer c.srv.handing.Add(-1)
 	c.srv.untrack(c)
 	// net/http's server arms its own deadlines; none of a handler's
 	// here may outlive the hand-off.

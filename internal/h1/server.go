@@ -60,6 +60,7 @@ type Server struct {
 
 	closing atomic.Bool
 	serving sync.WaitGroup // Serve's loops, which Shutdown waits for
+	handing atomic.Int64   // connections being given to Handoff
 	mu      sync.Mutex
 	ln      net.Listener
 	conns   map[*conn]struct{}
@@ -188,7 +189,7 @@ func (s *Server) closeListener() {
 }
 
 // closeIdle closes the connections waiting between requests and returns
-// how many remain open.
+// how many remain open or are being handed off.
 func (s *Server) closeIdle() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -203,7 +204,7 @@ func (s *Server) closeIdle() int {
 			c.nc.Close()
 		}
 	}
-	return len(s.conns)
+	return len(s.conns) + int(s.handing.Load())
 }
 
 func (s *Server) logf(format string, args ...any) {

@@ -33,6 +33,11 @@ type listener struct {
 	cur  atomic.Pointer[serving] // the server new connections go to
 	h3   *h3Serving              // HTTP/3 beside a TLS listener (http3.go); nil without
 
+	// accepting is closed when the accept loop has returned (nil until
+	// serve starts it): a server that is to stop must still take the
+	// connection the loop accepted as the socket closed.
+	accepting chan struct{}
+
 	acceptErrors atomic.Uint64
 	handoffs     atomic.Uint64 // connections the native front end gave net/http
 }
@@ -52,6 +57,11 @@ type serving struct {
 	// the accept loop then hands them to the newer server.
 	feedDone chan struct{}
 	feedOnce sync.Once
+	// http follows srv's connections for the drain (drain.go).
+	http httpConns
+	// serving counts srv's Serve loop while it runs: the drain waits for
+	// it, so that a connection Serve took as the feed closed is followed.
+	serving sync.WaitGroup
 
 	handoffs *atomic.Uint64 // the listener's count
 }
@@ -221,6 +231,12 @@ func (s *Server) newServing(l *listener, lc config.Listener, addr net.Addr, h3po
 			return proxy.ConnContext(certs.ConnContext(ctx, c), c)
 		}
 	}
+	connContext := sv.srv.ConnContext
+	sv.srv.ConnContext = func(ctx context.Context, c net.Conn) context.Context {
+		return sv.http.add(connContext(ctx, c), c)
+	}
+	sv.srv.ConnState = sv.http.state
+	sv.srv.Handler = sv.http.wrap(sv.srv.Handler)
 	return sv
 }
 
@@ -228,8 +244,10 @@ func (s *Server) newServing(l *listener, lc config.Listener, addr net.Addr, h3po
 // group.
 func (s *Server) serve(l *listener) {
 	name := l.cfg.Name
+	l.accepting = make(chan struct{})
 	s.group.Go("listener "+name, func(context.Context) error {
 		s.acceptLoop(l)
+		close(l.accepting) // not deferred: a panicking loop is restarted
 		return nil
 	})
 	s.runServing(name, l.cur.Load())
@@ -238,6 +256,7 @@ func (s *Server) serve(l *listener) {
 }
 
 func (s *Server) runServing(name string, sv *serving) {
+	sv.serving.Add(1)
 	s.group.Go("listener "+name+" server", func(context.Context) error {
 		var err error
 		if sv.cfg.TLS != nil {
@@ -245,9 +264,11 @@ func (s *Server) runServing(name string, sv *serving) {
 		} else {
 			err = sv.srv.Serve(sv)
 		}
-		if err != nil && !errors.Is(err, http.ErrServerClosed) {
+		// net.ErrClosed: the drain stopped its feed before Shutdown.
+		if err != nil && !errors.Is(err, http.ErrServerClosed) && !errors.Is(err, net.ErrClosed) {
 			s.log.Error("listener stopped", "listener", name, "err", err)
 		}
+		sv.serving.Done() // not deferred: a panicking Serve is restarted
 		return nil
 	})
 	if sv.native != nil {
@@ -312,34 +333,47 @@ func (s *Server) reconfigure(l *listener, lc config.Listener, grace time.Duratio
 	sv := s.newServing(l, lc, l.sock.Addr(), l.h3.port())
 	s.runServing(lc.Name, sv)
 	l.cur.Store(sv)
-	s.drainServing(lc.Name, old, grace)
+	s.drainServing(lc.Name, old, nil, grace)
 	s.log.Info("listener settings changed; new connections get them, open ones finish on the old", "listener", lc.Name)
 }
 
 // drainServing stops a server that no longer gets connections, letting
-// its requests finish within grace.
-func (s *Server) drainServing(name string, sv *serving, grace time.Duration) {
+// its requests finish within grace; after the accept loop has stopped,
+// when accepting is not nil (see listener.accepting).
+func (s *Server) drainServing(name string, sv *serving, accepting <-chan struct{}, grace time.Duration) {
 	s.group.Go("retire listener "+name, func(context.Context) error {
 		ctx, cancel := context.WithTimeout(context.Background(), grace)
 		defer cancel()
+		if accepting != nil {
+			select {
+			case <-accepting:
+			case <-ctx.Done():
+			}
+		}
 		sv.shutdown(ctx)
 		return nil
 	})
 }
 
 // shutdown lets the servers' requests finish until ctx ends, and closes
-// what is still open then. The native server goes first, so that what it
-// hands off meanwhile still finds net/http's.
+// what is still open then. It is called once no more connections come
+// (a newer server gets them, or the accept loop has stopped). The native
+// server goes first, so that what it hands off meanwhile still finds
+// net/http's; net/http's is quiesced before its Shutdown, which would
+// drop a request read after it began (httpConns).
 func (sv *serving) shutdown(ctx context.Context) error {
 	var err error
+	// From here every answer of net/http's server ends its connection:
+	// what the native server hands off too, as its own connections do.
+	sv.srv.SetKeepAlivesEnabled(false)
 	if n := sv.native; n != nil {
-		// What it handed off ends after its current request, as its own
-		// connections do.
-		sv.srv.SetKeepAlivesEnabled(false)
 		if err = n.Shutdown(ctx); err != nil {
 			n.Close()
 		}
 	}
+	sv.Close() // net/http's server takes no more connections
+	sv.serving.Wait()
+	sv.http.quiesce(ctx, sv.srv)
 	if e := sv.srv.Shutdown(ctx); e != nil {
 		sv.srv.Close()
 		err = cmp.Or(err, e)
@@ -351,7 +385,7 @@ func (sv *serving) shutdown(ctx context.Context) error {
 // and its requests finish within grace.
 func (s *Server) retire(l *listener, grace time.Duration) {
 	l.sock.Close()
-	s.drainServing(l.cfg.Name, l.cur.Load(), grace)
+	s.drainServing(l.cfg.Name, l.cur.Load(), l.accepting, grace)
 	if h := l.h3; h != nil {
 		s.group.Go("retire listener "+l.cfg.Name+" http3", func(context.Context) error {
 			ctx, cancel := context.WithTimeout(context.Background(), grace)
