@@ -84,11 +84,14 @@ func (f *forwarder) stream(resp *http.Response, pool *health.Pool, host *health.
 			switch {
 			case f.body != nil && f.body.failed():
 				class = outcome.ClientBodyError
-			case f.r.Context().Err() != nil:
+			case f.r.Context().Err() != nil || f.callerGone():
 				// The client left while the body was being read: its
 				// front end canceled the request (it saw the client go,
 				// or a write to it failed), and the cancel ended the
-				// read from the backend.
+				// read from the backend. Or a gRPC caller's deadline
+				// passed: sturdy's timer for it ended the read, maybe
+				// before the caller's own cancel came. Either is the
+				// caller's giving up, as before the response head.
 				class, status = outcome.ClientCancel, 499
 			}
 			if host != nil {

@@ -472,3 +472,44 @@ func TestGRPCOverTLS(t *testing.T) {
 		t.Errorf("the grpc.health.v1 check over TLS: %+v", h.LastCheck())
 	}
 }
+
+// A streaming call whose caller's deadline passes while the backend is
+// still sending its messages ends there, and is the caller's giving up,
+// charged to no backend: sturdy's own timer for the deadline may end the
+// read from the backend before the caller's cancel arrives (or from a
+// caller that does not cancel, as here).
+func TestGRPCCallerDeadlineMidStreamChargesNoHost(t *testing.T) {
+	t.Parallel()
+	g, _ := h2cBackend(t, "127.1.0.4", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/grpc")
+		w.Header().Set("Trailer", "Grpc-Status")
+		msg := []byte{0, 0, 0, 0, 2, 0x0a, 0}
+		for range 40 {
+			if _, err := w.Write(msg); err != nil {
+				return
+			}
+			w.(http.Flusher).Flush()
+			select {
+			case <-r.Context().Done():
+				return
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+		w.Header().Set("Grpc-Status", "0")
+	}))
+	s, _, _ := startSturdy(t, parseConfig(t, grpcConfig, map[string]string{"g1": g}))
+	req, _ := http.NewRequest("POST", "http://"+s.Addr("grpc")+"/grpc.testing.TestService/StreamingOutputCall", strings.NewReader("\x00\x00\x00\x00\x00"))
+	req.Header.Set("Content-Type", "application/grpc")
+	req.Header.Set("TE", "trailers")
+	req.Header.Set("Grpc-Timeout", "300m")
+	resp, err := h2cClient().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body) // cut at the deadline
+	resp.Body.Close()
+	time.Sleep(100 * time.Millisecond)
+	if n := attempts(s, "svc", outcome.BodyError); n != 0 {
+		t.Fatalf("the caller's deadline, passed mid-stream, charged %d body errors to the backend", n)
+	}
+}
