@@ -372,7 +372,7 @@ func (sv *serving) shutdown(ctx context.Context) error {
 		}
 	}
 	sv.Close() // net/http's server takes no more connections
-	sv.serving.Wait()
+	waitWithin(ctx, &sv.serving)
 	sv.http.quiesce(ctx, sv.srv)
 	if e := sv.srv.Shutdown(ctx); e != nil {
 		sv.srv.Close()
@@ -435,4 +435,18 @@ func (s *Server) keepable(lc config.Listener, taken map[*listener]bool) *listene
 		return l
 	}
 	return nil
+}
+
+// waitWithin waits for wg, or for ctx to end: a Serve loop that never
+// returns must not hold a shutdown past its grace.
+func waitWithin(ctx context.Context, wg *sync.WaitGroup) {
+	done := make(chan struct{})
+	go func() {
+		wg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-ctx.Done():
+	}
 }
