@@ -49,7 +49,11 @@ func (p *Pool) trackFailing(now time.Time) {
 			continue
 		}
 		hosts++
-		t := h.window.SumRecent(now, failingSlices)
+		// Every failure since the host's last success is evidence, not
+		// only those of the last failingSlices: few requests, each
+		// waiting its timeout (a loaded machine, few clients), put fewer
+		// than min_requests in any fifth of the window.
+		t := h.window.SumRecent(now, slicesSince(ns, h.quietSince.Load(), ps.Window.D()))
 		if t.Bad == 0 {
 			// No failure lately may mean no traffic lately: a suspect host
 			// gets requests only when no healthy one is left, so while one
@@ -87,6 +91,17 @@ func (p *Pool) trackFailing(now time.Time) {
 	for _, h := range p.Hosts {
 		p.cut(h)
 	}
+}
+
+// slicesSince is how many of the window's slices, back from now's, lie
+// wholly after since (and at least failingSlices, at most the window).
+func slicesSince(ns, since int64, window time.Duration) int {
+	width := int64(window) / windowBuckets
+	k := failingSlices
+	if width > 0 && since > 0 {
+		k = max(k, min(windowBuckets, int((ns-since)/width)))
+	}
+	return k
 }
 
 // Failing reports whether the pool is known to be failing: the request

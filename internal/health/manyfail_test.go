@@ -386,6 +386,26 @@ func TestMajorityFailureWithAnOverloadedSurvivor(t *testing.T) {
 // and the one that does not is above half the failure rate. The failing
 // hosts are outliers because a peer is below the rate, whatever the others
 // do.
+// Slow traffic to a blackholed pool (few requests, each waiting its
+// timeout, on a loaded machine): fewer than min_requests failures fall in
+// any fifth of the window, but every failure since the last success
+// counts, so the pool is known to be failing once enough of them came.
+func TestAPoolFailingSlowlyIsKnownOnceEnoughFailuresCame(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m, p, rec := setup(t, 3, "{ window: 10s }", nil)
+		rt := route(m, "a", 0)
+		for i := range 32 { // 4 failures a second, for 8 s
+			r := req(rt, fmt.Sprintf("192.0.2.%d", 10+i%4))
+			p.Settle(r, []Failure{{p.Hosts[i%3], outcome.ResponseTimeout, 0}}, false, time.Now())
+			time.Sleep(250 * time.Millisecond)
+			m.Tick(set(p, rt), time.Now())
+		}
+		if !p.Failing() || rec.count(event.PoolFailing) != 1 {
+			t.Fatalf("failing=%v after 32 failures in 8 s with no success; want the pool known to be failing", p.Failing())
+		}
+	})
+}
+
 func TestFailingAtTheRateIsAnOutlierWhileAPeerIsBelowIt(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		_, hp, rec := setup(t, 4, "{ min_requests: 5 }", nil)
