@@ -62,7 +62,8 @@ func (b *clientBody) Read(p []byte) (int, error) {
 		b.end()
 	case err != nil:
 		b.err = err
-		b.broke.Store(&err)
+		failure := err // a copy of its own: taking err's address would move it to the heap on every read
+		b.broke.Store(&failure)
 		if b.dl != nil && clientBroke(err) {
 			// Leave the connection's reads failing: net/http would
 			// otherwise wait for the rest of the body, forever, to skip it
