@@ -344,12 +344,7 @@ func (s *Server) drainServing(name string, sv *serving, accepting <-chan struct{
 	s.group.Go("retire listener "+name, func(context.Context) error {
 		ctx, cancel := context.WithTimeout(context.Background(), grace)
 		defer cancel()
-		if accepting != nil {
-			select {
-			case <-accepting:
-			case <-ctx.Done():
-			}
-		}
+		awaitClosed(ctx, accepting)
 		sv.shutdown(ctx)
 		return nil
 	})
@@ -445,8 +440,17 @@ func waitWithin(ctx context.Context, wg *sync.WaitGroup) {
 		wg.Wait()
 		close(done)
 	}()
+	awaitClosed(ctx, done)
+}
+
+// awaitClosed waits until ch is closed or ctx ends; a nil ch is not
+// waited for.
+func awaitClosed(ctx context.Context, ch <-chan struct{}) {
+	if ch == nil {
+		return
+	}
 	select {
-	case <-done:
+	case <-ch:
 	case <-ctx.Done():
 	}
 }

@@ -507,14 +507,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if l.accepting != nil {
-				// The connection the loop accepted as the socket closed
-				// still goes to the server, which stops after it.
-				select {
-				case <-l.accepting:
-				case <-ctx.Done():
-				}
-			}
+			// The connection the loop accepted as the socket closed
+			// still goes to the server, which stops after it.
+			awaitClosed(ctx, l.accepting)
 			if err := l.cur.Load().shutdown(ctx); err != nil {
 				firstErr.CompareAndSwap(nil, err)
 			}
