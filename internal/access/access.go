@@ -23,19 +23,18 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/sturdyproxy/sturdy/internal/acl"
-	"github.com/sturdyproxy/sturdy/internal/basicauth"
-	"github.com/sturdyproxy/sturdy/internal/connlimit"
-	"github.com/sturdyproxy/sturdy/internal/forwardauth"
-	"github.com/sturdyproxy/sturdy/internal/methods"
-	"github.com/sturdyproxy/sturdy/internal/ratelimit"
+	"github.com/sturdyproxy/sturdy/internal/access/acl"
+	"github.com/sturdyproxy/sturdy/internal/access/basicauth"
+	"github.com/sturdyproxy/sturdy/internal/access/connlimit"
+	"github.com/sturdyproxy/sturdy/internal/access/forwardauth"
+	"github.com/sturdyproxy/sturdy/internal/access/ratelimit"
 )
 
 // Policy is one route's compiled access controls. It is immutable.
 type Policy struct {
 	route   string
 	acl     *acl.List
-	methods *methods.Set
+	methods *MethodSet
 	// methodsStatus answers a refused method: 405 (with Allow) or 403.
 	methodsStatus int
 	rate          *ratelimit.Limits

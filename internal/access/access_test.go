@@ -16,8 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sturdyproxy/sturdy/internal/access/forwardauth"
 	"github.com/sturdyproxy/sturdy/internal/config"
-	"github.com/sturdyproxy/sturdy/internal/forwardauth"
 )
 
 func serve(t *testing.T, addr string, h http.Handler) string {

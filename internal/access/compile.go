@@ -5,13 +5,12 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/sturdyproxy/sturdy/internal/acl"
-	"github.com/sturdyproxy/sturdy/internal/basicauth"
+	"github.com/sturdyproxy/sturdy/internal/access/acl"
+	"github.com/sturdyproxy/sturdy/internal/access/basicauth"
+	"github.com/sturdyproxy/sturdy/internal/access/connlimit"
+	"github.com/sturdyproxy/sturdy/internal/access/forwardauth"
+	"github.com/sturdyproxy/sturdy/internal/access/ratelimit"
 	"github.com/sturdyproxy/sturdy/internal/config"
-	"github.com/sturdyproxy/sturdy/internal/connlimit"
-	"github.com/sturdyproxy/sturdy/internal/forwardauth"
-	"github.com/sturdyproxy/sturdy/internal/methods"
-	"github.com/sturdyproxy/sturdy/internal/ratelimit"
 )
 
 // Compiled is the access state of one config: every route's Policy, the
@@ -72,7 +71,7 @@ func Compile(cfg *config.Config, opts Options, prev *Compiled) (*Compiled, error
 		if p.acl, err = acl.Compile(path+".access", r.Access); err != nil {
 			errs = append(errs, err)
 		}
-		if p.methods, err = methods.Compile(path+".methods", r.Methods); err != nil {
+		if p.methods, err = CompileMethods(path+".methods", r.Methods); err != nil {
 			errs = append(errs, err)
 		}
 		p.methodsStatus = r.MethodsStatus

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/sturdyproxy/sturdy/internal/demo"
-	"github.com/sturdyproxy/sturdy/internal/testutil"
+	"github.com/sturdyproxy/sturdy/internal/testing/testutil"
 	"github.com/sturdyproxy/sturdy/internal/view"
 )
 

@@ -7,8 +7,8 @@ import (
 	"log/slog"
 	"os"
 
+	"github.com/sturdyproxy/sturdy/internal/adapt/kube"
 	"github.com/sturdyproxy/sturdy/internal/config"
-	"github.com/sturdyproxy/sturdy/internal/kube"
 	"github.com/sturdyproxy/sturdy/internal/server"
 )
 

@@ -10,10 +10,10 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/sturdyproxy/sturdy/internal/adapt/nginx"
+	"github.com/sturdyproxy/sturdy/internal/adapt/nginx/doctor"
+	"github.com/sturdyproxy/sturdy/internal/adapt/nginx/translate"
 	"github.com/sturdyproxy/sturdy/internal/config"
-	"github.com/sturdyproxy/sturdy/internal/nginx"
-	"github.com/sturdyproxy/sturdy/internal/nginx/doctor"
-	"github.com/sturdyproxy/sturdy/internal/nginx/translate"
 )
 
 // defaultNginxConf is where distributions keep nginx's main config.

@@ -13,7 +13,7 @@ import (
 )
 
 // nginxCases is where the nginx test configs and logs live.
-const nginxCases = "../nginx/testdata/cases"
+const nginxCases = "../adapt/nginx/testdata/cases"
 
 func runNginx(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()

@@ -19,7 +19,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sturdyproxy/sturdy/internal/testutil"
+	"github.com/sturdyproxy/sturdy/internal/testing/testutil"
 	"github.com/sturdyproxy/sturdy/internal/view"
 )
 

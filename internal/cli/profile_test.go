@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sturdyproxy/sturdy/internal/testutil"
+	"github.com/sturdyproxy/sturdy/internal/testing/testutil"
 )
 
 // STURDY_CPUPROFILE and STURDY_MUTEXPROFILE make sturdy run write a CPU

@@ -14,9 +14,9 @@ import (
 	"github.com/cloudflare/tableflip"
 	"github.com/sturdyproxy/sturdy/internal/compile"
 	"github.com/sturdyproxy/sturdy/internal/config"
-	"github.com/sturdyproxy/sturdy/internal/lint"
-	"github.com/sturdyproxy/sturdy/internal/sdnotify"
+	"github.com/sturdyproxy/sturdy/internal/ops/lint"
 	"github.com/sturdyproxy/sturdy/internal/server"
+	"github.com/sturdyproxy/sturdy/internal/server/sdnotify"
 )
 
 // version is set at build time with -ldflags "-X .../internal/cli.version=v1.2.3".

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sturdyproxy/sturdy/internal/testpki"
+	"github.com/sturdyproxy/sturdy/internal/testing/testpki"
 )
 
 // check reads the certificate files: one that cannot load is an error

@@ -24,19 +24,19 @@ import (
 	"time"
 
 	"github.com/sturdyproxy/sturdy/internal/access"
-	"github.com/sturdyproxy/sturdy/internal/accesslog"
-	"github.com/sturdyproxy/sturdy/internal/acme"
-	"github.com/sturdyproxy/sturdy/internal/alert"
+	"github.com/sturdyproxy/sturdy/internal/access/ratelimit"
 	"github.com/sturdyproxy/sturdy/internal/cache"
-	"github.com/sturdyproxy/sturdy/internal/certs"
 	"github.com/sturdyproxy/sturdy/internal/config"
 	"github.com/sturdyproxy/sturdy/internal/edge"
-	"github.com/sturdyproxy/sturdy/internal/forcehttps"
+	"github.com/sturdyproxy/sturdy/internal/edge/acme"
+	"github.com/sturdyproxy/sturdy/internal/edge/certs"
+	"github.com/sturdyproxy/sturdy/internal/edge/forcehttps"
 	"github.com/sturdyproxy/sturdy/internal/health"
+	"github.com/sturdyproxy/sturdy/internal/ops/alert"
 	"github.com/sturdyproxy/sturdy/internal/proxy"
-	"github.com/sturdyproxy/sturdy/internal/ratelimit"
+	"github.com/sturdyproxy/sturdy/internal/proxy/accesslog"
 	"github.com/sturdyproxy/sturdy/internal/route"
-	"github.com/sturdyproxy/sturdy/internal/subst"
+	"github.com/sturdyproxy/sturdy/internal/route/subst"
 )
 
 // Env is what a runtime is built on: the long-lived parts of a running

@@ -10,7 +10,7 @@ import (
 
 	"github.com/sturdyproxy/sturdy/internal/config"
 	"github.com/sturdyproxy/sturdy/internal/health"
-	"github.com/sturdyproxy/sturdy/internal/testutil"
+	"github.com/sturdyproxy/sturdy/internal/testing/testutil"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/*.bad.want from the current output")

@@ -9,11 +9,11 @@ import (
 	"time"
 
 	"github.com/sturdyproxy/sturdy/internal/access"
-	"github.com/sturdyproxy/sturdy/internal/compress"
+	"github.com/sturdyproxy/sturdy/internal/access/forwardauth"
 	"github.com/sturdyproxy/sturdy/internal/config"
-	"github.com/sturdyproxy/sturdy/internal/forwardauth"
 	"github.com/sturdyproxy/sturdy/internal/proxy"
-	"github.com/sturdyproxy/sturdy/internal/static"
+	"github.com/sturdyproxy/sturdy/internal/proxy/compress"
+	"github.com/sturdyproxy/sturdy/internal/proxy/static"
 )
 
 // routeFeatures compiles what route i does beside proxying: files,

@@ -10,7 +10,7 @@ import (
 
 	"github.com/sturdyproxy/sturdy/internal/config"
 	"github.com/sturdyproxy/sturdy/internal/health"
-	"github.com/sturdyproxy/sturdy/internal/resolve"
+	"github.com/sturdyproxy/sturdy/internal/health/resolve"
 )
 
 // Names is where the addresses of host names and SRV names come from: the

@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/sturdyproxy/sturdy/internal/health"
-	"github.com/sturdyproxy/sturdy/internal/resolve"
+	"github.com/sturdyproxy/sturdy/internal/health/resolve"
 )
 
 // names is a fixed set of resolved names.

@@ -11,10 +11,10 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/sturdyproxy/sturdy/internal/certs"
 	"github.com/sturdyproxy/sturdy/internal/config"
+	"github.com/sturdyproxy/sturdy/internal/edge/certs"
 	"github.com/sturdyproxy/sturdy/internal/health"
-	"github.com/sturdyproxy/sturdy/internal/upstream"
+	"github.com/sturdyproxy/sturdy/internal/wire/h1client"
 )
 
 // pool compiles pools[i]; a nil result means errors were recorded.
@@ -201,13 +201,13 @@ func (c *compiler) upstream(rc config.Route, pc config.Pool) upstreamClient {
 // retries on its own, uses proxy environment variables, or asks for
 // compression the client did not ask for; both keep a bounded number of
 // idle connections.
-func (c *compiler) newUpstream(k upstreamKey, pt poolTLS) *upstream.Client {
+func (c *compiler) newUpstream(k upstreamKey, pt poolTLS) *h1client.Client {
 	d := &net.Dialer{Timeout: k.connect, KeepAlive: 30 * time.Second}
 	dial := d.DialContext
 	if c.env.Dial != nil {
 		dial = c.env.Dial(d)
 	}
-	return upstream.New(upstream.Options{
+	return h1client.New(h1client.Options{
 		ConnectTimeout:        k.connect,
 		ResponseHeaderTimeout: k.responseHeader,
 		MaxIdlePerHost:        k.maxIdle,

@@ -7,12 +7,12 @@ import (
 	"time"
 
 	"github.com/sturdyproxy/sturdy/internal/config"
-	"github.com/sturdyproxy/sturdy/internal/h2client"
 	"github.com/sturdyproxy/sturdy/internal/proxy"
+	"github.com/sturdyproxy/sturdy/internal/wire/h2client"
 )
 
 // upstreamClient is a route's client to its pool's hosts: the HTTP/1.1
-// client (internal/upstream) or the HTTP/2 one (internal/h2client).
+// client (internal/wire/h1client) or the HTTP/2 one (internal/wire/h2client).
 type upstreamClient interface {
 	proxy.Upstream
 	// Close closes idle connections; requests in flight finish.

@@ -5,8 +5,8 @@ import (
 	"strconv"
 
 	"github.com/sturdyproxy/sturdy/internal/cache"
-	"github.com/sturdyproxy/sturdy/internal/certs"
 	"github.com/sturdyproxy/sturdy/internal/config"
+	"github.com/sturdyproxy/sturdy/internal/edge/certs"
 	"github.com/sturdyproxy/sturdy/internal/health"
 	"github.com/sturdyproxy/sturdy/internal/proxy"
 )

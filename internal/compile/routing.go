@@ -15,7 +15,7 @@ import (
 	"github.com/sturdyproxy/sturdy/internal/config"
 	"github.com/sturdyproxy/sturdy/internal/proxy"
 	"github.com/sturdyproxy/sturdy/internal/route"
-	"github.com/sturdyproxy/sturdy/internal/subst"
+	"github.com/sturdyproxy/sturdy/internal/route/subst"
 )
 
 // maxErrorPage bounds an error page file: it is kept in memory.

@@ -149,7 +149,7 @@ type Listener struct {
 	MergeSlashes bool   `yaml:"merge_slashes"`
 	HTTP3        *HTTP3 `yaml:"http3"` // HTTP/3 over QUIC beside a TLS listener; default none
 	// Frontend picks the HTTP/1.1 server of a plain listener: native,
-	// sturdy's own (internal/h1), which hands anything unusual to
+	// sturdy's own (internal/wire/h1), which hands anything unusual to
 	// net/http's on the same connection, or net/http. Default: native on
 	// Linux for a listener without tls or proxy_protocol, net/http
 	// elsewhere.

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sturdyproxy/sturdy/internal/testutil"
+	"github.com/sturdyproxy/sturdy/internal/testing/testutil"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/*.bad.want from the current output")

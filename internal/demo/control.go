@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sturdyproxy/sturdy/internal/fake"
+	"github.com/sturdyproxy/sturdy/internal/testing/fake"
 )
 
 // Paths of the controls. The admin listener serves them: GET is open like

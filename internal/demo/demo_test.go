@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/sturdyproxy/sturdy/internal/config"
-	"github.com/sturdyproxy/sturdy/internal/lint"
+	"github.com/sturdyproxy/sturdy/internal/ops/lint"
 )
 
 // The embedded config is valid and draws no warnings: it is the first thing

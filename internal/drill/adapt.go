@@ -11,9 +11,9 @@ import (
 
 	"github.com/sturdyproxy/sturdy/internal/compile"
 	"github.com/sturdyproxy/sturdy/internal/config"
-	"github.com/sturdyproxy/sturdy/internal/fake"
 	sturdyproxy "github.com/sturdyproxy/sturdy/internal/proxy"
 	"github.com/sturdyproxy/sturdy/internal/route"
+	"github.com/sturdyproxy/sturdy/internal/testing/fake"
 )
 
 // Limits on how an operator's pools are stood in for.

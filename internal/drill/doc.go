@@ -1,7 +1,7 @@
 // Package drill re-enacts the five incidents in ../shared/incidents on
 // loopback and reports what clients saw: `sturdy drill`.
 //
-// A scenario starts the misbehaving parts of its incident (internal/fake:
+// A scenario starts the misbehaving parts of its incident (internal/testing/fake:
 // a WAF that blocks one client, a pool whose hosts refuse or never answer,
 // a slow report endpoint, Node-like backends that hang up on raw non-ASCII
 // request targets, a cache-friendly origin with one failing instance), puts

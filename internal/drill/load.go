@@ -14,7 +14,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/sturdyproxy/sturdy/internal/fake"
+	"github.com/sturdyproxy/sturdy/internal/testing/fake"
 )
 
 // bodyKeep is how much of each answer's body is kept for judging (a sorry

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sturdyproxy/sturdy/internal/fake"
+	"github.com/sturdyproxy/sturdy/internal/testing/fake"
 )
 
 // Incident 001: the pool behind an ingress's default_server lost every

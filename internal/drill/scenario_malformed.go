@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/sturdyproxy/sturdy/internal/fake"
+	"github.com/sturdyproxy/sturdy/internal/testing/fake"
 )
 
 // Incident 003: nginx in front of Node.js. URLs with raw non-ASCII bytes

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/sturdyproxy/sturdy/internal/fake"
+	"github.com/sturdyproxy/sturdy/internal/testing/fake"
 )
 
 // Incident 002: nginx (ip_hash, default max_fails=1 fail_timeout=10s) in

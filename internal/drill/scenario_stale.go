@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sturdyproxy/sturdy/internal/fake"
+	"github.com/sturdyproxy/sturdy/internal/testing/fake"
 )
 
 // Incident 004: a CDN honoured stale-if-error=86400 and served cached 200s

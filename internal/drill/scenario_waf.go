@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/sturdyproxy/sturdy/internal/fake"
+	"github.com/sturdyproxy/sturdy/internal/testing/fake"
 )
 
 // Incident 000: a WAF in front of the backends blocks one scanner. Every

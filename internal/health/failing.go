@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/sturdyproxy/sturdy/internal/balance"
 	"github.com/sturdyproxy/sturdy/internal/event"
+	"github.com/sturdyproxy/sturdy/internal/health/balance"
 )
 
 // A pool whose every host fails everything is known to be failing, active

@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sturdyproxy/sturdy/internal/balance"
 	"github.com/sturdyproxy/sturdy/internal/config"
+	"github.com/sturdyproxy/sturdy/internal/health/balance"
 )
 
 func newTestPool(t testing.TB, balanceKind string, weights []int, prev *Pool) *Pool {

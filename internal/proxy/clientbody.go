@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/sturdyproxy/sturdy/internal/edge"
-	"github.com/sturdyproxy/sturdy/internal/framing"
+	"github.com/sturdyproxy/sturdy/internal/wire/framing"
 )
 
 // clientBody is the client's request body on its way to a backend. It

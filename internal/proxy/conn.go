@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/sturdyproxy/sturdy/internal/edge"
-	"github.com/sturdyproxy/sturdy/internal/framing"
+	"github.com/sturdyproxy/sturdy/internal/wire/framing"
 )
 
 // Conn is what the request path keeps per HTTP/1.x client connection,

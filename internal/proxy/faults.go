@@ -7,7 +7,7 @@ import (
 )
 
 // LocalErrors hears of sturdy's own resource exhaustion on the request
-// path (see internal/exhaust). UpstreamFailed must be cheap and must not
+// path (see internal/ops/exhaust). UpstreamFailed must be cheap and must not
 // block.
 type LocalErrors interface {
 	UpstreamFailed(err error)

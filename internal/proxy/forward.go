@@ -12,12 +12,12 @@ import (
 	"time"
 
 	"github.com/sturdyproxy/sturdy/internal/access"
-	"github.com/sturdyproxy/sturdy/internal/balance"
 	"github.com/sturdyproxy/sturdy/internal/edge"
 	"github.com/sturdyproxy/sturdy/internal/health"
+	"github.com/sturdyproxy/sturdy/internal/health/balance"
 	"github.com/sturdyproxy/sturdy/internal/outcome"
-	"github.com/sturdyproxy/sturdy/internal/subst"
-	"github.com/sturdyproxy/sturdy/internal/upstream"
+	"github.com/sturdyproxy/sturdy/internal/route/subst"
+	"github.com/sturdyproxy/sturdy/internal/wire/h1client"
 )
 
 // maxTries bounds Route.Tries; it sizes the per-request failure list.
@@ -194,7 +194,7 @@ func (f *forwarder) exchange(p *health.Pool) (*http.Response, *health.Host, fail
 		t0 := time.Now()
 		resp, class, err := f.attempt(host)
 		took := time.Since(t0)
-		if err != nil && errors.Is(err, upstream.ErrCut) {
+		if err != nil && errors.Is(err, h1client.ErrCut) {
 			// The host was found dead while this request waited on it:
 			// nothing is charged to anyone. Sent again only when that is
 			// safe, and then at no cost to the retry budget; otherwise the
@@ -265,7 +265,7 @@ func (f *forwarder) exchange(p *health.Pool) (*http.Response, *health.Host, fail
 		}
 		f.fails[f.nfails] = health.Failure{Host: host, Class: class, Status: status}
 		f.nfails++
-		var ue *upstream.Error
+		var ue *h1client.Error
 		if errors.As(err, &ue) && ue.Resent {
 			// Sent twice already, after the keep-alive race and on a new
 			// connection, and no answer either time: as good as the same
@@ -286,7 +286,7 @@ func (f *forwarder) exchange(p *health.Pool) (*http.Response, *health.Host, fail
 			// The retry goes to one more host, once: not twice on it after
 			// the keep-alive race as well.
 			f.noResend = true
-			f.out = f.out.WithContext(upstream.WithoutResend(f.out.Context()))
+			f.out = f.out.WithContext(h1client.WithoutResend(f.out.Context()))
 		}
 	}
 	f.settle(p, &hr)

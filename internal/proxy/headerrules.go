@@ -3,7 +3,7 @@ package proxy
 import (
 	"net/http"
 
-	"github.com/sturdyproxy/sturdy/internal/subst"
+	"github.com/sturdyproxy/sturdy/internal/route/subst"
 )
 
 // HeaderRules change a header map: remove, then set, then add. Names are

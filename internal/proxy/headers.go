@@ -5,7 +5,7 @@ import (
 	"net/netip"
 	"strings"
 
-	"github.com/sturdyproxy/sturdy/internal/certs"
+	"github.com/sturdyproxy/sturdy/internal/edge/certs"
 	"golang.org/x/net/http/httpguts"
 )
 

@@ -4,11 +4,11 @@ import (
 	"crypto/tls"
 	"time"
 
-	"github.com/sturdyproxy/sturdy/internal/accesslog"
+	"github.com/sturdyproxy/sturdy/internal/proxy/accesslog"
 )
 
 // Aggregator counts repeated conditions and logs them as one line per
-// interval (see internal/logagg). Add must be cheap and must not block.
+// interval (see internal/ops/logagg). Add must be cheap and must not block.
 type Aggregator interface {
 	Add(key string)
 }

@@ -11,7 +11,7 @@ import (
 	"net/http"
 	"net/url"
 
-	"github.com/sturdyproxy/sturdy/internal/subst"
+	"github.com/sturdyproxy/sturdy/internal/route/subst"
 )
 
 // prepare builds the outbound request once; attempts only change its URL

@@ -14,16 +14,16 @@ import (
 	"time"
 
 	"github.com/sturdyproxy/sturdy/internal/access"
-	"github.com/sturdyproxy/sturdy/internal/accesslog"
 	"github.com/sturdyproxy/sturdy/internal/cache"
-	"github.com/sturdyproxy/sturdy/internal/certs"
-	"github.com/sturdyproxy/sturdy/internal/compress"
 	"github.com/sturdyproxy/sturdy/internal/edge"
-	"github.com/sturdyproxy/sturdy/internal/forcehttps"
+	"github.com/sturdyproxy/sturdy/internal/edge/certs"
+	"github.com/sturdyproxy/sturdy/internal/edge/forcehttps"
 	"github.com/sturdyproxy/sturdy/internal/health"
+	"github.com/sturdyproxy/sturdy/internal/proxy/accesslog"
+	"github.com/sturdyproxy/sturdy/internal/proxy/compress"
+	"github.com/sturdyproxy/sturdy/internal/proxy/static"
 	"github.com/sturdyproxy/sturdy/internal/route"
-	"github.com/sturdyproxy/sturdy/internal/static"
-	"github.com/sturdyproxy/sturdy/internal/subst"
+	"github.com/sturdyproxy/sturdy/internal/route/subst"
 )
 
 // Upstream sends one request to one backend. *http.Transport is one; the
@@ -31,7 +31,7 @@ import (
 // An Upstream must not retry on its own, but for the keep-alive race: a
 // request that failed on a reused connection before any of the response
 // arrived, idempotent or not written at all, may go once more on a new
-// connection (as http.Transport and internal/upstream do).
+// connection (as http.Transport and internal/wire/h1client do).
 type Upstream interface {
 	RoundTrip(*http.Request) (*http.Response, error)
 }

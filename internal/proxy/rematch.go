@@ -4,7 +4,7 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/sturdyproxy/sturdy/internal/subst"
+	"github.com/sturdyproxy/sturdy/internal/route/subst"
 )
 
 // maxRematch bounds how often one request is routed again: nginx gives

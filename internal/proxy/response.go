@@ -134,7 +134,7 @@ func isEventStream(h http.Header) bool {
 }
 
 // splicer is a backend's body that can move itself to the client without
-// copying through sturdy (internal/upstream's bodies, on Linux, from TCP
+// copying through sturdy (internal/wire/h1client's bodies, on Linux, from TCP
 // to TCP). It reports a failure of each side apart.
 type splicer interface {
 	SpliceTo(w io.Writer, min int64) (n int64, readErr, writeErr error, ok bool)

@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/sturdyproxy/sturdy/internal/subst"
+	"github.com/sturdyproxy/sturdy/internal/route/subst"
 )
 
 // Prefix is the prefix a route matched, for rewrites and redirects that

@@ -14,7 +14,7 @@ import (
 	"github.com/sturdyproxy/sturdy/internal/edge"
 	"github.com/sturdyproxy/sturdy/internal/health"
 	"github.com/sturdyproxy/sturdy/internal/route"
-	"github.com/sturdyproxy/sturdy/internal/subst"
+	"github.com/sturdyproxy/sturdy/internal/route/subst"
 )
 
 // Routing features of a route (docs/routing.md), compiled once. Every

@@ -16,7 +16,7 @@ import (
 
 	"github.com/sturdyproxy/sturdy/internal/health"
 	"github.com/sturdyproxy/sturdy/internal/outcome"
-	"github.com/sturdyproxy/sturdy/internal/upstream"
+	"github.com/sturdyproxy/sturdy/internal/wire/h1client"
 )
 
 // step is what a scripted host does with one attempt: answer with status
@@ -42,7 +42,7 @@ var (
 	garbage  = step{err: errors.New("malformed HTTP status code"), readBody: true}
 	// cutWait is a request that was waiting on a host when the host was
 	// found dead (its probe failed, or the pool was found failing).
-	cutWait = step{err: &upstream.Error{Phase: upstream.PhaseHeader, Err: upstream.ErrCut}, readBody: true}
+	cutWait = step{err: &h1client.Error{Phase: h1client.PhaseHeader, Err: h1client.ErrCut}, readBody: true}
 )
 
 type timeoutErr struct{}

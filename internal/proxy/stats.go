@@ -4,7 +4,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/sturdyproxy/sturdy/internal/recent"
+	"github.com/sturdyproxy/sturdy/internal/health/recent"
 	"github.com/sturdyproxy/sturdy/internal/view"
 )
 

@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"sync"
 
-	"github.com/sturdyproxy/sturdy/internal/subst"
+	"github.com/sturdyproxy/sturdy/internal/route/subst"
 )
 
 // ErrorPage replaces a backend's error answer (nginx's error_page with

@@ -3,9 +3,9 @@ package server
 import (
 	"context"
 
+	"github.com/sturdyproxy/sturdy/internal/access/ratelimit"
 	"github.com/sturdyproxy/sturdy/internal/compile"
 	"github.com/sturdyproxy/sturdy/internal/event"
-	"github.com/sturdyproxy/sturdy/internal/ratelimit"
 	"github.com/sturdyproxy/sturdy/internal/view"
 )
 

@@ -8,8 +8,8 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/sturdyproxy/sturdy/internal/admin"
 	"github.com/sturdyproxy/sturdy/internal/config"
+	"github.com/sturdyproxy/sturdy/internal/ops/admin"
 )
 
 // startAdmin serves the operators' endpoints on their own address, so that

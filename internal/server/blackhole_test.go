@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/sturdyproxy/sturdy/internal/event"
-	"github.com/sturdyproxy/sturdy/internal/fake"
-	"github.com/sturdyproxy/sturdy/internal/testutil"
+	"github.com/sturdyproxy/sturdy/internal/testing/fake"
+	"github.com/sturdyproxy/sturdy/internal/testing/testutil"
 )
 
 // timing tallies answers and how long they took.

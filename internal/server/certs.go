@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/sturdyproxy/sturdy/internal/acme"
+	"github.com/sturdyproxy/sturdy/internal/edge/acme"
 	"github.com/sturdyproxy/sturdy/internal/event"
 	"github.com/sturdyproxy/sturdy/internal/view"
 )

@@ -3,7 +3,7 @@ package server
 import (
 	"github.com/sturdyproxy/sturdy/internal/compile"
 	"github.com/sturdyproxy/sturdy/internal/config"
-	"github.com/sturdyproxy/sturdy/internal/resolve"
+	"github.com/sturdyproxy/sturdy/internal/health/resolve"
 )
 
 // hostAddrs lists every pool host address and SRV name of cfg.

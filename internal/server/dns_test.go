@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/sturdyproxy/sturdy/internal/event"
-	"github.com/sturdyproxy/sturdy/internal/fake"
-	"github.com/sturdyproxy/sturdy/internal/testutil"
+	"github.com/sturdyproxy/sturdy/internal/testing/fake"
+	"github.com/sturdyproxy/sturdy/internal/testing/testutil"
 )
 
 // Incident 001's resolver under pressure: when lookups start failing, the

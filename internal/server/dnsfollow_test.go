@@ -10,9 +10,9 @@ import (
 	"time"
 
 	"github.com/sturdyproxy/sturdy/internal/event"
-	"github.com/sturdyproxy/sturdy/internal/fake"
 	"github.com/sturdyproxy/sturdy/internal/health"
-	"github.com/sturdyproxy/sturdy/internal/testutil"
+	"github.com/sturdyproxy/sturdy/internal/testing/fake"
+	"github.com/sturdyproxy/sturdy/internal/testing/testutil"
 )
 
 // countedAt is a counting backend on a given address (ip:port).

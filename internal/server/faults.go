@@ -7,7 +7,7 @@ import (
 
 	"github.com/sturdyproxy/sturdy/internal/config"
 	"github.com/sturdyproxy/sturdy/internal/edge"
-	"github.com/sturdyproxy/sturdy/internal/exhaust"
+	"github.com/sturdyproxy/sturdy/internal/ops/exhaust"
 	"github.com/sturdyproxy/sturdy/internal/view"
 )
 
@@ -22,7 +22,7 @@ func newInstance() string {
 // raiseFileLimit raises the soft file-descriptor limit to the hard one
 // (the Go runtime has normally done so already) and says what sturdy runs
 // with; `sturdy check` and the start warn when that is low for the
-// config (internal/lint).
+// config (internal/ops/lint).
 func (s *Server) raiseFileLimit() {
 	soft, hard, raised, err := exhaust.RaiseFileLimit()
 	switch {

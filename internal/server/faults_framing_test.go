@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/sturdyproxy/sturdy/internal/edge"
-	"github.com/sturdyproxy/sturdy/internal/testpki"
+	"github.com/sturdyproxy/sturdy/internal/testing/testpki"
 )
 
 // smuggle is a request whose framing two parsers can read differently,

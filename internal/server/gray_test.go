@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/sturdyproxy/sturdy/internal/event"
-	"github.com/sturdyproxy/sturdy/internal/fake"
 	"github.com/sturdyproxy/sturdy/internal/health"
+	"github.com/sturdyproxy/sturdy/internal/testing/fake"
 )
 
 const grayConfig = `

@@ -14,8 +14,8 @@ import (
 
 	"github.com/sturdyproxy/sturdy/internal/health"
 	"github.com/sturdyproxy/sturdy/internal/outcome"
-	"github.com/sturdyproxy/sturdy/internal/testpki"
-	"github.com/sturdyproxy/sturdy/internal/testutil"
+	"github.com/sturdyproxy/sturdy/internal/testing/testpki"
+	"github.com/sturdyproxy/sturdy/internal/testing/testutil"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"

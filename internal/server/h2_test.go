@@ -19,7 +19,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sturdyproxy/sturdy/internal/testpki"
+	"github.com/sturdyproxy/sturdy/internal/testing/testpki"
 )
 
 const h2cConfig = `

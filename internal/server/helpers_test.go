@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/sturdyproxy/sturdy/internal/config"
-	"github.com/sturdyproxy/sturdy/internal/testutil"
+	"github.com/sturdyproxy/sturdy/internal/testing/testutil"
 )
 
 // parseConfig parses a YAML config written for a test; "{{name}}" in it is

@@ -12,10 +12,10 @@ import (
 	"time"
 
 	"github.com/sturdyproxy/sturdy/internal/event"
-	"github.com/sturdyproxy/sturdy/internal/fake"
 	"github.com/sturdyproxy/sturdy/internal/health"
 	"github.com/sturdyproxy/sturdy/internal/outcome"
-	"github.com/sturdyproxy/sturdy/internal/testutil"
+	"github.com/sturdyproxy/sturdy/internal/testing/fake"
+	"github.com/sturdyproxy/sturdy/internal/testing/testutil"
 )
 
 // eventCounter counts the server's events by type since the server

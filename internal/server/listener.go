@@ -14,11 +14,11 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/sturdyproxy/sturdy/internal/certs"
 	"github.com/sturdyproxy/sturdy/internal/config"
-	"github.com/sturdyproxy/sturdy/internal/framing"
-	"github.com/sturdyproxy/sturdy/internal/h1"
+	"github.com/sturdyproxy/sturdy/internal/edge/certs"
 	"github.com/sturdyproxy/sturdy/internal/proxy"
+	"github.com/sturdyproxy/sturdy/internal/wire/framing"
+	"github.com/sturdyproxy/sturdy/internal/wire/h1"
 )
 
 // listener is one configured listener: a socket, bound once and kept
@@ -78,7 +78,7 @@ func (sv *serving) Accept() (net.Conn, error) {
 	case c := <-from:
 		if sv.cfg.TLS == nil {
 			// Plain HTTP: follow the requests' framing, so that an
-			// ambiguous one is refused (see internal/framing).
+			// ambiguous one is refused (see internal/wire/framing).
 			return framing.Wrap(c), nil
 		}
 		return c, nil

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/sturdyproxy/sturdy/internal/event"
-	"github.com/sturdyproxy/sturdy/internal/fake"
 	"github.com/sturdyproxy/sturdy/internal/health"
+	"github.com/sturdyproxy/sturdy/internal/testing/fake"
 )
 
 // steady sends GETs from each client ip, one every gap, for d, and tallies

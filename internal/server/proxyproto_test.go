@@ -17,8 +17,8 @@ import (
 	"time"
 
 	"github.com/pires/go-proxyproto"
-	"github.com/sturdyproxy/sturdy/internal/fake"
-	"github.com/sturdyproxy/sturdy/internal/testpki"
+	"github.com/sturdyproxy/sturdy/internal/testing/fake"
+	"github.com/sturdyproxy/sturdy/internal/testing/testpki"
 )
 
 const proxyProtoConfig = `

@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sturdyproxy/sturdy/internal/fake"
 	"github.com/sturdyproxy/sturdy/internal/health"
-	"github.com/sturdyproxy/sturdy/internal/testutil"
+	"github.com/sturdyproxy/sturdy/internal/testing/fake"
+	"github.com/sturdyproxy/sturdy/internal/testing/testutil"
 )
 
 // counted is a backend that can be stopped (connections refused) and

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sturdyproxy/sturdy/internal/testutil"
+	"github.com/sturdyproxy/sturdy/internal/testing/testutil"
 )
 
 // Large fixed-length bodies move from the backend's socket to the

@@ -6,9 +6,9 @@ import (
 	"sort"
 	"time"
 
-	"github.com/sturdyproxy/sturdy/internal/admin"
 	"github.com/sturdyproxy/sturdy/internal/compile"
 	"github.com/sturdyproxy/sturdy/internal/health"
+	"github.com/sturdyproxy/sturdy/internal/ops/admin"
 	"github.com/sturdyproxy/sturdy/internal/outcome"
 	"github.com/sturdyproxy/sturdy/internal/view"
 )

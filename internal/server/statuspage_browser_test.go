@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sturdyproxy/sturdy/internal/testutil"
+	"github.com/sturdyproxy/sturdy/internal/testing/testutil"
 	"github.com/sturdyproxy/sturdy/internal/view"
 )
 

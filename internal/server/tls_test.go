@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sturdyproxy/sturdy/internal/testpki"
+	"github.com/sturdyproxy/sturdy/internal/testing/testpki"
 )
 
 const threeSitesConfig = `

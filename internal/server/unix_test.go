@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/sturdyproxy/sturdy/internal/health"
-	"github.com/sturdyproxy/sturdy/internal/testutil"
+	"github.com/sturdyproxy/sturdy/internal/testing/testutil"
 )
 
 // A pool host can be a unix socket, with the whole health model: requests

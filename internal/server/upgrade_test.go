@@ -17,8 +17,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sturdyproxy/sturdy/internal/testpki"
-	"github.com/sturdyproxy/sturdy/internal/testutil"
+	"github.com/sturdyproxy/sturdy/internal/testing/testpki"
+	"github.com/sturdyproxy/sturdy/internal/testing/testutil"
 	"golang.org/x/net/websocket"
 )
 

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/sturdyproxy/sturdy/internal/outcome"
-	"github.com/sturdyproxy/sturdy/internal/testutil"
+	"github.com/sturdyproxy/sturdy/internal/testing/testutil"
 )
 
 const tlsPoolConfig = `

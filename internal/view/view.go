@@ -43,7 +43,7 @@ type Status struct {
 	// Access is what the access controls decided.
 	Access Access `json:"access"`
 	// Panics counts panics recovered per background component (see
-	// internal/supervise); empty when there were none.
+	// internal/server/supervise); empty when there were none.
 	Panics map[string]uint64 `json:"panics,omitempty"`
 	// Edge counts what was decided about requests without any backend.
 	Edge Edge `json:"edge"`
@@ -77,7 +77,7 @@ type Edge struct {
 
 // Local is sturdy's own resource exhaustion: failures no backend caused.
 type Local struct {
-	// Exhausted is set while an episode lasts (see internal/exhaust).
+	// Exhausted is set while an episode lasts (see internal/ops/exhaust).
 	Exhausted bool      `json:"exhausted"`
 	Since     time.Time `json:"since,omitzero"`
 	// Failures counts by operation ("upstream", "accept") and resource

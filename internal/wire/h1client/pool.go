@@ -1,0 +1,430 @@
+package h1client
+
+import (
+	"bufio"
+	"context"
+	"net"
+	"net/http/httptrace"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+// conn is one connection to a backend and the buffers that live with it.
+type conn struct {
+	hp     *hostPool
+	nc     net.Conn
+	wire   wire            // nc as the buffers see it, counting bytes
+	raw    syscall.RawConn // for the liveness check; nil when unavailable
+	br     *bufio.Reader
+	bw     *bufio.Writer
+	head   head // response head parsing state, reused
+	idleAt time.Time
+	used   bool // has carried a request
+
+	// aborted is set when the request's context ended and the connection's
+	// deadlines were expired: it must not be used again.
+	aborted atomic.Bool
+	// async is set while a request body goroutine may still use bw; the
+	// buffers are then left to the garbage collector, not pooled.
+	async bool
+
+	// prev and next link the connections in use (hostPool.busy), under
+	// hostPool.mu; awaiting is set while a request waits for its response
+	// head; cut is set when Client.Cut ended that wait.
+	prev, next *conn
+	inUse      bool
+	awaiting   atomic.Bool
+	cut        atomic.Bool
+
+	abortFn func()             // c.abort, made once per connection
+	peekFn  func(uintptr) bool // c.peek, made once per connection
+	peekRes int                // result of the last peek: see alive
+	peekBuf [1]byte
+	probe   [1]byte // the first byte of a request body of unknown length
+}
+
+// wire is the connection under the buffers: it counts the bytes each way,
+// so that a failed exchange knows whether any of the response arrived and
+// any of the request left (see Client.roundTrip's retry).
+type wire struct {
+	nc      net.Conn
+	in, out atomic.Int64
+}
+
+func (w *wire) Read(p []byte) (int, error) {
+	n, err := w.nc.Read(p)
+	w.in.Add(int64(n))
+	return n, err
+}
+
+func (w *wire) Write(p []byte) (int, error) {
+	n, err := w.nc.Write(p)
+	w.out.Add(int64(n))
+	return n, err
+}
+
+// abort expires the connection's deadlines so that a blocked read or write
+// returns at once. It runs on the context's goroutine.
+func (c *conn) abort() {
+	c.aborted.Store(true)
+	c.nc.SetDeadline(aLongTimeAgo)
+}
+
+// hostPool is the pool of connections to one address.
+type hostPool struct {
+	c    *Client
+	addr string
+
+	mu      sync.Mutex // guards idle, open, waiters and busy
+	idle    []*conn    // LIFO: the most recently used is last
+	open    int        // connections dialing, in use or idle
+	waiters []*waiter  // FIFO of requests waiting for MaxConnsPerHost
+	busy    *conn      // connections in use, linked through conn.next
+	retired bool       // the address left its pool: close connections as they come back
+}
+
+// waiter is a request waiting for a connection when its host is full. It
+// receives either an idle connection or nil, meaning a slot was freed for
+// it to dial.
+type waiter struct{ ch chan *conn }
+
+func (c *Client) hostPool(addr string) *hostPool {
+	if v, ok := c.hosts.Load(addr); ok {
+		return v.(*hostPool)
+	}
+	v, _ := c.hosts.LoadOrStore(addr, &hostPool{c: c, addr: addr})
+	return v.(*hostPool)
+}
+
+// get returns a connection to the host: an idle one that passed the
+// liveness check, or a new one. fresh skips the idle ones.
+func (hp *hostPool) get(ctx context.Context, fresh bool) (pc *conn, err error) {
+	c := hp.c
+	for {
+		hp.mu.Lock()
+		full := c.o.MaxConnsPerHost > 0 && hp.open >= c.o.MaxConnsPerHost
+		if n := len(hp.idle); n > 0 && (!fresh || full) {
+			pc = hp.idle[n-1]
+			hp.idle[n-1] = nil
+			hp.idle = hp.idle[:n-1]
+			if fresh {
+				// A fresh connection is wanted and the host is full: close
+				// an idle one to make room.
+				hp.mu.Unlock()
+				hp.discard(pc)
+				continue
+			}
+			if c.o.IdleTimeout > 0 && time.Since(pc.idleAt) > c.o.IdleTimeout {
+				// The newest is too old: so are all the others.
+				stale := hp.idle
+				hp.idle = hp.idle[:0]
+				hp.open -= len(stale) + 1
+				hp.mu.Unlock()
+				for i, s := range stale {
+					s.closeNow()
+					stale[i] = nil
+				}
+				pc.closeNow()
+				hp.wakeAfterClose(len(stale) + 1)
+				continue
+			}
+			hp.use(pc)
+			hp.mu.Unlock()
+			if pc.alive() {
+				return pc, nil
+			}
+			hp.discard(pc)
+			continue
+		}
+		if max := c.o.MaxConnsPerHost; max > 0 && hp.open >= max {
+			w := &waiter{ch: make(chan *conn, 1)}
+			hp.waiters = append(hp.waiters, w)
+			hp.mu.Unlock()
+			select {
+			case pc = <-w.ch:
+			case <-ctx.Done():
+				hp.mu.Lock()
+				queued := hp.removeWaiter(w)
+				hp.mu.Unlock()
+				if !queued {
+					// Something was handed to us meanwhile: pass it on.
+					if pc = <-w.ch; pc != nil {
+						hp.put(pc)
+					} else {
+						hp.release()
+					}
+				}
+				return nil, ctx.Err()
+			}
+			if pc != nil {
+				if !fresh && pc.alive() {
+					return pc, nil
+				}
+				hp.discard(pc)
+				continue
+			}
+			// A slot was freed and counted for us: dial.
+		} else {
+			hp.open++
+			hp.mu.Unlock()
+		}
+		pc, err = hp.dial(ctx)
+		if err != nil {
+			hp.release()
+			return nil, err
+		}
+		hp.mu.Lock()
+		hp.use(pc)
+		hp.mu.Unlock()
+		return pc, nil
+	}
+}
+
+func (hp *hostPool) removeWaiter(w *waiter) bool {
+	for i, x := range hp.waiters {
+		if x == w {
+			copy(hp.waiters[i:], hp.waiters[i+1:])
+			hp.waiters[len(hp.waiters)-1] = nil
+			hp.waiters = hp.waiters[:len(hp.waiters)-1]
+			return true
+		}
+	}
+	return false
+}
+
+func (hp *hostPool) dial(ctx context.Context) (*conn, error) {
+	c := hp.c
+	// The proxy times new connections for its access log this way, as
+	// http.Transport lets it; looked up only when dialing.
+	trace := httptrace.ContextClientTrace(ctx)
+	if trace != nil && trace.ConnectStart != nil {
+		trace.ConnectStart("tcp", hp.addr)
+	}
+	nc, err := c.dial(ctx, "tcp", hp.addr)
+	if trace != nil && trace.ConnectDone != nil {
+		trace.ConnectDone("tcp", hp.addr, err)
+	}
+	if err != nil {
+		return nil, err
+	}
+	pc := &conn{hp: hp, nc: nc}
+	pc.wire.nc = nc
+	if sc, ok := nc.(syscall.Conn); ok {
+		if raw, err := sc.SyscallConn(); err == nil {
+			pc.raw = raw
+		}
+	}
+	if v := c.rbufs.Get(); v != nil {
+		pc.br = v.(*bufio.Reader)
+		pc.br.Reset(&pc.wire)
+	} else {
+		pc.br = bufio.NewReaderSize(&pc.wire, c.o.ReadBufferSize)
+	}
+	if v := c.wbufs.Get(); v != nil {
+		pc.bw = v.(*bufio.Writer)
+		pc.bw.Reset(&pc.wire)
+	} else {
+		pc.bw = bufio.NewWriterSize(&pc.wire, c.o.WriteBufferSize)
+	}
+	pc.abortFn = pc.abort
+	pc.peekFn = pc.peek
+	return pc, nil
+}
+
+// put returns a connection whose exchange ended cleanly: to a waiting
+// request, to the idle stack, or closed when the stack is full.
+func (hp *hostPool) put(pc *conn) {
+	c := hp.c
+	pc.used = true
+	if c.o.IdleTimeout > 0 {
+		pc.idleAt = time.Now() // outside the lock: every request takes it twice
+	}
+	hp.mu.Lock()
+	if len(hp.waiters) > 0 && !hp.retired {
+		w := hp.waiters[0]
+		copy(hp.waiters, hp.waiters[1:])
+		hp.waiters[len(hp.waiters)-1] = nil
+		hp.waiters = hp.waiters[:len(hp.waiters)-1]
+		hp.mu.Unlock()
+		w.ch <- pc
+		return
+	}
+	hp.unuse(pc)
+	if c.closed.Load() || hp.retired || len(hp.idle) >= c.maxIdle {
+		hp.mu.Unlock()
+		hp.discard(pc)
+		return
+	}
+	hp.idle = append(hp.idle, pc)
+	hp.mu.Unlock()
+	if c.o.IdleTimeout > 0 && !c.janitorOn.Load() && c.janitorOn.CompareAndSwap(false, true) {
+		c.janitorWG.Add(1)
+		go c.janitor()
+	}
+}
+
+// discard closes a connection that is not idle and frees its slot.
+func (hp *hostPool) discard(pc *conn) {
+	hp.mu.Lock()
+	hp.unuse(pc)
+	hp.mu.Unlock()
+	pc.closeNow()
+	hp.release()
+}
+
+// release frees one connection slot: a waiter gets it, or the count drops.
+func (hp *hostPool) release() {
+	hp.mu.Lock()
+	if len(hp.waiters) > 0 {
+		w := hp.waiters[0]
+		copy(hp.waiters, hp.waiters[1:])
+		hp.waiters[len(hp.waiters)-1] = nil
+		hp.waiters = hp.waiters[:len(hp.waiters)-1]
+		hp.mu.Unlock()
+		w.ch <- nil
+		return
+	}
+	hp.open--
+	hp.mu.Unlock()
+}
+
+// wakeAfterClose hands n freed slots (already subtracted from open) to
+// waiters, if any.
+func (hp *hostPool) wakeAfterClose(n int) {
+	for ; n > 0; n-- {
+		hp.mu.Lock()
+		if len(hp.waiters) == 0 {
+			hp.mu.Unlock()
+			return
+		}
+		w := hp.waiters[0]
+		copy(hp.waiters, hp.waiters[1:])
+		hp.waiters[len(hp.waiters)-1] = nil
+		hp.waiters = hp.waiters[:len(hp.waiters)-1]
+		hp.open++
+		hp.mu.Unlock()
+		w.ch <- nil
+	}
+}
+
+// closeIdle closes idle connections: all of them, or only those idle
+// longer than IdleTimeout when expiredOnly. It returns how many stay idle.
+func (hp *hostPool) closeIdle(expiredOnly bool) int {
+	var victims []*conn
+	hp.mu.Lock()
+	if expiredOnly {
+		// Oldest first: stop at the first one still fresh.
+		now := time.Now()
+		n := 0
+		for n < len(hp.idle) && now.Sub(hp.idle[n].idleAt) > hp.c.o.IdleTimeout {
+			n++
+		}
+		victims = append(victims, hp.idle[:n]...)
+		k := copy(hp.idle, hp.idle[n:])
+		clear(hp.idle[k:])
+		hp.idle = hp.idle[:k]
+	} else {
+		victims = append(victims, hp.idle...)
+		clear(hp.idle)
+		hp.idle = hp.idle[:0]
+	}
+	hp.open -= len(victims)
+	left := len(hp.idle)
+	hp.mu.Unlock()
+	for _, pc := range victims {
+		pc.closeNow()
+	}
+	hp.wakeAfterClose(len(victims))
+	return left
+}
+
+// janitor closes connections idle longer than IdleTimeout. It runs only
+// while some connection is idle, so a Client that is dropped without Close
+// leaves no goroutine behind for long.
+func (c *Client) janitor() {
+	defer c.janitorWG.Done()
+	every := max(c.o.IdleTimeout/2, 10*time.Millisecond)
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+		case <-c.done:
+			c.janitorOn.Store(false)
+			return
+		}
+		if c.sweep(true) > 0 {
+			continue
+		}
+		c.janitorOn.Store(false)
+		// A connection put idle after the sweep saw janitorOn still true
+		// and started nobody: look again now that it is false.
+		if c.sweep(false) == 0 || !c.janitorOn.CompareAndSwap(false, true) {
+			return
+		}
+	}
+}
+
+// sweep closes expired idle connections when close is set, and returns
+// how many connections stay idle.
+func (c *Client) sweep(close bool) int {
+	left := 0
+	c.hosts.Range(func(_, v any) bool {
+		hp := v.(*hostPool)
+		if close {
+			left += hp.closeIdle(true)
+		} else {
+			hp.mu.Lock()
+			left += len(hp.idle)
+			hp.mu.Unlock()
+		}
+		return true
+	})
+	return left
+}
+
+// closeNow closes the connection and recycles its buffers when no body
+// goroutine may still use them.
+func (pc *conn) closeNow() {
+	pc.nc.Close()
+	if pc.async {
+		return
+	}
+	c := pc.hp.c
+	if pc.br != nil {
+		pc.br.Reset(nil)
+		c.rbufs.Put(pc.br)
+		pc.br = nil
+	}
+	if pc.bw != nil {
+		pc.bw.Reset(nil)
+		c.wbufs.Put(pc.bw)
+		pc.bw = nil
+	}
+}
+
+// alive reports whether an idle connection can carry a request: nothing
+// arrived on it while idle (no data, no FIN, no RST). A backend that closed
+// the connection between requests is caught here, before anything is
+// written, instead of failing the request or retrying it.
+func (pc *conn) alive() bool {
+	if pc.br.Buffered() > 0 {
+		return false // unsolicited bytes: the framing is off
+	}
+	if pc.raw == nil {
+		return true
+	}
+	pc.peekRes = peekDead
+	if err := pc.raw.Read(pc.peekFn); err != nil {
+		return false
+	}
+	return pc.peekRes == peekEmpty
+}
+
+// Outcomes of peek.
+const (
+	peekEmpty = iota // nothing to read: alive
+	peekDead         // EOF, data or an error
+)

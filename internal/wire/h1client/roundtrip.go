@@ -1,0 +1,334 @@
+package h1client
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"syscall"
+	"time"
+)
+
+// maxWriteWait is how long a finished response waits for its request
+// body goroutine to report before the connection is given up, as
+// http.Transport's maxWriteWaitBeforeConnReuse.
+const maxWriteWait = 50 * time.Millisecond
+
+// exchange is the connection's side of one round trip, kept until the
+// response body ends so that the connection can be handed back.
+type exchange struct {
+	pc     *conn
+	ctx    context.Context
+	stop   func() bool // stops the context.AfterFunc; nil without one
+	w      *bodyWriter // nil when the body was written synchronously
+	keep   bool        // request and response allow another exchange
+	reused bool
+	done   bool
+}
+
+// finish ends the exchange: the connection goes back to the pool when
+// clean and nothing else forbids it, and is closed otherwise.
+func (x *exchange) finish(clean bool) {
+	if x.done {
+		return
+	}
+	x.done = true
+	pc := x.pc
+	reuse := clean && x.keep
+	if x.stop != nil && !x.stop() {
+		reuse = false // the context ended: the deadlines are expired
+	}
+	if x.w != nil {
+		if reuse && !x.w.finished(maxWriteWait) {
+			reuse = false // the backend answered before reading the whole body
+		} else if x.w.finished(0) {
+			pc.async = false
+			if x.w.srcErr != nil || x.w.wireErr != nil {
+				reuse = false
+			}
+		}
+	}
+	if pc.aborted.Load() {
+		reuse = false
+	}
+	if reuse {
+		pc.hp.put(pc)
+	} else {
+		pc.hp.discard(pc)
+	}
+}
+
+// bodyError closes the connection after a failed body read and returns
+// the error to report.
+func (x *exchange) bodyError(err error) error {
+	x.finish(false)
+	if e := x.writerError(); e != nil {
+		return e
+	}
+	if _, ok := err.(*BadResponseError); !ok {
+		err = ctxErr(x.ctx, err)
+	}
+	return &Error{Phase: PhaseBody, Addr: x.pc.hp.addr, Reused: x.reused, Err: err}
+}
+
+// writerError is the request body's read error when the body goroutine
+// ended with one.
+func (x *exchange) writerError() error {
+	if x.w == nil {
+		return nil
+	}
+	select {
+	case <-x.w.done:
+		return x.w.srcErr
+	default:
+		return nil
+	}
+}
+
+// roundTrip makes the exchange, and makes it once more on a new
+// connection when a reused one failed as an idle connection the backend
+// closed just as the request went out does (see staleFailure). That
+// second try is the connection's, not a retry of the proxy's: no backend
+// did anything wrong, and it costs no retry budget.
+func (c *Client) roundTrip(req *http.Request) (*http.Response, error) {
+	resp, err, again := c.exchange(req, false)
+	if !again || req.Context().Value(noResendKey{}) != nil {
+		return resp, err
+	}
+	if req.Body != nil && req.Body != http.NoBody {
+		body, gerr := req.GetBody()
+		if gerr != nil {
+			return nil, err
+		}
+		r2 := new(http.Request)
+		*r2 = *req
+		r2.Body = body
+		req = r2
+	}
+	c.staleRetries.Add(1)
+	resp, err, _ = c.exchange(req, true)
+	var ue *Error
+	if errors.As(err, &ue) {
+		ue.Resent = true
+	}
+	return resp, err
+}
+
+type noResendKey struct{}
+
+// WithoutResend returns ctx marked so that a request made with it is never
+// sent a second time after the keep-alive race: for a caller that has
+// already sent the request elsewhere (a retry on another host), so that a
+// request that kills backends reaches no more of them than the caller
+// chose.
+func WithoutResend(ctx context.Context) context.Context {
+	return context.WithValue(ctx, noResendKey{}, true)
+}
+
+// StaleRetries counts the requests sent again on a new connection after
+// a reused one turned out closed before any of the response arrived.
+func (c *Client) StaleRetries() uint64 { return c.staleRetries.Load() }
+
+// exchange is one try of a round trip, on a new connection when fresh. again
+// reports a failure that may be tried once more on a new connection.
+func (c *Client) exchange(req *http.Request, fresh bool) (_ *http.Response, _ error, again bool) {
+	ctx := req.Context()
+	if req.URL.Host == "" {
+		closeBody(req)
+		return nil, errors.New("upstream: no host in request URL"), false
+	}
+	addr := hostPort(req.URL.Host)
+	if err := ctx.Err(); err != nil {
+		closeBody(req)
+		return nil, &Error{Phase: PhaseConnect, Addr: addr, Err: err}, false
+	}
+	// How the body goes: none, Content-Length, or chunked.
+	body := req.Body
+	if body == http.NoBody {
+		body = nil
+	}
+	mode, cl := bodyNone, req.ContentLength
+	switch {
+	case body == nil:
+		if cl > 0 {
+			return nil, errors.New("upstream: request ContentLength > 0 with no body"), false
+		}
+	case cl > 0:
+		mode = bodyFixed
+	case cl < 0:
+		mode = bodyChunked
+	}
+
+	pc, err := c.hostPool(addr).get(ctx, fresh)
+	if err != nil {
+		if body != nil {
+			body.Close()
+		}
+		return nil, &Error{Phase: PhaseConnect, Addr: addr, Err: err}, false
+	}
+	var first []byte // what was read from a body of unknown length
+	if body != nil && cl == 0 {
+		// ContentLength 0 with a body means unknown for net/http's client
+		// (and is how the proxy hides a bodiless GET from http.Transport's
+		// retries). Read once to tell an empty body from a stream.
+		n, err := readSome(body, pc.probe[:])
+		switch {
+		case n > 0:
+			mode, first = bodyChunked, pc.probe[:n]
+		case err == io.EOF:
+			body.Close()
+			body = nil
+		default:
+			body.Close()
+			pc.hp.put(pc) // nothing was written on it
+			return nil, err, false
+		}
+	}
+	in0, out0 := pc.wire.in.Load(), pc.wire.out.Load()
+	r := &response{}
+	x := &r.x
+	x.pc, x.ctx, x.reused = pc, ctx, pc.used
+	if ctx.Done() != nil {
+		x.stop = context.AfterFunc(ctx, pc.abortFn)
+	}
+	pc.awaiting.Store(true)
+	fail := func(phase Phase, err error) (*http.Response, error, bool) {
+		pc.awaiting.Store(false)
+		if x.w != nil && ctx.Err() != nil {
+			// The context ended, perhaps because reading the request
+			// body failed (net/http ends it on any error reading the
+			// client's connection, a stalled upload's deadline
+			// included): give the body goroutine a moment to say so, so
+			// that the caller learns the body's error, not a
+			// cancellation.
+			x.w.finished(maxWriteWait)
+		}
+		x.finish(false)
+		if e := x.writerError(); e != nil && !pc.cut.Load() {
+			return nil, e, false
+		}
+		if _, ok := err.(*BadResponseError); !ok {
+			err = ctxErr(ctx, err)
+		}
+		if pc.cut.Load() && ctx.Err() == nil {
+			// The host was found dead while this request waited on it:
+			// sending it again on a new connection to that host is no use.
+			return nil, &Error{Phase: phase, Addr: addr, Reused: x.reused, Err: ErrCut}, false
+		}
+		again := x.reused && ctx.Err() == nil && closedEarly(err) && pc.wire.in.Load() == in0 &&
+			(body == nil || req.GetBody != nil) &&
+			(idempotent(req) || pc.wire.out.Load() == out0)
+		return nil, &Error{Phase: phase, Addr: addr, Reused: x.reused, Err: err}, again
+	}
+
+	wantsClose, err := pc.writeHead(req, mode, cl)
+	if err != nil {
+		pc.awaiting.Store(false)
+		x.finish(false)
+		if body != nil {
+			body.Close()
+		}
+		return nil, err, false
+	}
+	timeout := c.o.ResponseHeaderTimeout
+	if mode == bodyNone || mode == bodyFixed && cl <= syncBodyMax {
+		if mode == bodyFixed {
+			srcErr, wireErr := pc.writeFixed(body, cl)
+			body.Close()
+			if srcErr != nil {
+				pc.awaiting.Store(false)
+				x.finish(false)
+				return nil, srcErr, false
+			}
+			if wireErr != nil {
+				return fail(PhaseWrite, wireErr)
+			}
+		}
+		if err := pc.bw.Flush(); err != nil {
+			return fail(PhaseWrite, err)
+		}
+		if timeout > 0 {
+			pc.nc.SetReadDeadline(time.Now().Add(timeout))
+		}
+	} else {
+		w := &bodyWriter{pc: pc, body: body, cl: cl, first: first, trailer: req.Trailer, timeout: timeout, done: make(chan struct{})}
+		if mode == bodyChunked {
+			w.cl = -1
+		}
+		x.w = w
+		pc.async = true
+		go w.run()
+	}
+
+	err = readResponse(pc.br, &pc.head, req.Method, r)
+	pc.awaiting.Store(false)
+	if cap(pc.head.buf) > 64<<10 {
+		pc.head.buf = nil // a huge head: do not keep its buffer
+	}
+	if x.w != nil {
+		x.w.headDone()
+	} else if timeout > 0 {
+		pc.nc.SetReadDeadline(time.Time{})
+	}
+	if err == nil && pc.aborted.Load() {
+		// The deadline was expired (context or body goroutine) while being
+		// cleared: report the cause.
+		err = context.Canceled
+	}
+	if err != nil {
+		return fail(PhaseHeader, err)
+	}
+	r.Request = req
+	x.keep = !r.Close && !wantsClose
+	if r.body.kind == bodyNone {
+		r.Body = http.NoBody
+		x.finish(true)
+	} else {
+		r.body.x = x
+		r.Body = &r.body
+	}
+	return &r.Response, nil, false
+}
+
+// closedEarly reports whether err is the connection closing under the
+// request (EOF, reset, broken pipe), as a backend that closes an idle
+// connection just as a request arrives makes it look; not a timeout, not
+// a response that broke the rules.
+func closedEarly(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNABORTED)
+}
+
+// idempotent reports whether sending req twice is harmless (RFC 9110
+// 9.2.2), or the client said so with an Idempotency-Key.
+func idempotent(req *http.Request) bool {
+	switch req.Method {
+	case "", "GET", "HEAD", "OPTIONS", "TRACE", "PUT", "DELETE":
+		return true
+	}
+	_, ok := req.Header["Idempotency-Key"]
+	return ok
+}
+
+// readSome reads into p until it gets a byte or an error.
+func readSome(r io.Reader, p []byte) (int, error) {
+	for range 100 {
+		if n, err := r.Read(p); n > 0 || err != nil {
+			return n, err
+		}
+	}
+	return 0, io.ErrNoProgress
+}
+
+// hostPort adds the default port to a host without one.
+func hostPort(h string) string {
+	for i := len(h) - 1; i >= 0; i-- {
+		switch h[i] {
+		case ':':
+			return h
+		case ']':
+			return h + ":80"
+		}
+	}
+	return h + ":80"
+}
