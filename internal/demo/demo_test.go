@@ -60,7 +60,7 @@ func TestConfigureMovesEverything(t *testing.T) {
 	if _, err := Configure(Addrs{Backends: []string{"127.0.0.1:1"}}, ""); err == nil {
 		t.Error("one backend address for three backends was accepted")
 	}
-	if NewToken() == NewToken() || len(NewToken()) != 32 {
+	if a, b := NewToken(), NewToken(); a == b || len(a) != 32 {
 		t.Error("tokens are not fresh 32-character values")
 	}
 }

@@ -50,8 +50,6 @@ type Budget struct {
 	Made, Refused atomic.Uint64
 }
 
-func newBudget() *Budget { return &Budget{} }
-
 // Request counts a request that reached the pool.
 func (b *Budget) Request(now time.Time) { b.w.addA(now, 1) }
 

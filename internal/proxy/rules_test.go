@@ -51,7 +51,6 @@ func (*timeoutErr) Error() string   { return "i/o timeout" }
 func (*timeoutErr) Timeout() bool   { return true }
 func (*timeoutErr) Temporary() bool { return true }
 
-func ok(body string) step { return step{status: 200, body: body} }
 func answer(status int) step {
 	return step{status: status, body: strconv.Itoa(status) + " from the backend"}
 }

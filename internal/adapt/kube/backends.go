@@ -45,9 +45,9 @@ func servicePort(svc *corev1.Service, number int32, name string) (*corev1.Servic
 		}
 	}
 	if name != "" {
-		return nil, fmt.Errorf("Service %s/%s has no TCP port named %q", svc.Namespace, svc.Name, name)
+		return nil, fmt.Errorf("service %s/%s has no TCP port named %q", svc.Namespace, svc.Name, name)
 	}
-	return nil, fmt.Errorf("Service %s/%s has no TCP port %d", svc.Namespace, svc.Name, number)
+	return nil, fmt.Errorf("service %s/%s has no TCP port %d", svc.Namespace, svc.Name, number)
 }
 
 // endpoints are the hosts of one Service port, from its EndpointSlices.

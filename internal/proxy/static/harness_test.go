@@ -22,7 +22,6 @@ type route struct {
 	path   string // default /
 	pool   bool   // the route has a pool
 	static string // the static block's keys, in YAML flow style, without braces
-	comp   string // the compress block, when set
 }
 
 // compile parses a config with the route and compiles its handler.

@@ -192,15 +192,14 @@ type parser struct {
 	ready bool // line holds a complete line
 
 	// The current head.
-	http10     bool
-	cl         int64 // -1: none seen
-	clSeen     bool
-	te         int // Transfer-Encoding fields seen
-	chunked    bool
-	upgrade    bool
-	lastFrame  bool // the previous field line was Content-Length or Transfer-Encoding
-	nTrailer   int
-	trailerLen int
+	http10    bool
+	cl        int64 // -1: none seen
+	clSeen    bool
+	te        int // Transfer-Encoding fields seen
+	chunked   bool
+	upgrade   bool
+	lastFrame bool // the previous field line was Content-Length or Transfer-Encoding
+	nTrailer  int
 }
 
 func (p *parser) feed(b []byte) {

@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 
@@ -42,8 +41,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	sturdyBin = filepath.Join(dir, "sturdy")
-	gobin := filepath.Join(runtime.GOROOT(), "bin", "go")
-	cmd := exec.Command(gobin, "build", "-o", sturdyBin, "./cmd/sturdy")
+	cmd := exec.Command("go", "build", "-o", sturdyBin, "./cmd/sturdy")
 	cmd.Dir = "../../../.."
 	if out, err := cmd.CombinedOutput(); err != nil {
 		fmt.Fprintf(os.Stderr, "building sturdy: %v\n%s", err, out)

@@ -93,13 +93,6 @@ func realNames(srv *nginx.Server) []string {
 	return out
 }
 
-func firstOr(l []string, s string) string {
-	if len(l) > 0 {
-		return l[0]
-	}
-	return s
-}
-
 // schemeIsHTTP reports `if ($scheme = http)` and `if ($scheme != https)`.
 func schemeIsHTTP(d *nginx.Directive) bool {
 	c := strings.ReplaceAll(strings.ReplaceAll(strings.Join(d.Args, " "), `"`, ""), "'", "")

@@ -33,7 +33,6 @@ type tlsPlan struct {
 	ciphers       []string
 	clientAuth    config.ClientAuth
 	hsts          *config.HSTS
-	comments      []string
 }
 
 // tlsServers returns the servers listening with TLS on ln, the default
