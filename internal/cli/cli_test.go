@@ -37,7 +37,7 @@ pools:
 	if code != 1 {
 		t.Fatalf("exit %d, want 1; stderr:\n%s", code, stderr)
 	}
-	want := f + ":4: routes[0].timeouts.conect: unknown key; expected one of: client_body, client_send, connect, response_header, total\n"
+	want := f + ":4: routes[0].timeouts.conect: unknown key; did you mean \"connect\"? expected one of: client_body, client_send, connect, response_header, total\n"
 	if !strings.HasPrefix(stderr, want) {
 		t.Fatalf("stderr:\n%s\nwant prefix:\n%s", stderr, want)
 	}

@@ -182,7 +182,7 @@ func (v *validator) forwardAuth(p string, f *ForwardAuth, pools map[string]bool)
 		v.errorf(p+".url", "URL %q has no host", f.URL)
 	}
 	if f.Pool != "" && !pools[f.Pool] {
-		v.errorf(p+".pool", "no pool named %q; define it under pools", f.Pool)
+		v.errorf(p+".pool", "no pool named %q; %sdefine it under pools", f.Pool, didYouMean(f.Pool, v.poolNames()))
 	}
 	if f.Timeout.D() <= 0 {
 		v.errorf(p+".timeout", "must be positive; a sub-request that may wait forever holds every request behind it")

@@ -126,7 +126,8 @@ func (d *decoder) decodeStruct(n *yaml.Node, v reflect.Value, path string) {
 		}
 		idx, ok := fields[key]
 		if !ok {
-			d.errorf(k, kp, "unknown key; expected one of: %s", strings.Join(sortedKeys(fields), ", "))
+			keys := sortedKeys(fields)
+			d.errorf(k, kp, "unknown key; %sexpected one of: %s", didYouMean(key, keys), strings.Join(keys, ", "))
 			continue
 		}
 		if seen[key] {

@@ -163,7 +163,7 @@ func (v *validator) degraded(pools map[string]bool) {
 		p := fmt.Sprintf("routes[%d]", i)
 		if fp := r.Fallback.Pool; fp != "" {
 			if !pools[fp] {
-				v.errorf(p+".fallback.pool", "no pool named %q; define it under pools", fp)
+				v.errorf(p+".fallback.pool", "no pool named %q; %sdefine it under pools", fp, didYouMean(fp, v.poolNames()))
 			} else if fp == r.Pool {
 				v.errorf(p+".fallback.pool", "the fallback pool is the route's own pool; name a different one")
 			}

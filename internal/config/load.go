@@ -294,9 +294,9 @@ func (v *validator) listeners() {
 
 func (v *validator) pools() map[string]bool {
 	c := v.c
-	if len(c.Pools) == 0 && c.Kubernetes == nil {
-		v.errorf("pools", "no pools; expected at least one, like { name: web, hosts: [ { addr: 127.0.0.1:9001 } ] }")
-	}
+	// A config may have no pool at all: routes that answer with fixed
+	// bodies, files or redirects need none, and a route that needs one is
+	// told so by name (routes[i].pool).
 	names := map[string]int{}
 	for i, pl := range c.Pools {
 		p := fmt.Sprintf("pools[%d]", i)
@@ -364,14 +364,14 @@ func (v *validator) routes(pools map[string]bool) {
 		if r.Pool == "" && r.Static == nil && r.Redirect == nil && r.Respond == nil && len(r.Backends) == 0 && (r.Rewrite == nil || !r.Rewrite.Rematch) {
 			v.errorf(p+".pool", "missing; expected the name of a pool")
 		} else if r.Pool != "" && !pools[r.Pool] {
-			v.errorf(p+".pool", "no pool named %q; define it under pools", r.Pool)
+			v.errorf(p+".pool", "no pool named %q; %sdefine it under pools", r.Pool, didYouMean(r.Pool, v.poolNames()))
 		}
 		if !strings.HasPrefix(r.Path, "/") && !(r.Match != nil && r.Match.Path != nil) {
 			v.errorf(p+".path", "path %q must start with /", r.Path)
 		}
 		for j, ln := range r.Listeners {
 			if !listeners[ln] {
-				v.errorf(fmt.Sprintf("%s.listeners[%d]", p, j), "no listener named %q", ln)
+				v.errorf(fmt.Sprintf("%s.listeners[%d]", p, j), "no listener named %q; %sname one from listeners", ln, didYouMean(ln, v.listenerNames()))
 			}
 		}
 		for j, h := range r.Hosts {

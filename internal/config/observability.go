@@ -78,7 +78,7 @@ func (v *validator) observability() {
 	for i, name := range c.Admin.ReadyRoutes {
 		p := fmt.Sprintf("admin.ready_routes[%d]", i)
 		if !routes[name] {
-			v.errorf(p, "no route named %q; list names from routes, or leave ready_routes out to count every route", name)
+			v.errorf(p, "no route named %q; %slist names from routes, or leave ready_routes out to count every route", name, didYouMean(name, v.routeNames()))
 		}
 		if j, dup := seen[name]; dup {
 			v.errorf(p, "route %q is already listed as ready_routes[%d]", name, j)
@@ -146,7 +146,7 @@ func (v *validator) webhook(p string, w Webhook, names map[string]int, i int) {
 	types := EventTypes()
 	for j, t := range w.Events {
 		if !slices.Contains(types, t) {
-			v.errorf(fmt.Sprintf("%s.events[%d]", p, j), "unknown event type %q; expected one of: %s", t, strings.Join(types, ", "))
+			v.errorf(fmt.Sprintf("%s.events[%d]", p, j), "unknown event type %q; %sexpected one of: %s", t, didYouMean(t, types), strings.Join(types, ", "))
 		}
 	}
 	if w.Timeout.D() > time.Minute {

@@ -355,10 +355,10 @@ func (v *validator) backends(p string, r *Route, pools map[string]bool) {
 		case b.Pool == "":
 			v.errorf(q+".pool", "missing; expected the name of a pool")
 		case !pools[b.Pool]:
-			v.errorf(q+".pool", "no pool named %q; define it under pools", b.Pool)
+			v.errorf(q+".pool", "no pool named %q; %sdefine it under pools", b.Pool, didYouMean(b.Pool, v.poolNames()))
 		}
 		if b.Fallback != "" && !pools[b.Fallback] {
-			v.errorf(q+".fallback", "no pool named %q; define it under pools", b.Fallback)
+			v.errorf(q+".fallback", "no pool named %q; %sdefine it under pools", b.Fallback, didYouMean(b.Fallback, v.poolNames()))
 		}
 		if b.Weight < 0 || b.Weight > MaxBackendWeight {
 			v.errorf(q+".weight", "weight %d out of range; expected 0 to %d", b.Weight, MaxBackendWeight)
@@ -398,7 +398,7 @@ func (v *validator) mirror(p string, r *Route, pools map[string]bool) {
 	case m.Pool == "":
 		v.errorf(q+".pool", "missing; expected the name of the pool that receives the copies")
 	case !pools[m.Pool]:
-		v.errorf(q+".pool", "no pool named %q; define it under pools", m.Pool)
+		v.errorf(q+".pool", "no pool named %q; %sdefine it under pools", m.Pool, didYouMean(m.Pool, v.poolNames()))
 	case m.Pool == r.Pool || slices.ContainsFunc(r.Backends, func(b Backend) bool { return b.Pool == m.Pool }):
 		v.errorf(q+".pool", "pool %q serves this route; copies must go elsewhere, or they would load it twice and count in its health", m.Pool)
 	}

@@ -1,6 +1,11 @@
 package server
 
 import (
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -63,5 +68,41 @@ func TestRespond(t *testing.T) {
 	}
 	if got := s.Status().Routes[2].Requests["4xx"]; got != 1 {
 		t.Errorf("route gone counted %d 4xx answers, want 1", got)
+	}
+}
+
+// A config that names no pool serves: its routes answer fixed bodies,
+// files and redirects, the instance is ready, and the status JSON lists no
+// pools (an empty list, not null).
+func TestConfigWithoutPoolsServes(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	if err := os.WriteFile(filepath.Join(root, "index.html"), []byte("home\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg := parseConfig(t, `
+admin: { listen: "127.0.0.1:0" }
+listeners: [ { name: web, listen: "127.0.0.1:0" } ]
+routes:
+  - { name: ping, match: { path: { exact: /ping } }, respond: { body: "pong\n" } }
+  - { name: old, path: /old/, redirect: { path: /new/, status: 301 } }
+  - { name: files, default: true, static: { root: "{{root}}" } }
+`, map[string]string{"root": root})
+	if len(cfg.Pools) != 0 {
+		t.Fatalf("the config has %d pools", len(cfg.Pools))
+	}
+	s, base, _ := startSturdy(t, cfg)
+	noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	for _, c := range []struct{ path, want string }{{"/ping", "200 pong\n"}, {"/", "200 home\n"}, {"/old/x", "301 "}} {
+		resp, body := do(t, noRedirect, "GET", base+c.path, nil)
+		if got := fmt.Sprintf("%d %s", resp.StatusCode, body); !strings.HasPrefix(got, c.want) {
+			t.Errorf("GET %s: %q, want %q", c.path, got, c.want)
+		}
+	}
+	if code, body := adminGet(t, s, "/readyz"); code != 200 {
+		t.Errorf("/readyz: %d %s", code, body)
+	}
+	if st := s.Status(); st.Pools == nil || len(st.Pools) != 0 {
+		t.Errorf("status pools: %#v, want an empty list", st.Pools)
 	}
 }

@@ -38,6 +38,7 @@ func (s *Server) Status() view.Status {
 			"route":   s.monitor.AttributedCount(health.AttrRoute),
 		},
 		Retries: view.Retries{Made: map[string]uint64{}, Refused: map[string]uint64{}},
+		Pools:   make([]view.Pool, 0, len(rt.Pools)), // a config may have none: [] in JSON, not null
 	}
 	for _, hp := range rt.Pools {
 		st.Pools = append(st.Pools, poolView(hp, now, now.Sub(s.started)))
