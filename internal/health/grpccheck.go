@@ -8,6 +8,9 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"time"
+
+	"github.com/sturdyproxy/sturdy/internal/wire/grpcwire"
 )
 
 // The gRPC health checking protocol (grpc.health.v1.Health/Check) as an
@@ -94,6 +97,11 @@ func (c *checker) probeGRPC(ctx context.Context, h *Host) (bool, string) {
 	}
 	req.Header["Content-Type"] = []string{"application/grpc"}
 	req.Header["Te"] = []string{"trailers"}
+	// The server bounds its own work by the probe's deadline, as it would
+	// a caller's: a check that hangs on the server side ends with it.
+	if dl, ok := ctx.Deadline(); ok {
+		req.Header["Grpc-Timeout"] = []string{grpcwire.FormatTimeout(time.Until(dl))}
+	}
 	req.Header["User-Agent"] = []string{"sturdy-health-check"}
 	if c.cfg.Host != "" {
 		req.Host = c.cfg.Host

@@ -9,6 +9,7 @@ import (
 
 	"github.com/sturdyproxy/sturdy/internal/health"
 	"github.com/sturdyproxy/sturdy/internal/outcome"
+	"github.com/sturdyproxy/sturdy/internal/wire/grpcwire"
 )
 
 // gRPC through the one request path (docs/protocols.md). A gRPC call is an
@@ -42,7 +43,6 @@ const (
 	grpcUnavailable        = 14
 	grpcDataLoss           = 15
 	grpcUnauthenticated    = 16
-	grpcMaxTimeoutDigits   = 8
 	grpcContentType        = "application/grpc"
 	grpcPushbackHeader     = "Grpc-Retry-Pushback-Ms"
 	grpcCallerDeadlineNote = "the call's deadline (grpc-timeout) passed"
@@ -166,51 +166,13 @@ func grpcEncodeMessage(msg string) string {
 	return b.String()
 }
 
-// grpcTimeout parses grpc-timeout: at most 8 digits and a unit.
+// grpcTimeout reads the caller's grpc-timeout.
 func grpcTimeout(h http.Header) (time.Duration, bool) {
 	v := h["Grpc-Timeout"]
-	if len(v) == 0 || len(v[0]) < 2 || len(v[0]) > grpcMaxTimeoutDigits+1 {
+	if len(v) == 0 {
 		return 0, false
 	}
-	n, err := strconv.ParseInt(v[0][:len(v[0])-1], 10, 64)
-	if err != nil || n < 0 {
-		return 0, false
-	}
-	var unit time.Duration
-	switch v[0][len(v[0])-1] {
-	case 'H':
-		unit = time.Hour
-	case 'M':
-		unit = time.Minute
-	case 'S':
-		unit = time.Second
-	case 'm':
-		unit = time.Millisecond
-	case 'u':
-		unit = time.Microsecond
-	case 'n':
-		unit = time.Nanosecond
-	default:
-		return 0, false
-	}
-	return time.Duration(n) * unit, true
-}
-
-// encodeGRPCTimeout writes d as grpc-timeout, in the finest unit that
-// fits in 8 digits.
-func encodeGRPCTimeout(d time.Duration) string {
-	if d <= 0 {
-		return "1n"
-	}
-	for _, u := range []struct {
-		unit time.Duration
-		c    string
-	}{{time.Nanosecond, "n"}, {time.Microsecond, "u"}, {time.Millisecond, "m"}, {time.Second, "S"}, {time.Minute, "M"}} {
-		if n := (d + u.unit - 1) / u.unit; n < 1e8 {
-			return strconv.FormatInt(int64(n), 10) + u.c
-		}
-	}
-	return strconv.FormatInt(int64((d+time.Hour-1)/time.Hour), 10) + "H"
+	return grpcwire.ParseTimeout(v[0])
 }
 
 // grpcStart begins a gRPC call: its deadline (grpc-timeout within the
@@ -234,7 +196,7 @@ func (f *forwarder) grpcStart() context.CancelFunc {
 // grpcOutbound tells the backend the deadline that applies.
 func (f *forwarder) grpcOutbound(h http.Header) {
 	if dl, ok := f.ctx.Deadline(); ok {
-		h["Grpc-Timeout"] = []string{encodeGRPCTimeout(time.Until(dl))}
+		h["Grpc-Timeout"] = []string{grpcwire.FormatTimeout(time.Until(dl))}
 	}
 }
 

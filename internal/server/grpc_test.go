@@ -513,3 +513,48 @@ func TestGRPCCallerDeadlineMidStreamChargesNoHost(t *testing.T) {
 		t.Fatalf("the caller's deadline, passed mid-stream, charged %d body errors to the backend", n)
 	}
 }
+
+// A gRPC probe carries its timeout as grpc-timeout, so that the server
+// bounds its own work by it as it would a caller's deadline.
+func TestGRPCHealthCheckCarriesItsTimeout(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.1.0.6:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	left := make(chan time.Duration, 16)
+	srv := grpc.NewServer(grpc.UnaryInterceptor(func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+		if info.FullMethod == "/grpc.health.v1.Health/Check" {
+			d := time.Duration(-1) // no deadline
+			if dl, ok := ctx.Deadline(); ok {
+				d = time.Until(dl)
+			}
+			select {
+			case left <- d:
+			default:
+			}
+		}
+		return handler(ctx, req)
+	}))
+	healthpb.RegisterHealthServer(srv, grpchealth.NewServer())
+	go srv.Serve(ln)
+	t.Cleanup(srv.Stop)
+	startSturdy(t, parseConfig(t, `
+admin: { listen: "off" }
+listeners: [ { name: grpc, listen: "127.0.0.1:0", h2c: true } ]
+routes: [ { name: svc, default: true, pool: svc } ]
+pools:
+  - name: svc
+    protocol: h2c
+    hosts: [ { addr: "{{g}}" } ]
+    health: { active: { type: grpc, interval: 3s, timeout: 2s, rise: 1, fall: 2, jitter: 1ms } }
+`, map[string]string{"g": ln.Addr().String()}))
+	select {
+	case d := <-left:
+		if d <= 0 || d > 2*time.Second {
+			t.Errorf("the probe's deadline at the server: %v left; want a grpc-timeout of at most the check's 2s", d)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no probe reached the server in 10s")
+	}
+}
