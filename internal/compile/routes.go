@@ -61,6 +61,7 @@ func (c *compiler) route(i int) *proxy.Route {
 	if primary == "" {
 		return r // files only, or a redirect: nothing to proxy to
 	}
+	r.NoGRPC = !c.speaksHTTP2(rc)
 	pi := c.poolIndex(primary)
 	pc := c.cfg.Pools[pi]
 	r.Pool, r.Upstream = c.rt.poolBy[primary], c.upstream(rc, pc)
@@ -72,6 +73,23 @@ func (c *compiler) route(i int) *proxy.Route {
 	}
 	r.HashKind, r.HashName = c.hashKey(pi, pc)
 	return r
+}
+
+// speaksHTTP2 reports whether a pool the route can send to speaks HTTP/2,
+// as a gRPC call needs.
+func (c *compiler) speaksHTTP2(rc config.Route) bool {
+	pools := []string{rc.Pool, rc.Fallback.Pool}
+	for _, b := range rc.Backends {
+		pools = append(pools, b.Pool, b.Fallback)
+	}
+	for _, name := range pools {
+		if i := c.poolIndex(name); name != "" && i >= 0 {
+			if c.cfg.Pools[i].UsesHTTP2() {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // hashKey is pools[pi]'s hash balancing key: kind and (canonical) name,

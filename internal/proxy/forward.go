@@ -103,6 +103,10 @@ func (f *forwarder) serve() {
 		defer cancel()
 	}
 	if isGRPC(r) {
+		if rt.NoGRPC {
+			f.status = f.grpcUnreachable()
+			return
+		}
 		defer f.grpcStart()()
 	}
 	if f.clientKey == "" {

@@ -175,6 +175,17 @@ func grpcTimeout(h http.Header) (time.Duration, bool) {
 	return grpcwire.ParseTimeout(v[0])
 }
 
+// grpcUnreachable answers a gRPC call on a route none of whose pools
+// speaks HTTP/2. It is the config's fault, so it is charged to no host;
+// the route's counters see a 501 and the log says why, aggregated.
+func (f *forwarder) grpcUnreachable() int {
+	if f.rt.Agg != nil {
+		f.rt.Agg.Add(f.rt.noGRPCNote)
+	}
+	return writeGRPCStatus(f.w, http.StatusNotImplemented, grpcUnimplemented,
+		"route "+f.rt.Name+" cannot carry gRPC: its pools speak HTTP/1.1")
+}
+
 // grpcStart begins a gRPC call: its deadline (grpc-timeout within the
 // route's) on ctx. The returned cancel must be called.
 func (f *forwarder) grpcStart() context.CancelFunc {

@@ -34,6 +34,7 @@ func (rt *Route) Prepare() {
 	for r, n := range faultNotes {
 		rt.faultNotes[r] = "route " + rt.Name + ": " + n
 	}
+	rt.noGRPCNote = "gRPC calls on route " + rt.Name + " answered UNIMPLEMENTED: its pools speak HTTP/1.1, and gRPC needs protocol h2c or h2"
 }
 
 // answered counts a request answered some other way than by a backend in

@@ -68,6 +68,10 @@ type Route struct {
 	// that stalls that long is cut, one that moves is never. 0 means no
 	// limit.
 	BodyTimeout, SendTimeout time.Duration
+	// NoGRPC is set when no pool of the route speaks HTTP/2: a gRPC call
+	// (which needs HTTP/2 end to end) is answered UNIMPLEMENTED at once,
+	// not sent to a backend it would hang on until its deadline.
+	NoGRPC bool
 	// AllowEncodedSlashes lets paths with %2F or %5C through (routed on
 	// the decoded form, forwarded as sent); otherwise they get 400.
 	AllowEncodedSlashes bool
@@ -121,6 +125,7 @@ type Route struct {
 	Rematch *Rewrite
 
 	notes      [numAnswers]string      // set by Prepare
+	noGRPCNote string                  // set by Prepare
 	faultNotes [edge.NumReasons]string // set by Prepare
 	single     Backend                 // Pool and its companions as a backend, set by Prepare
 }

@@ -558,3 +558,32 @@ pools:
 		t.Fatal("no probe reached the server in 10s")
 	}
 }
+
+// A gRPC call that lands on a route whose pools speak HTTP/1.1 is answered
+// UNIMPLEMENTED at once, with the reason, and reaches no backend: gRPC
+// needs HTTP/2 end to end, and the call would otherwise hang until its
+// deadline on a backend that cannot answer it.
+func TestGRPCOnAnHTTP1RouteIsAnsweredAtOnce(t *testing.T) {
+	t.Parallel()
+	web := recordingBackend(t, "127.1.0.7", "web")
+	s, _, _ := startSturdy(t, parseConfig(t, `
+admin: { listen: "off" }
+listeners: [ { name: grpc, listen: "127.0.0.1:0", h2c: true } ]
+routes: [ { name: site, default: true, pool: web } ]
+pools: [ { name: web, hosts: [ { addr: "{{w}}" } ] } ]
+`, map[string]string{"w": web.addr()}))
+	c := testpb.NewTestServiceClient(grpcConn(t, s.Addr("grpc")))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	start := time.Now()
+	_, err := c.UnaryCall(ctx, &testpb.SimpleRequest{})
+	if st, _ := status.FromError(err); st.Code() != codes.Unimplemented || !strings.Contains(st.Message(), "HTTP/1.1") {
+		t.Fatalf("the call ended %v; want UNIMPLEMENTED saying the pools speak HTTP/1.1", err)
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Errorf("the answer took %v: it waited on the backend", d)
+	}
+	if n := web.count(); n != 0 {
+		t.Errorf("the HTTP/1.1 backend received %d requests", n)
+	}
+}
