@@ -53,20 +53,22 @@ config stays.`,
 			summary: "check a config file, make the running sturdy reload it, and report the outcome",
 			long: `Validates the file as check does, then asks the running sturdy to reload:
 through the admin API when the config has an admin token, else with SIGHUP
-to the process named by -pid, $MAINPID (systemd's ExecReload sets it) or
+to the process named by --pid, $MAINPID (systemd's ExecReload sets it) or
 pid_file, confirmed through the admin listener's status when there is one.
 Exits 1 when the file is invalid or the running sturdy refused it; the
 running config then stays.`,
-			examples: []string{"sturdy reload -c /etc/sturdy/sturdy.yaml", "sturdy reload -c sturdy.yaml -pid 4242"},
+			examples: []string{"sturdy reload -c /etc/sturdy/sturdy.yaml", "sturdy reload -c sturdy.yaml --pid 4242"},
 			run:      cmdReload,
 		},
 		{
 			name:    "check",
 			aliases: []string{"validate"},
+			args:    "[FILE]",
 			summary: "validate a config file and print errors and warnings",
 			long: `Prints every error as FILE:LINE: key.path: message and exits 1, or prints
-a one-line summary and exits 0. Risky but valid settings print as warnings.`,
-			examples: []string{"sturdy check -c /etc/sturdy/sturdy.yaml", "sturdy check -q -c sturdy.yaml && systemctl reload sturdy"},
+a one-line summary and exits 0. Risky but valid settings print as warnings.
+The file is -c's, or the one argument.`,
+			examples: []string{"sturdy check -c /etc/sturdy/sturdy.yaml", "sturdy check sturdy.yaml", "sturdy check -q -c sturdy.yaml && systemctl reload sturdy"},
 			run:      cmdCheck,
 		},
 		{
@@ -76,9 +78,9 @@ a one-line summary and exits 0. Risky but valid settings print as warnings.`,
 sturdy in front of them. The status page's demo panel, or the curl lines the
 demo prints with a fresh admin token, make a backend slow, 503, resetting or
 blackholed, start a scanner the WAFs refuse, and send malformed URLs. Needs
-ports 8080, 9901 and 9101-9103 on 127.0.0.1 unless -listen, -admin and
--backends say otherwise. Stop it with Ctrl-C.`,
-			examples: []string{"sturdy demo", "sturdy demo -listen 127.0.0.1:18080 -admin 127.0.0.1:19901", "sturdy demo -print-config > sturdy.yaml"},
+ports 8080, 9901 and 9101-9103 on 127.0.0.1 unless --listen, --admin and
+--backends say otherwise. Stop it with Ctrl-C.`,
+			examples: []string{"sturdy demo", "sturdy demo --listen 127.0.0.1:18080 --admin 127.0.0.1:19901", "sturdy demo --print-config > sturdy.yaml"},
 			run:      cmdDemo,
 		},
 		{
@@ -86,7 +88,7 @@ ports 8080, 9901 and 9101-9103 on 127.0.0.1 unless -listen, -admin and
 			summary: "query /readyz and exit 0 when ready (for a container HEALTHCHECK)",
 			long: `Exits 0 when the admin listener's /readyz answers 200, and 1 otherwise,
 printing the reasons sturdy gave.`,
-			examples: []string{"sturdy healthcheck", "sturdy healthcheck -q -url http://127.0.0.1:9901/readyz"},
+			examples: []string{"sturdy healthcheck", "sturdy healthcheck -q --url http://127.0.0.1:9901/readyz"},
 			run:      cmdHealthcheck,
 		},
 		{
@@ -124,7 +126,7 @@ a failure). See docs/drill.md.`,
 		},
 		{
 			name:     "version",
-			summary:  "print the version, commit and Go version (also: sturdy --version)",
+			summary:  "print the version, commit and Go version (also: sturdy --version, -v)",
 			examples: []string{"sturdy version", "sturdy --version"},
 			run:      cmdVersion,
 		},
@@ -180,7 +182,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		usage(stdout)
 		return exitOK
-	case "-version", "--version":
+	case "-v", "-version", "--version":
 		return cmdVersion(ctx, args[1:], stdout, stderr)
 	}
 	c := lookup(args[0])
@@ -205,7 +207,7 @@ func usage(w io.Writer) {
 	b.WriteString(`
 flags:
   -h, --help         show this help
-  --version          print the version
+  -v, --version      print the version
 
 Run 'sturdy help COMMAND' or 'sturdy COMMAND -h' for a command's flags.
 

@@ -39,7 +39,7 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	lab, err := demo.New(demo.Options{Listen: *listen, Backends: addrs.Backends, Visitors: n})
 	if err != nil {
-		fmt.Fprintf(stderr, "sturdy demo: %v\nStop whatever uses that port, or pick others with -listen, -admin and -backends.\n", err)
+		fmt.Fprintf(stderr, "sturdy demo: %v\nStop whatever uses that port, or pick others with --listen, --admin and --backends.\n", err)
 		return exitFail
 	}
 	ctx, cancel := context.WithCancel(ctx)

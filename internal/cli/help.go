@@ -73,6 +73,31 @@ func parseFlags(fs *flag.FlagSet, args []string) (int, bool) {
 	return 0, true
 }
 
+// parseFlagsAndFile is parseFlags for a command that also takes the config
+// file as its one argument (sturdy check FILE, as promtool check config
+// FILE does): flags may come before or after it, and it sets *file unless
+// -c gave one too, which is a usage error.
+func parseFlagsAndFile(fs *flag.FlagSet, args []string, file *string) (int, bool) {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK, false
+		}
+		return exitUsage, false
+	}
+	if fs.NArg() > 0 {
+		arg := fs.Arg(0)
+		cSet := false
+		fs.Visit(func(f *flag.Flag) { cSet = cSet || f.Name == "c" })
+		if cSet {
+			fmt.Fprintf(fs.Output(), "%s: the config file is given twice (-c %s and %q); give it once\n", fs.Name(), *file, arg)
+			return exitUsage, false
+		}
+		*file = arg
+		return parseFlags(fs, fs.Args()[1:])
+	}
+	return parseFlags(fs, nil)
+}
+
 // defaultConfigExists reports false, and says what to do, when the command
 // reads a sturdy config, -c was not given and ./sturdy.yaml does not exist:
 // "cannot read config: open sturdy.yaml" would not say where that name came

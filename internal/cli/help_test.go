@@ -3,6 +3,7 @@ package cli
 import (
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -110,5 +111,65 @@ pools: [ { name: web, hosts: [ { addr: "127.0.0.1:9001" } ] } ]
 	// A -c that names a missing file keeps the reader's own error.
 	if code, _, stderr := run("check", "-c", "gone.yaml"); code != exitFail || !strings.Contains(stderr, "gone.yaml") || strings.Contains(stderr, "the default for -c") {
 		t.Errorf("explicit missing file: exit %d %q", code, stderr)
+	}
+}
+
+// flagToken finds the flags a text names: -x and --long-name words.
+var flagToken = regexp.MustCompile(`(?:^|[\s(])(--?[a-z][a-z0-9-]*)`)
+
+// Help names flags the way its flag list spells them: in a command's long
+// text and in its examples, every flag is one the command has, written
+// with one dash for a letter and two for a word. Only what sturdy runs is
+// read: the part of an example before a pipe or redirection.
+func TestHelpNamesFlagsAsTheListSpellsThem(t *testing.T) {
+	for _, c := range commands() {
+		known := map[string]bool{"-h": true, "--help": true}
+		if c.name == "version" {
+			known["--version"] = true
+		}
+		for _, f := range flagList(describe(c)) {
+			known[f.dashes()] = true
+		}
+		texts := []string{c.long}
+		for _, e := range c.examples {
+			if i := strings.IndexAny(e, "|>&#"); i >= 0 {
+				e = e[:i]
+			}
+			texts = append(texts, e)
+		}
+		for _, text := range texts {
+			for _, m := range flagToken.FindAllStringSubmatch(text, -1) {
+				if tok := m[1]; !known[tok] {
+					t.Errorf("sturdy %s: %q names %s, which is not in its flag list (%v)", c.name, text, tok, known)
+				}
+			}
+		}
+	}
+}
+
+// check takes the file as -c's value or as its one argument, as the
+// import's header tells users to run it; both at once is a usage error.
+func TestCheckTakesTheFileAsAnArgument(t *testing.T) {
+	f := filepath.Join(t.TempDir(), "s.yaml")
+	os.WriteFile(f, []byte("listeners: [ { name: web, listen: 127.0.0.1:8080 } ]\nroutes: [ { name: hi, default: true, respond: { body: hi } } ]\n"), 0o644)
+	for _, args := range [][]string{{"check", f}, {"check", f, "-q"}, {"check", "-q", f}, {"validate", f}} {
+		if code, out, errs := run(args...); code != exitOK || !strings.Contains(out, f+": ok") {
+			t.Errorf("%v: exit %d\n%s%s", args, code, out, errs)
+		}
+	}
+	if code, _, errs := run("check", "-c", f, f); code != exitUsage || !strings.Contains(errs, "given twice") {
+		t.Errorf("-c and an argument: exit %d, %s", code, errs)
+	}
+	if code, _, _ := run("check", f, f); code != exitUsage {
+		t.Errorf("two arguments: exit %d", code)
+	}
+}
+
+// -v is --version's short form.
+func TestDashVIsTheVersion(t *testing.T) {
+	c1, v1, _ := run("-v")
+	c2, v2, _ := run("--version")
+	if c1 != exitOK || v1 != v2 || !strings.HasPrefix(v1, "sturdy ") {
+		t.Errorf("-v: exit %d %q; --version: exit %d %q", c1, v1, c2, v2)
 	}
 }

@@ -20,7 +20,7 @@ import (
 
 // cmdReload checks the config file, asks the running sturdy to reload it
 // and waits for the outcome: through the admin API with its token when the
-// config has both, else with SIGHUP to the running process (-pid, $MAINPID
+// config has both, else with SIGHUP to the running process (--pid, $MAINPID
 // as systemd sets it for ExecReload, or pid_file), confirmed through the
 // admin listener's status when there is one. It exits 1 when the file is
 // invalid or the running sturdy refused it.
@@ -155,7 +155,7 @@ func runningPID(flagPID int, pidFile string) (int, error) {
 		return strconv.Atoi(s)
 	}
 	if pidFile == "" {
-		return 0, fmt.Errorf("the config has no admin token and no pid_file, and $MAINPID is unset; pass -pid")
+		return 0, fmt.Errorf("the config has no admin token and no pid_file, and $MAINPID is unset; pass --pid")
 	}
 	b, err := os.ReadFile(pidFile)
 	if err != nil {

@@ -48,7 +48,7 @@ func cmdCheck(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := newFlags("check", stderr)
 	file := configFlag(fs)
 	quiet := fs.Bool("q", false, "print errors only, no warnings")
-	if code, ok := parseFlags(fs, args); !ok {
+	if code, ok := parseFlagsAndFile(fs, args, file); !ok {
 		return code
 	}
 	cfg, err := config.Load(*file)

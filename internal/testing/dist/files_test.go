@@ -12,6 +12,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/sturdyproxy/sturdy/internal/config"
+	"github.com/sturdyproxy/sturdy/internal/ops/lint"
 )
 
 // repo is the repository root, two levels up from here.
@@ -66,15 +67,22 @@ func TestNoticeNamesEveryBundledNotice(t *testing.T) {
 }
 
 // The configs a release installs pass sturdy check: the packages' default,
-// the container image's, and the one in the Kubernetes ConfigMap.
+// the container image's, and the one in the Kubernetes ConfigMap. The
+// first two, which a new user meets before editing anything, without a
+// warning either.
 func TestShippedConfigsPassCheck(t *testing.T) {
 	for _, f := range []string{"contrib/sturdy.yaml", "contrib/docker/sturdy.yaml"} {
 		data, err := os.ReadFile(filepath.Join(repo, f))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := config.Parse(data, f); err != nil {
+		c, err := config.Parse(data, f)
+		if err != nil {
 			t.Errorf("%s: %v", f, err)
+			continue
+		}
+		for _, w := range lint.Check(c) {
+			t.Errorf("sturdy check warns: %v", w)
 		}
 	}
 	f := "deploy/kubernetes/configmap.yaml"
