@@ -138,3 +138,36 @@ func TestDocsListEveryMetric(t *testing.T) {
 		}
 	}
 }
+
+// docs/observability.md's table of alert rules lists every rule of the
+// example file, with the severity the rule carries, and no rule it lacks.
+func TestDocsListEveryAlertRule(t *testing.T) {
+	data, err := os.ReadFile(rulesFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rf ruleFile
+	if err := yaml.Unmarshal(data, &rf); err != nil {
+		t.Fatal(err)
+	}
+	doc, err := os.ReadFile("../../../docs/observability.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rules := map[string]bool{}
+	for _, g := range rf.Groups {
+		for _, r := range g.Rules {
+			rules[r.Alert] = true
+			if row := "| `" + r.Alert + "` | " + r.Labels["severity"] + " |"; !strings.Contains(string(doc), row) {
+				t.Errorf("docs/observability.md has no row %q", row)
+			}
+		}
+	}
+	_, section, _ := strings.Cut(string(doc), "\n## Alert rules\n")
+	section, _, _ = strings.Cut(section, "\n## ")
+	for _, m := range regexp.MustCompile("(?m)^\\| `(Sturdy[A-Za-z0-9]+)` \\|").FindAllStringSubmatch(section, -1) {
+		if !rules[m[1]] {
+			t.Errorf("docs/observability.md lists %s, which %s does not have", m[1], rulesFile)
+		}
+	}
+}
