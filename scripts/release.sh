@@ -11,12 +11,32 @@
 # by nfpm from the tools module (packaging/nfpm.yaml), never a dependency
 # of sturdy itself (go -C tools build github.com/goreleaser/nfpm/v2/cmd/nfpm).
 #
-# Knobs (environment): VERSION (default: git describe --tags --always
-# --dirty), PLATFORMS (default: "linux/amd64 linux/arm64 darwin/amd64
-# darwin/arm64"), PACKAGES (default: "deb rpm"; empty for none), OUT.
+# A release is built from a tagged, clean commit: its version is the tag.
+# SNAPSHOT=1 builds one from anything else, versioned as git describe says
+# (v0.1.0-3-gabcdef0, -dirty when the tree is), for tests and previews.
+#
+# Knobs (environment): SNAPSHOT, VERSION (snapshots only; default: git
+# describe --tags --always --dirty), PLATFORMS (default: "linux/amd64
+# linux/arm64 darwin/amd64 darwin/arm64"), PACKAGES (default: "deb rpm";
+# empty for none), OUT.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+if [ "${SNAPSHOT:-}" != 1 ]; then
+    tag=$(git describe --tags --exact-match --match 'v[0-9]*' 2>/dev/null) || {
+        echo "release: HEAD ($(git rev-parse --short HEAD 2>/dev/null || echo unknown)) is not a tagged version; tag it (git tag -a v0.1.0) or build a snapshot with SNAPSHOT=1" >&2
+        exit 1
+    }
+    if [ -n "$(git status --porcelain --untracked-files=no 2>/dev/null)" ]; then
+        echo "release: the tree has uncommitted changes; commit them, or build a snapshot with SNAPSHOT=1" >&2
+        exit 1
+    fi
+    if [ -n "${VERSION:-}" ] && [ "$VERSION" != "$tag" ]; then
+        echo "release: VERSION=$VERSION is not the tag $tag; a release's version is its tag (SNAPSHOT=1 for another)" >&2
+        exit 1
+    fi
+    VERSION=$tag
+fi
 VERSION=${VERSION:-$(git describe --tags --always --dirty 2>/dev/null || echo dev)}
 PLATFORMS=${PLATFORMS:-linux/amd64 linux/arm64 darwin/amd64 darwin/arm64}
 PACKAGES=${PACKAGES-deb rpm}

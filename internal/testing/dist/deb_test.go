@@ -26,7 +26,7 @@ func buildRelease(t *testing.T, packages string) string {
 	out := t.TempDir()
 	cmd := exec.Command("bash", "scripts/release.sh")
 	cmd.Dir = repo
-	cmd.Env = append(os.Environ(), "VERSION="+testVersion, "PLATFORMS=linux/"+runtime.GOARCH, "PACKAGES="+packages, "OUT="+out)
+	cmd.Env = append(os.Environ(), "SNAPSHOT=1", "VERSION="+testVersion, "PLATFORMS=linux/"+runtime.GOARCH, "PACKAGES="+packages, "OUT="+out)
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("scripts/release.sh: %v\n%s", err, b)
 	}
