@@ -369,9 +369,18 @@ func (r *Report) check(w *World) {
 		add(InvInnocents, fmt.Sprintf("%d of %d innocent requests failed (%.1f%%, bound %.0f%%)", r.InnocentErrors, r.InnocentRequests, 100*rate, 100*InnocentBound), "")
 	}
 	for _, c := range r.Distinct() {
-		if c.Class == ClassHost && !c.Right() {
-			add(InvWrongEjection, fmt.Sprintf("host %s: %s at %v", c.ID, c.Via, c.At.Round(10*time.Millisecond)), "")
+		if c.Class != ClassHost || c.Right() {
+			continue
 		}
+		detail := fmt.Sprintf("host %s: %s at %v", c.ID, c.Via, c.At.Round(10*time.Millisecond))
+		// A host ejected for shedding is explained by its shedding only;
+		// any other host's wrong ejection by the run's other faults.
+		if shedding(w, c.ID, c.At) {
+			add(InvWrongEjection, detail, HostShed)
+			continue
+		}
+		others := slices.DeleteFunc(slices.Clone(present), func(k Kind) bool { return k == HostShed })
+		r.Violations = append(r.Violations, Violation{Invariant: InvWrongEjection, Detail: detail, Known: knownFor(InvWrongEjection, "", others)})
 	}
 	for _, o := range r.Outcomes {
 		if !o.Due {
@@ -385,4 +394,15 @@ func (r *Report) check(w *World) {
 			add(InvNamed, fmt.Sprintf("%s: named %v after %v", o.Fault, o.Named, o.After.Round(10*time.Millisecond)), o.Kind)
 		}
 	}
+}
+
+// shedding reports whether the host at ip was shedding at (or just
+// before) at.
+func shedding(w *World, ip string, at time.Duration) bool {
+	for _, f := range w.Faults {
+		if f.Kind == HostShed && f.Owner == ip && at >= f.Start && at <= f.End+grace {
+			return true
+		}
+	}
+	return false
 }

@@ -14,7 +14,8 @@ import (
 
 var (
 	seedCount = flag.Int("seeds", 0, "worlds to run in memory (default 40, 10 with -short); with -v the table is printed")
-	firstSeed = flag.Uint64("seed", 1, "first seed of the worlds run in memory")
+	firstSeed = flag.Uint64("seed", 1, "first seed of the worlds run")
+	loopSeeds = flag.Int("loopback", 0, "worlds to run on loopback on each front end, from -seed, 4 at a time in real time (default: 4 chosen runs, 1 with -short)")
 )
 
 // runMemory plays seed's world in a synctest bubble of its own.
@@ -125,11 +126,20 @@ func TestSimulatedFaultsOnLoopback(t *testing.T) {
 	if testing.Short() {
 		runs = runs[:1]
 	}
-	// All at once, whatever -parallel says: a run is mostly waiting.
+	if *loopSeeds > 0 {
+		runs = nil
+		for seed := *firstSeed; seed < *firstSeed+uint64(*loopSeeds); seed++ {
+			runs = append(runs, run{seed, "native"}, run{seed, "net/http"})
+		}
+	}
+	// Four at a time, whatever -parallel says: a run is mostly waiting.
 	reports := make([]*Report, len(runs))
 	var wg sync.WaitGroup
+	sem := make(chan struct{}, 4)
 	for i, x := range runs {
 		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
 			r, err := Run(Draw(x.seed, Shape{}), Variant{Loopback: true, Frontend: x.frontend})
 			if err != nil {
 				t.Errorf("seed %d on %s: %v", x.seed, x.frontend, err)
@@ -139,19 +149,21 @@ func TestSimulatedFaultsOnLoopback(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	tally := NewTally()
+	tallies := map[string]*Tally{"native": NewTally(), "net/http": NewTally()}
 	for i, r := range reports {
 		if r == nil {
 			continue
 		}
-		tally.Add(r)
+		tallies[runs[i].frontend].Add(r)
 		t.Run(fmt.Sprintf("%d-%s", runs[i].seed, strings.ReplaceAll(runs[i].frontend, "/", "")), func(t *testing.T) {
 			assertInvariants(t, r)
 		})
 	}
 	if testing.Verbose() {
-		var b strings.Builder
-		tally.Markdown(&b)
-		t.Logf("loopback:\n%s", b.String())
+		for _, fe := range []string{"native", "net/http"} {
+			var b strings.Builder
+			tallies[fe].Markdown(&b)
+			t.Logf("loopback, %s front end:\n%s", fe, b.String())
+		}
 	}
 }

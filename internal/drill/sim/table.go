@@ -45,6 +45,10 @@ type KindTally struct {
 	// Wrong counts the wrong conclusions in runs with the kind, by
 	// class (a scanner's run whose hosts were ejected counts host 1).
 	Wrong map[Class]int
+	// Solo counts the runs where it was the only fault, and SoloWrong
+	// their wrong conclusions: what the kind misattributes by itself.
+	Solo      int
+	SoloWrong map[Class]int
 	// Ejected counts faults of the kind whose right answer was to keep
 	// the host, which was ejected anyway (shedding).
 	Ejected int
@@ -67,7 +71,7 @@ func NewTally() *Tally {
 		t.Classes[c] = &ClassTally{}
 	}
 	for _, k := range Kinds {
-		t.Kinds[k] = &KindTally{Wrong: map[Class]int{}}
+		t.Kinds[k] = &KindTally{Wrong: map[Class]int{}, SoloWrong: map[Class]int{}}
 	}
 	return t
 }
@@ -100,6 +104,12 @@ func (t *Tally) Add(r *Report) {
 			kt.Lost += r.LostCapacity
 			for c, n := range wrong {
 				kt.Wrong[c] += n
+			}
+			if len(r.Outcomes) == 1 {
+				kt.Solo++
+				for c, n := range wrong {
+					kt.SoloWrong[c] += n
+				}
 			}
 		}
 		if o.Ejected {
@@ -172,31 +182,21 @@ func (t *Tally) Markdown(w io.Writer) {
 		fmt.Fprintf(w, "| %s | %d | %s | %d | %s |\n", c, ct.Conclusions, frac(ct.Right, ct.Conclusions), ct.Faults, frac(ct.Named, ct.Faults))
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "| fault | runs | named in bound | time to right conclusion (median / p90) | wrong conclusions in its runs | shedding host ejected | innocents' errors | capacity lost |")
-	fmt.Fprintln(w, "|---|---:|---:|---:|---|---:|---:|---:|")
+	fmt.Fprintln(w, "| fault | runs | named in bound | time to right conclusion (median / p90) | wrong conclusions when alone (runs) | wrong conclusions in all its runs | shedding host ejected | innocents' errors | capacity lost |")
+	fmt.Fprintln(w, "|---|---:|---:|---:|---|---|---:|---:|---:|")
 	for _, k := range Kinds {
 		kt := t.Kinds[k]
 		if kt.Runs == 0 {
 			continue
 		}
-		var wrong string
-		for _, c := range Classes {
-			if n := kt.Wrong[c]; n > 0 {
-				wrong += fmt.Sprintf("%s %d, ", c, n)
-			}
-		}
-		if wrong == "" {
-			wrong = "none"
-		} else {
-			wrong = wrong[:len(wrong)-2]
-		}
+		wrong, solo := wrongList(kt.Wrong), fmt.Sprintf("%s (%d)", wrongList(kt.SoloWrong), kt.Solo)
 		named := frac(kt.Named, kt.Faults)
 		times := fmt.Sprintf("%.1f s / %.1f s", quantile(kt.Times, 0.5).Seconds(), quantile(kt.Times, 0.9).Seconds())
 		ejected := "–"
 		if k == HostShed {
 			ejected, named, times = fmt.Sprintf("%d of %d", kt.Ejected, kt.Runs), "–", "–"
 		}
-		fmt.Fprintf(w, "| %s | %d | %s | %s | %s | %s | %s | %.2f%% |\n", k, kt.Runs, named, times, wrong, ejected, pct(kt.InnocentErrors, kt.InnocentRequests), 100*kt.Lost/float64(kt.Runs))
+		fmt.Fprintf(w, "| %s | %d | %s | %s | %s | %s | %s | %s | %.2f%% |\n", k, kt.Runs, named, times, solo, wrong, ejected, pct(kt.InnocentErrors, kt.InnocentRequests), 100*kt.Lost/float64(kt.Runs))
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "| invariant | runs broken | of which no known issue explains |")
@@ -204,4 +204,18 @@ func (t *Tally) Markdown(w io.Writer) {
 	for _, inv := range []string{InvInnocents, InvWrongEjection, InvHostActed, InvNamed} {
 		fmt.Fprintf(w, "| %s | %d | %d |\n", inv, t.Violations[inv], t.Unexpected[inv])
 	}
+}
+
+// wrongList is "host 2, request 40", or "none".
+func wrongList(m map[Class]int) string {
+	var s string
+	for _, c := range Classes {
+		if n := m[c]; n > 0 {
+			s += fmt.Sprintf("%s %d, ", c, n)
+		}
+	}
+	if s == "" {
+		return "none"
+	}
+	return s[:len(s)-2]
 }
