@@ -16,6 +16,7 @@ import (
 // answer is what one client request got.
 type answer struct {
 	at     time.Duration // when it was sent, since the run began
+	id     string        // the request's number (innocents' requests)
 	client string
 	path   string
 	status int  // 0: no answer (the connection failed)
@@ -117,16 +118,19 @@ func (c *clients) innocent(ctx context.Context, i int, ip string) {
 				}
 			}
 		}
-		c.get(ctx, hc, ip, path, now)
+		c.get(ctx, hc, ip, path, now, fmt.Sprintf("%s-%d", ip, n))
 		if r.IntN(10) == 0 {
 			hc.CloseIdleConnections() // a new visitor from the same address
 		}
 	}
 }
 
-func (c *clients) get(ctx context.Context, hc *http.Client, ip, path string, now time.Duration) {
+func (c *clients) get(ctx context.Context, hc *http.Client, ip, path string, now time.Duration, id string) {
 	req, _ := http.NewRequestWithContext(ctx, "GET", "http://"+c.addr+path, nil)
-	a := answer{at: now, client: ip, path: path}
+	if id != "" {
+		req.Header.Set(idHeader, id)
+	}
+	a := answer{at: now, client: ip, path: path, id: id}
 	resp, err := hc.Do(req)
 	if err != nil {
 		if ctx.Err() == nil {
@@ -154,7 +158,7 @@ func (c *clients) faulty(ctx context.Context, f *Fault) {
 		route := routeName(r.IntN(c.w.Routes))
 		switch f.Kind {
 		case ClientScan:
-			c.get(ctx, hc, f.Owner, fmt.Sprintf("/%s/wp-admin/%d.php", route, n), now)
+			c.get(ctx, hc, f.Owner, fmt.Sprintf("/%s/wp-admin/%d.php", route, n), now, "")
 		case ClientMalformed:
 			// A lying length ends with the client's leaving, which is
 			// what makes the body short.

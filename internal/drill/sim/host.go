@@ -19,13 +19,46 @@ type host struct {
 	i     int
 	since func() time.Duration
 	stop  <-chan struct{} // closed when the run ends: hung requests return
+	seen  *ledger
 
 	mu  sync.Mutex // guards rnd
 	rnd *rand.Rand
 }
 
-func newHost(w *World, i int, since func() time.Duration, stop <-chan struct{}) *host {
-	return &host{w: w, i: i, since: since, stop: stop, rnd: rand.New(rand.NewPCG(w.Seed, uint64(i)+1))}
+func newHost(w *World, i int, since func() time.Duration, stop <-chan struct{}, seen *ledger) *host {
+	return &host{w: w, i: i, since: since, stop: stop, seen: seen, rnd: rand.New(rand.NewPCG(w.Seed, uint64(i)+1))}
+}
+
+// idHeader carries a request's number from the innocent clients to the
+// hosts, so that the judge knows which hosts a request reached.
+const idHeader = "X-Sim-Request"
+
+// ledger records which hosts each numbered request reached, attempts
+// counted.
+type ledger struct {
+	mu   sync.Mutex // guards hits
+	hits map[string][]int
+}
+
+func (l *ledger) add(id string, host int) {
+	if id == "" {
+		return
+	}
+	l.mu.Lock()
+	l.hits[id] = append(l.hits[id], host)
+	l.mu.Unlock()
+}
+
+// reached returns how many attempts of request id the hosts saw, and on
+// how many distinct hosts.
+func (l *ledger) reached(id string) (attempts, hosts int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	seen := map[int]bool{}
+	for _, h := range l.hits[id] {
+		seen[h] = true
+	}
+	return len(l.hits[id]), len(seen)
 }
 
 func (h *host) chance(p float64) bool {
@@ -46,6 +79,7 @@ func clientOf(r *http.Request) string {
 func (h *host) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	now := h.since()
 	probe := r.URL.Path == "/healthz"
+	h.seen.add(r.Header.Get(idHeader), h.i)
 	if r.Body != nil {
 		io.Copy(io.Discard, r.Body)
 	}
@@ -160,7 +194,7 @@ func hangUp(w http.ResponseWriter, rst bool) {
 
 // serveHosts starts one server per host of w on nw and returns a function
 // that stops them all.
-func serveHosts(nw network, w *World, since func() time.Duration, stop <-chan struct{}) (func(), error) {
+func serveHosts(nw network, w *World, since func() time.Duration, stop <-chan struct{}, seen *ledger) (func(), error) {
 	var srvs []*http.Server
 	var wg sync.WaitGroup
 	closeAll := func() {
@@ -176,7 +210,7 @@ func serveHosts(nw network, w *World, since func() time.Duration, stop <-chan st
 			return nil, err
 		}
 		w.Hosts[i] = ln.Addr().String()
-		s := &http.Server{Handler: newHost(w, i, since, stop), ReadHeaderTimeout: 5 * time.Second}
+		s := &http.Server{Handler: newHost(w, i, since, stop, seen), ReadHeaderTimeout: 5 * time.Second}
 		srvs = append(srvs, s)
 		wg.Go(func() { s.Serve(ln) })
 	}

@@ -84,6 +84,10 @@ type Report struct {
 	// answered as the request's own fault ("failed the same way on two
 	// backends"): none of them was the killing request.
 	InnocentBlamed int
+	// BlamedOneHost counts, of those, the requests that reached one host
+	// only (a resend or a retry to the same host): "two backends" that
+	// were one; BlamedTwoHosts those that reached two.
+	BlamedOneHost, BlamedTwoHosts int
 	// Charged is attributed_failures at the end of the run.
 	Charged view.Attribution
 	// LostCapacity is the share of host time out of rotation without a
@@ -140,7 +144,8 @@ func (r *Report) Unexpected() []Violation {
 func (r *Report) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s(%s)", r.World, r.Variant)
-	fmt.Fprintf(&b, "\n  innocents: %d of %d failed (%d blamed on the request); charged %v; capacity lost %.1f%%", r.InnocentErrors, r.InnocentRequests, r.InnocentBlamed, r.Charged, 100*r.LostCapacity)
+	fmt.Fprintf(&b, "\n  innocents: %d of %d failed (%d blamed on the request: %d reached one host only, %d two); charged %v; capacity lost %.1f%%",
+		r.InnocentErrors, r.InnocentRequests, r.InnocentBlamed, r.BlamedOneHost, r.BlamedTwoHosts, r.Charged, 100*r.LostCapacity)
 	blamed := map[bool]int{}
 	for _, c := range r.Distinct() {
 		if c.Class == ClassRequest {
@@ -405,4 +410,20 @@ func shedding(w *World, ip string, at time.Duration) bool {
 		}
 	}
 	return false
+}
+
+// blamedReach counts on how many hosts the innocents' blamed requests
+// were tried, from what the hosts saw.
+func (r *Report) blamedReach(w *World, all []answer, seen *ledger) {
+	for _, a := range all {
+		if !a.blamed || a.id == "" || a.at >= w.Duration || doomed(w, a) {
+			continue
+		}
+		switch _, hosts := seen.reached(a.id); hosts {
+		case 0, 1:
+			r.BlamedOneHost++
+		default:
+			r.BlamedTwoHosts++
+		}
+	}
 }

@@ -55,7 +55,8 @@ func Run(w World, v Variant) (*Report, error) {
 	t0 := time.Now()
 	since := func() time.Duration { return time.Since(t0) }
 	stop := make(chan struct{})
-	stopHosts, err := serveHosts(nw, &w, since, stop)
+	seen := &ledger{hits: map[string][]int{}}
+	stopHosts, err := serveHosts(nw, &w, since, stop, seen)
 	if err != nil {
 		return nil, err
 	}
@@ -95,7 +96,9 @@ func Run(w World, v Variant) (*Report, error) {
 	wg.Wait()
 	pause(context.Background(), tail)
 	obs.last()
-	return judge(&w, v, obs, out.all), nil
+	r := judge(&w, v, obs, out.all)
+	r.blamedReach(&w, out.all, seen)
+	return r, nil
 }
 
 // configFor is sturdy's config for w: defaults, but for the route

@@ -15,6 +15,8 @@ type Tally struct {
 	Kinds   map[Kind]*KindTally
 	// Innocent errors over all runs.
 	InnocentRequests, InnocentErrors, InnocentBlamed int
+	// BlamedOneHost: of InnocentBlamed, those tried on one host only.
+	BlamedOneHost int
 	// Lost is the sum of the runs' capacity lost to wrong ejections
 	// (divide by Runs for the mean).
 	Lost float64
@@ -82,6 +84,7 @@ func (t *Tally) Add(r *Report) {
 	t.InnocentRequests += r.InnocentRequests
 	t.InnocentErrors += r.InnocentErrors
 	t.InnocentBlamed += r.InnocentBlamed
+	t.BlamedOneHost += r.BlamedOneHost
 	t.Lost += r.LostCapacity
 	wrong := map[Class]int{}
 	for _, c := range r.Distinct() {
@@ -173,8 +176,8 @@ func frac(a, b int) string {
 // Markdown writes the tally as docs/health.md shows it: per owner class,
 // then per fault kind, then the invariants.
 func (t *Tally) Markdown(w io.Writer) {
-	fmt.Fprintf(w, "%d runs; innocent clients' error rate %s (%d of their %d requests failed, %d of those answered as the request's own fault); capacity lost to wrong ejections %.2f%% of host time on average.\n\n",
-		t.Runs, pct(t.InnocentErrors, t.InnocentRequests), t.InnocentErrors, t.InnocentRequests, t.InnocentBlamed, 100*t.Lost/float64(max(t.Runs, 1)))
+	fmt.Fprintf(w, "%d runs; innocent clients' error rate %s (%d of their %d requests failed, %d of those answered as the request's own fault, %d of which had reached one host only); capacity lost to wrong ejections %.2f%% of host time on average.\n\n",
+		t.Runs, pct(t.InnocentErrors, t.InnocentRequests), t.InnocentErrors, t.InnocentRequests, t.InnocentBlamed, t.BlamedOneHost, 100*t.Lost/float64(max(t.Runs, 1)))
 	fmt.Fprintln(w, "| owner | conclusions | precision | faults due | recall (named in bound) |")
 	fmt.Fprintln(w, "|---|---:|---:|---:|---:|")
 	for _, c := range Classes {
