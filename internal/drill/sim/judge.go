@@ -23,8 +23,11 @@ const (
 	// endpoint, anything while sturdy is out of descriptors).
 	InnocentBound = 0.05
 	// grace is how long after a fault ends a conclusion about it still
-	// counts as right: evidence arrives late.
-	grace = 5 * time.Second
+	// counts as right: evidence arrives late. A host's passive evidence
+	// lasts its window: an ejection that late names the right owner, if
+	// late (hostGrace).
+	grace     = 5 * time.Second
+	hostGrace = 10 * time.Second
 )
 
 // Invariant names.
@@ -257,7 +260,11 @@ func match(w *World, c Conclusion) int {
 // names reports whether c rightly names f: its owner, while it lasts
 // (or a little after).
 func names(f Fault, c Conclusion) bool {
-	if f.Kind.Owner() != c.Class || !f.Kind.acted() || c.At < f.Start || c.At > f.End+grace {
+	g := grace
+	if c.Class == ClassHost {
+		g = hostGrace
+	}
+	if f.Kind.Owner() != c.Class || !f.Kind.acted() || c.At < f.Start || c.At > f.End+g {
 		return false
 	}
 	if reason, ok := strings.CutPrefix(c.ID, "reason:"); ok {
@@ -353,7 +360,7 @@ func (r *Report) lostCapacity(w *World, samples []sample) {
 
 func ownsHostFault(w *World, ip string, at time.Duration) bool {
 	for _, f := range w.Faults {
-		if f.Kind.Owner() == ClassHost && f.Kind.acted() && f.Owner == ip && at >= f.Start && at <= f.End+2*grace {
+		if f.Kind.Owner() == ClassHost && f.Kind.acted() && f.Owner == ip && at >= f.Start && at <= f.End+hostGrace {
 			return true
 		}
 	}

@@ -42,6 +42,7 @@ var KnownBroken = []Known{
 	{Invariant: InvHostActed, Kind: Host5xx, With: RouteSlow, Issue: "sim: a host's failures during a route fault are charged to the route"},
 	{Invariant: InvHostActed, Kind: HostGray, With: RouteFailing, Issue: "sim: a host's failures during a route fault are charged to the route"},
 	{Invariant: InvHostActed, Kind: Host5xx, With: RequestKill, Issue: "sim: clients that sent the killing request are attributed as faulty; a failing host's failures from them are then theirs, and the host is acted on late"},
+	{Invariant: InvInnocents, Kind: Host5xx, With: RequestKill, Issue: "sim: a failing host acted on late beside a killing request (see above) costs innocents their answers"},
 	{Invariant: InvNamed, Kind: RequestKill, With: RouteSlow, Issue: "sim: a killing request is named late beside a route fault"},
 	{Invariant: InvNamed, Kind: RequestKill, With: RouteFailing, Issue: "sim: a killing request is named late beside a route fault"},
 	{Invariant: InvWrongEjection, Kind: RequestKill, With: HostHang, Issue: "sim: a killing request beside a hanging host ejects a healthy host"},
