@@ -19,6 +19,7 @@ type answer struct {
 	id     string        // the request's number (innocents' requests)
 	client string
 	path   string
+	post   bool // a POST, which is never replayed once sent
 	status int  // 0: no answer (the connection failed)
 	blamed bool // sturdy said the request itself failed on two backends
 }
@@ -108,9 +109,13 @@ func (c *clients) innocent(ctx context.Context, i int, ip string) {
 		now := c.since()
 		route := routeName(r.IntN(c.w.Routes))
 		path := fmt.Sprintf("/%s/page/%d", route, r.IntN(100))
+		method := "GET"
 		switch x := r.Float64(); {
 		case x < 0.25:
 			path = "/" + route + "/report"
+		case x < 0.40:
+			// A form sent: never replayed once a host received it.
+			method, path = "POST", fmt.Sprintf("/%s/form/%d", route, r.IntN(100))
 		default:
 			for _, f := range c.w.faultsAt(now, ClassRequest) {
 				if r.Float64() < f.Rate {
@@ -118,19 +123,26 @@ func (c *clients) innocent(ctx context.Context, i int, ip string) {
 				}
 			}
 		}
-		c.get(ctx, hc, ip, path, now, fmt.Sprintf("%s-%d", ip, n))
+		c.send(ctx, hc, method, ip, path, now, fmt.Sprintf("%s-%d", ip, n))
 		if r.IntN(10) == 0 {
 			hc.CloseIdleConnections() // a new visitor from the same address
 		}
 	}
 }
 
-func (c *clients) get(ctx context.Context, hc *http.Client, ip, path string, now time.Duration, id string) {
-	req, _ := http.NewRequestWithContext(ctx, "GET", "http://"+c.addr+path, nil)
+func (c *clients) send(ctx context.Context, hc *http.Client, method, ip, path string, now time.Duration, id string) {
+	var body io.Reader
+	if method == "POST" {
+		body = strings.NewReader("name=sim&comment=" + strings.Repeat("x", 200))
+	}
+	req, _ := http.NewRequestWithContext(ctx, method, "http://"+c.addr+path, body)
+	if body != nil {
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	}
 	if id != "" {
 		req.Header.Set(idHeader, id)
 	}
-	a := answer{at: now, client: ip, path: path, id: id}
+	a := answer{at: now, client: ip, path: path, id: id, post: method == "POST"}
 	resp, err := hc.Do(req)
 	if err != nil {
 		if ctx.Err() == nil {
@@ -138,10 +150,10 @@ func (c *clients) get(ctx context.Context, hc *http.Client, ip, path string, now
 		}
 		return
 	}
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+	text, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
 	resp.Body.Close()
 	a.status = resp.StatusCode
-	a.blamed = strings.Contains(string(body), "failed the same way on two backends")
+	a.blamed = strings.Contains(string(text), "failed the same way on two backends")
 	c.out.add(a)
 }
 
@@ -158,7 +170,7 @@ func (c *clients) faulty(ctx context.Context, f *Fault) {
 		route := routeName(r.IntN(c.w.Routes))
 		switch f.Kind {
 		case ClientScan:
-			c.get(ctx, hc, f.Owner, fmt.Sprintf("/%s/wp-admin/%d.php", route, n), now, "")
+			c.send(ctx, hc, "GET", f.Owner, fmt.Sprintf("/%s/wp-admin/%d.php", route, n), now, "")
 		case ClientMalformed:
 			// A lying length ends with the client's leaving, which is
 			// what makes the body short.

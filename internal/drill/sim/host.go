@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -121,6 +122,11 @@ func (h *host) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				http.Error(w, "internal error", http.StatusBadGateway)
 				return
 			}
+		case HostCloses:
+			if !probe {
+				h.answerAndClose(w, r)
+				return
+			}
 		case HostShed:
 			if !probe && hit {
 				w.Header().Set("Retry-After", "1")
@@ -160,6 +166,25 @@ func (h *host) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "text/plain")
 	io.WriteString(w, "ok from "+h.w.HostIPs[h.i]+" "+r.URL.Path)
+}
+
+// answerAndClose answers and then closes the connection without having
+// said so (no Connection: close), as a server whose keep-alive timeout
+// is zero does: a connection the proxy keeps for the next request is
+// already closing.
+func (h *host) answerAndClose(w http.ResponseWriter, r *http.Request) {
+	body := "ok from " + h.w.HostIPs[h.i] + " " + r.URL.Path
+	w.Header().Set("Content-Type", "text/plain")
+	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+	io.WriteString(w, body)
+	rc := http.NewResponseController(w)
+	rc.Flush() // the whole answer is out before the connection goes
+	c, buf, err := rc.Hijack()
+	if err != nil {
+		return
+	}
+	buf.Flush()
+	c.Close()
 }
 
 // hang answers nothing until sturdy gives up on the request or the run

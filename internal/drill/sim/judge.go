@@ -87,6 +87,9 @@ type Report struct {
 	// answered as the request's own fault ("failed the same way on two
 	// backends"): none of them was the killing request.
 	InnocentBlamed int
+	// InnocentPOSTErrors counts the failed innocent requests that were
+	// POSTs.
+	InnocentPOSTErrors int
 	// BlamedOneHost counts, of those, the requests that reached one host
 	// only (a resend or a retry to the same host): "two backends" that
 	// were one; BlamedTwoHosts those that reached two.
@@ -147,8 +150,8 @@ func (r *Report) Unexpected() []Violation {
 func (r *Report) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s(%s)", r.World, r.Variant)
-	fmt.Fprintf(&b, "\n  innocents: %d of %d failed (%d blamed on the request: %d reached one host only, %d two); charged %v; capacity lost %.1f%%",
-		r.InnocentErrors, r.InnocentRequests, r.InnocentBlamed, r.BlamedOneHost, r.BlamedTwoHosts, r.Charged, 100*r.LostCapacity)
+	fmt.Fprintf(&b, "\n  innocents: %d of %d failed (%d POSTs; %d blamed on the request: %d reached one host only, %d two); charged %v; capacity lost %.1f%%",
+		r.InnocentErrors, r.InnocentRequests, r.InnocentPOSTErrors, r.InnocentBlamed, r.BlamedOneHost, r.BlamedTwoHosts, r.Charged, 100*r.LostCapacity)
 	blamed := map[bool]int{}
 	for _, c := range r.Distinct() {
 		if c.Class == ClassRequest {
@@ -292,7 +295,7 @@ func (r *Report) outcomes(w *World, all []answer) {
 				break
 			}
 		}
-		if f.Kind == HostShed {
+		if !f.Kind.acted() {
 			for _, c := range r.Conclusions {
 				if c.Class == ClassHost && c.ID == f.Owner && c.At >= f.Start && c.At <= f.End+grace {
 					o.Ejected = true
@@ -317,6 +320,9 @@ func (r *Report) innocents(w *World, all []answer) {
 		r.InnocentRequests++
 		if a.status == 0 || a.status >= 500 {
 			r.InnocentErrors++
+			if a.post {
+				r.InnocentPOSTErrors++
+			}
 		}
 		if a.blamed {
 			r.InnocentBlamed++
@@ -385,13 +391,13 @@ func (r *Report) check(w *World) {
 			continue
 		}
 		detail := fmt.Sprintf("host %s: %s at %v", c.ID, c.Via, c.At.Round(10*time.Millisecond))
-		// A host ejected for shedding is explained by its shedding only;
-		// any other host's wrong ejection by the run's other faults.
-		if shedding(w, c.ID, c.At) {
-			add(InvWrongEjection, detail, HostShed)
+		// A host ejected while shedding (or closing) is explained by that
+		// only; any other host's wrong ejection by the run's other faults.
+		if k := kept(w, c.ID, c.At); k != "" {
+			add(InvWrongEjection, detail, k)
 			continue
 		}
-		others := slices.DeleteFunc(slices.Clone(present), func(k Kind) bool { return k == HostShed })
+		others := slices.DeleteFunc(slices.Clone(present), func(k Kind) bool { return !k.acted() })
 		r.Violations = append(r.Violations, Violation{Invariant: InvWrongEjection, Detail: detail, Known: knownFor(InvWrongEjection, "", others)})
 	}
 	for _, o := range r.Outcomes {
@@ -408,15 +414,15 @@ func (r *Report) check(w *World) {
 	}
 }
 
-// shedding reports whether the host at ip was shedding at (or just
-// before) at.
-func shedding(w *World, ip string, at time.Duration) bool {
+// kept is the kind of the host's fault at (or just before) at whose
+// right answer is to keep the host (shedding, closing), or "".
+func kept(w *World, ip string, at time.Duration) Kind {
 	for _, f := range w.Faults {
-		if f.Kind == HostShed && f.Owner == ip && at >= f.Start && at <= f.End+grace {
-			return true
+		if !f.Kind.acted() && f.Owner == ip && at >= f.Start && at <= f.End+grace {
+			return f.Kind
 		}
 	}
-	return false
+	return ""
 }
 
 // blamedReach counts on how many hosts the innocents' blamed requests

@@ -122,7 +122,7 @@ func TestSimulatedFaultsOnLoopback(t *testing.T) {
 		frontend string
 	}
 	// Worlds that mix host, client, request and sturdy faults.
-	runs := []run{{18, "native"}, {5, "native"}, {12, "net/http"}, {9, "net/http"}}
+	runs := []run{{41, "native"}, {31, "native"}, {56, "net/http"}, {46, "net/http"}}
 	if testing.Short() {
 		runs = runs[:1]
 	}

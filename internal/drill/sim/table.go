@@ -52,7 +52,7 @@ type KindTally struct {
 	Solo      int
 	SoloWrong map[Class]int
 	// Ejected counts faults of the kind whose right answer was to keep
-	// the host, which was ejected anyway (shedding).
+	// the host, which was ejected anyway (shedding, closing).
 	Ejected int
 	// Innocent errors in runs with the kind.
 	InnocentRequests, InnocentErrors int
@@ -185,7 +185,7 @@ func (t *Tally) Markdown(w io.Writer) {
 		fmt.Fprintf(w, "| %s | %d | %s | %d | %s |\n", c, ct.Conclusions, frac(ct.Right, ct.Conclusions), ct.Faults, frac(ct.Named, ct.Faults))
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "| fault | runs | named in bound | time to right conclusion (median / p90) | wrong conclusions when alone (runs) | wrong conclusions in all its runs | shedding host ejected | innocents' errors | capacity lost |")
+	fmt.Fprintln(w, "| fault | runs | named in bound | time to right conclusion (median / p90) | wrong conclusions when alone (runs) | wrong conclusions in all its runs | kept host ejected | innocents' errors | capacity lost |")
 	fmt.Fprintln(w, "|---|---:|---:|---:|---|---|---:|---:|---:|")
 	for _, k := range Kinds {
 		kt := t.Kinds[k]
@@ -196,7 +196,7 @@ func (t *Tally) Markdown(w io.Writer) {
 		named := frac(kt.Named, kt.Faults)
 		times := fmt.Sprintf("%.1f s / %.1f s", quantile(kt.Times, 0.5).Seconds(), quantile(kt.Times, 0.9).Seconds())
 		ejected := "–"
-		if k == HostShed {
+		if !k.acted() {
 			ejected, named, times = fmt.Sprintf("%d of %d", kt.Ejected, kt.Runs), "–", "–"
 		}
 		fmt.Fprintf(w, "| %s | %d | %s | %s | %s | %s | %s | %s | %.2f%% |\n", k, kt.Runs, named, times, solo, wrong, ejected, pct(kt.InnocentErrors, kt.InnocentRequests), 100*kt.Lost/float64(kt.Runs))

@@ -28,11 +28,14 @@ type Kind string
 
 // The faults a run draws from.
 const (
-	HostReset  Kind = "host_reset" // resets connections, probe included
-	HostHang   Kind = "host_hang"  // never answers, probe included
-	Host5xx    Kind = "host_5xx"   // answers 502, probe included
-	HostGray   Kind = "host_gray"  // probe passes, traffic gets 502
-	HostShed   Kind = "host_shed"  // probe passes, excess gets 503 + Retry-After: full, not broken
+	HostReset Kind = "host_reset" // resets connections, probe included
+	HostHang  Kind = "host_hang"  // never answers, probe included
+	Host5xx   Kind = "host_5xx"   // answers 502, probe included
+	HostGray  Kind = "host_gray"  // probe passes, traffic gets 502
+	HostShed  Kind = "host_shed"  // probe passes, excess gets 503 + Retry-After: full, not broken
+	// HostCloses closes its connection after every answer without
+	// saying so: healthy, and the right answer is to serve through it.
+	HostCloses Kind = "host_closes"
 	ClientScan Kind = "client_scan"
 	// ClientMalformed sends bodies whose framing lies (bad chunking, a
 	// length longer than the body).
@@ -45,15 +48,17 @@ const (
 	SturdyFDs       Kind = "sturdy_fds"    // sturdy out of file descriptors
 )
 
-// Kinds lists every fault kind in the order tables show them.
-var Kinds = []Kind{HostReset, HostHang, Host5xx, HostGray, HostShed,
+// Kinds lists every fault kind in the order tables show them. A world
+// draws its faults from this list by index: a kind added re-draws every
+// seed's world (then renew testdata/regressions.txt and the figures).
+var Kinds = []Kind{HostReset, HostHang, Host5xx, HostGray, HostShed, HostCloses,
 	ClientScan, ClientMalformed, ClientStall, ClientHangup,
 	RouteSlow, RouteFailing, RequestKill, SturdyFDs}
 
 // Owner is the class that owns a kind of fault.
 func (k Kind) Owner() Class {
 	switch k {
-	case HostReset, HostHang, Host5xx, HostGray, HostShed:
+	case HostReset, HostHang, Host5xx, HostGray, HostShed, HostCloses:
 		return ClassHost
 	case ClientScan, ClientMalformed, ClientStall, ClientHangup:
 		return ClassClient
@@ -66,8 +71,9 @@ func (k Kind) Owner() Class {
 }
 
 // acted reports whether the right answer to the kind is an action against
-// its owner: a shedding host is full, not broken, and must stay in.
-func (k Kind) acted() bool { return k != HostShed }
+// its owner: a shedding host is full, not broken, and must stay in; so
+// must a host that closes its connections after every answer.
+func (k Kind) acted() bool { return k != HostShed && k != HostCloses }
 
 // Fault is one fault of a run with its true owner.
 type Fault struct {
