@@ -412,6 +412,20 @@ func (r *Report) check(w *World) {
 			add(InvNamed, fmt.Sprintf("%s: named %v after %v", o.Fault, o.Named, o.After.Round(10*time.Millisecond)), o.Kind)
 		}
 	}
+	// Innocents' errors above the bound in a run with a known break
+	// follow from it: a host acted on late fails them until it is.
+	for i := range r.Violations {
+		v := &r.Violations[i]
+		if v.Invariant != InvInnocents || v.Known != "" {
+			continue
+		}
+		for _, o := range r.Violations {
+			if o.Known != "" && o.Invariant != InvInnocents {
+				v.Known = "follows from " + o.Known
+				break
+			}
+		}
+	}
 }
 
 // kept is the kind of the host's fault at (or just before) at whose
