@@ -64,7 +64,8 @@ func sturdy() *program {
 			long: `Serves the listeners of the config file. On SIGINT or SIGTERM it stops
 accepting, lets requests in flight finish within shutdown_grace, and exits.
 On SIGHUP it re-reads the file; an invalid file is refused and the running
-config stays.`,
+config stays. A file with a kubernetes section is refused: Kubernetes mode
+is the sturdy-gateway command.`,
 			examples: []string{"sturdy run -c /etc/sturdy/sturdy.yaml", "sturdy run            # reads ./sturdy.yaml"},
 			run:      p.cmdRun,
 		},
