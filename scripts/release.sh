@@ -2,12 +2,18 @@
 # Builds a sturdy release into dist/ (or $OUT):
 #   sturdy_VERSION_OS_ARCH.tar.gz  for linux and darwin, amd64 and arm64
 #   sturdy_PKGVERSION-1_ARCH.deb and sturdy-PKGVERSION-1.ARCH.rpm  for linux
+#   sturdy-gateway_VERSION_linux_ARCH.tar.gz  Kubernetes mode's command, for
+#                                  the linux platforms (its usual home is the
+#                                  Dockerfile's sturdy-gateway image)
 #   SHA256SUMS                     of all of them (sha256sum -c SHA256SUMS)
 #
 # Each binary is static (CGO_ENABLED=0), built with -trimpath, and stamped
-# with the version from git describe; each tarball holds the binary,
+# with the version from git describe; each sturdy tarball holds the binary,
 # LICENSE, NOTICE, THIRD_PARTY_LICENSES, README.md, the default config, the
-# systemd unit, the man page and shell completions. The packages are built
+# systemd unit, the man page and shell completions; each sturdy-gateway
+# tarball the binary, LICENSE, NOTICE, its own THIRD_PARTY_LICENSES (it
+# links client-go), README.md and the manifests of deploy/kubernetes/gateway.
+# The packages are built
 # by nfpm from the tools module (packaging/nfpm.yaml), never a dependency
 # of sturdy itself (go -C tools build github.com/goreleaser/nfpm/v2/cmd/nfpm).
 #
@@ -84,15 +90,16 @@ CGO_ENABLED=0 go build -trimpath -ldflags "$LDFLAGS" -o "$work/sturdy-native" ./
 "$work/sturdy-native" completion zsh > "$share/completions/_sturdy"
 "$work/sturdy-native" completion fish > "$share/completions/sturdy.fish"
 
-# The license and notice of every module linked into the binary.
+# The license and notice of every module linked into the binary of
+# command $3 (sturdy or sturdy-gateway).
 third_party() {
-    echo "Licenses of the software the sturdy binary includes."
+    echo "Licenses of the software the $3 binary includes."
     echo
     echo "================================================================"
     echo "Go standard library"
     echo "================================================================"
     cat "$(go env GOROOT)/LICENSE"
-    GOOS=$1 GOARCH=$2 go list -deps -f '{{with .Module}}{{if not .Main}}{{.Path}} {{.Version}} {{.Dir}}{{end}}{{end}}' ./cmd/sturdy |
+    GOOS=$1 GOARCH=$2 go list -deps -f '{{with .Module}}{{if not .Main}}{{.Path}} {{.Version}} {{.Dir}}{{end}}{{end}}' "./cmd/$3" |
         sort -u | while read -r path version dir; do
             echo
             echo "================================================================"
@@ -112,7 +119,7 @@ for platform in $PLATFORMS; do
     mkdir -p "$stage/systemd" "$stage/completions"
     echo "release: $platform"
     CGO_ENABLED=0 GOOS=$os GOARCH=$arch go build -trimpath -ldflags "$LDFLAGS" -o "$stage/sturdy" ./cmd/sturdy
-    third_party "$os" "$arch" > "$stage/THIRD_PARTY_LICENSES"
+    third_party "$os" "$arch" sturdy > "$stage/THIRD_PARTY_LICENSES"
     cp LICENSE NOTICE README.md "$stage/"
     cp contrib/sturdy.yaml "$stage/sturdy.yaml"
     cp contrib/systemd/sturdy.service "$stage/systemd/"
@@ -125,6 +132,15 @@ for platform in $PLATFORMS; do
             STAGE=$stage ARCH=$arch PKG_VERSION=$PKG_VERSION \
                 "$work/nfpm" package --config packaging/nfpm.yaml --packager "$packager" --target "$OUT/"
         done
+        # sturdy-gateway runs in a cluster: linux only, no package.
+        gw=sturdy-gateway_${VERSION#v}_${os}_${arch}
+        mkdir -p "$work/$gw/kubernetes"
+        CGO_ENABLED=0 GOOS=$os GOARCH=$arch go build -trimpath -ldflags "$LDFLAGS" -o "$work/$gw/sturdy-gateway" ./cmd/sturdy-gateway
+        third_party "$os" "$arch" sturdy-gateway > "$work/$gw/THIRD_PARTY_LICENSES"
+        cp LICENSE NOTICE README.md "$work/$gw/"
+        cp deploy/kubernetes/gateway/*.yaml "$work/$gw/kubernetes/"
+        tar -C "$work" --sort=name --owner=0 --group=0 --numeric-owner --mtime="@$SOURCE_DATE_EPOCH" \
+            -cf - "$gw" | gzip -9n > "$OUT/$gw.tar.gz"
     fi
 done
 

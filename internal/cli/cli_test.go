@@ -18,8 +18,12 @@ import (
 )
 
 func run(args ...string) (code int, stdout, stderr string) {
+	return runProgram(sturdy(), args...)
+}
+
+func runProgram(p *program, args ...string) (code int, stdout, stderr string) {
 	var out, errb bytes.Buffer
-	code = Run(context.Background(), args, &out, &errb)
+	code = p.run(context.Background(), args, &out, &errb)
 	return code, out.String(), errb.String()
 }
 
@@ -98,8 +102,9 @@ func TestUsageAndVersion(t *testing.T) {
 	}
 }
 
-// Every file in examples/ passes check, without a warning: an example is
-// what users copy. TLS file paths are pointed at a
+// Every file in examples/ passes check, without a warning (an example is
+// what users copy): sturdy's, or sturdy-gateway's for a file with a
+// kubernetes section. TLS file paths are pointed at a
 // certificate made here, since examples name production paths.
 func TestExamplesPassCheck(t *testing.T) {
 	files, _ := filepath.Glob("../../examples/*.yaml")
@@ -116,7 +121,11 @@ func TestExamplesPassCheck(t *testing.T) {
 		s = strings.ReplaceAll(s, "/etc/sturdy/tls/site.key", key)
 		tmp := filepath.Join(t.TempDir(), filepath.Base(f))
 		os.WriteFile(tmp, []byte(s), 0o644)
-		if code, _, stderr := run("check", "-c", tmp); code != 0 || stderr != "" {
+		p := sturdy()
+		if strings.Contains(s, "\nkubernetes:") {
+			p = gateway(refuseKube)
+		}
+		if code, _, stderr := runProgram(p, "check", "-c", tmp); code != 0 || stderr != "" {
 			t.Errorf("%s: exit %d\n%s", f, code, stderr)
 		}
 	}
@@ -133,16 +142,4 @@ func selfSigned(t *testing.T) (certFile, keyFile string) {
 	os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600)
 	os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kb}), 0o600)
 	return certFile, keyFile
-}
-
-// Outside a cluster, Kubernetes mode says what it is missing and exits 1.
-func TestRunKubernetesWithoutAPIServerSaysSo(t *testing.T) {
-	t.Setenv("KUBECONFIG", "")
-	t.Setenv("KUBERNETES_SERVICE_HOST", "")
-	f := filepath.Join(t.TempDir(), "k.yaml")
-	os.WriteFile(f, []byte("admin: { listen: 127.0.0.1:0 }\nkubernetes: {}\n"), 0o644)
-	code, _, stderr := run("run", "-c", f)
-	if code != 1 || !strings.Contains(stderr, "no Kubernetes API") {
-		t.Errorf("exit %d\n%s", code, stderr)
-	}
 }

@@ -11,8 +11,8 @@ import (
 
 // cmdCompletion prints a completion script for bash, zsh or fish, made
 // from the command table and each command's own flag set.
-func cmdCompletion(_ context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlags("completion", stderr)
+func (p *program) cmdCompletion(_ context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := p.newFlags("completion", stderr)
 	shell, code, ok := parseWithArgs(fs, args)
 	if !ok {
 		return code
@@ -26,7 +26,7 @@ func cmdCompletion(_ context.Context, args []string, stdout, stderr io.Writer) i
 		fmt.Fprintf(stderr, "sturdy completion: unknown shell %q; expected bash, zsh or fish\n", shell[0])
 		return exitUsage
 	}
-	gen(stdout, completionCmds())
+	gen(stdout, p.completionCmds())
 	return exitOK
 }
 
@@ -38,9 +38,9 @@ type completionCmd struct {
 	words   []string // fixed positional words (the nginx subject, scenarios, shells)
 }
 
-func completionCmds() []completionCmd {
+func (p *program) completionCmds() []completionCmd {
 	var out []completionCmd
-	for _, c := range commands() {
+	for _, c := range p.commands {
 		cc := completionCmd{names: append([]string{c.name}, c.aliases...), summary: c.summary, flags: flagList(describe(c))}
 		switch c.name {
 		case "doctor", "import":

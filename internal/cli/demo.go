@@ -12,8 +12,8 @@ import (
 	"github.com/sturdyproxy/sturdy/internal/server"
 )
 
-func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlags("demo", stderr)
+func (p *program) cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := p.newFlags("demo", stderr)
 	printConfig := fs.Bool("print-config", false, "print the embedded demo config and exit")
 	listen := fs.String("listen", "127.0.0.1:8080", "sturdy's listener")
 	adminAddr := fs.String("admin", "127.0.0.1:9901", "the admin listener (status page, metrics, runtime API)")

@@ -36,7 +36,7 @@ func startDemo(t *testing.T) *demoRun {
 	var wg sync.WaitGroup
 	code := -1
 	wg.Go(func() {
-		code = cmdDemo(ctx, []string{"-listen", d.listen, "-admin", d.admin, "-backends", strings.Join(backends, ",")}, d.stdout, stderr)
+		code = sturdy().cmdDemo(ctx, []string{"-listen", d.listen, "-admin", d.admin, "-backends", strings.Join(backends, ",")}, d.stdout, stderr)
 	})
 	t.Cleanup(func() {
 		cancel()

@@ -20,8 +20,8 @@ const (
 	maxDrillRate     = 1000
 )
 
-func cmdDrill(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlags("drill", stderr)
+func (p *program) cmdDrill(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := p.newFlags("drill", stderr)
 	file := fs.String("c", "", "drill your own config `FILE`: its pool under test gets the drill's fake backends, every other setting is kept")
 	poolName := fs.String("pool", "", "with -c: the `POOL` that gets the fake backends (default: the first pool)")
 	against := fs.String("against", "", "also drill `PROXY` with configs in the style of each incident; the only one is nginx")

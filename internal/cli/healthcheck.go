@@ -15,8 +15,8 @@ import (
 // answer properly, for a container HEALTHCHECK: a live process is not
 // enough (incident 004). It exits 0 when ready and 1 otherwise, printing
 // the reasons sturdy gave.
-func cmdHealthcheck(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlags("healthcheck", stderr)
+func (p *program) cmdHealthcheck(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := p.newFlags("healthcheck", stderr)
 	url := fs.String("url", "http://"+config.DefaultAdminListen+"/readyz", "readiness `URL` of the admin listener")
 	timeout := fs.Duration("timeout", 2*time.Second, "give up after this long")
 	quiet := fs.Bool("q", false, "print nothing when ready")
@@ -27,7 +27,7 @@ func cmdHealthcheck(ctx context.Context, args []string, stdout, stderr io.Writer
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, *url, nil)
 	if err != nil {
-		fmt.Fprintf(stderr, "sturdy healthcheck: %v\n", err)
+		fmt.Fprintf(stderr, "%s healthcheck: %v\n", p.name, err)
 		return exitUsage
 	}
 	req.Header.Set("Accept", "text/plain")

@@ -39,15 +39,15 @@ func describe(c *command) *flag.FlagSet {
 
 // newFlags returns the flag set of command name, whose -h prints the help
 // shape every command shares.
-func newFlags(name string, stderr io.Writer) *flag.FlagSet {
-	fs := flag.NewFlagSet("sturdy "+name, flag.ContinueOnError)
+func (p *program) newFlags(name string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet(p.name+" "+name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	if c, ok := stderr.(*flagCapture); ok {
 		c.fs = fs
 	}
 	fs.Usage = func() {
-		if c := lookup(name); c != nil {
-			writeHelp(fs.Output(), c, fs)
+		if c := p.lookup(name); c != nil {
+			p.writeHelp(fs.Output(), c, fs)
 		}
 	}
 	return fs
@@ -117,9 +117,9 @@ func defaultConfigExists(fs *flag.FlagSet) bool {
 // writeHelp prints the help of command c, whose flags are fs: the usage
 // line, the one-line summary, the details, the flags with their defaults,
 // and examples.
-func writeHelp(w io.Writer, c *command, fs *flag.FlagSet) {
+func (p *program) writeHelp(w io.Writer, c *command, fs *flag.FlagSet) {
 	var b strings.Builder
-	fmt.Fprintf(&b, "usage: %s\n\n%s.\n", usageLine(c), capitalize(c.summary))
+	fmt.Fprintf(&b, "usage: %s\n\n%s.\n", p.usageLine(c), capitalize(c.summary))
 	if c.long != "" {
 		fmt.Fprintf(&b, "\n%s\n", c.long)
 	}
@@ -149,8 +149,8 @@ func writeHelp(w io.Writer, c *command, fs *flag.FlagSet) {
 	io.WriteString(w, b.String())
 }
 
-func usageLine(c *command) string {
-	s := "sturdy " + c.name
+func (p *program) usageLine(c *command) string {
+	s := p.name + " " + c.name
 	if c.args == "nginx" {
 		// The subject comes first: "sturdy doctor nginx [flags]".
 		return s + " nginx [flags]"

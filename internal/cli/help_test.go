@@ -11,8 +11,16 @@ import (
 // Every command's help has the same shape: the usage line, the one-line
 // summary, the flags with their defaults, and examples. Both ways of
 // asking print the same text.
+// sturdy-gateway's commands have the shape of sturdy's.
 func TestEveryCommandHasTheSameHelpShape(t *testing.T) {
-	for _, c := range commands() {
+	for _, p := range []*program{sturdy(), gateway(refuseKube)} {
+		t.Run(p.name, func(t *testing.T) { testHelpShape(t, p) })
+	}
+}
+
+func testHelpShape(t *testing.T, p *program) {
+	run := func(args ...string) (int, string, string) { return runProgram(p, args...) }
+	for _, c := range p.commands {
 		t.Run(c.name, func(t *testing.T) {
 			code, _, dashH := run(c.name, "-h")
 			if code != exitOK {
@@ -23,7 +31,7 @@ func TestEveryCommandHasTheSameHelpShape(t *testing.T) {
 				t.Fatalf("help %s: exit %d; differs from -h:\n%s\n---\n%s", c.name, code, help, dashH)
 			}
 			paras := strings.Split(help, "\n\n")
-			if !strings.HasPrefix(paras[0], "usage: sturdy "+c.name) || strings.Contains(paras[0], "\n") {
+			if !strings.HasPrefix(paras[0], "usage: "+p.name+" "+c.name) || strings.Contains(paras[0], "\n") {
 				t.Errorf("first line is not the usage line: %q", paras[0])
 			}
 			if len(paras) < 4 || strings.Contains(paras[1], "\n") || !strings.HasSuffix(paras[1], ".") {
@@ -45,8 +53,8 @@ func TestEveryCommandHasTheSameHelpShape(t *testing.T) {
 			}
 			ex := section(t, help, "examples:")
 			for _, l := range strings.Split(strings.TrimSpace(ex), "\n") {
-				if !strings.Contains(l, "sturdy "+c.name) && !strings.Contains(l, "sturdy --version") {
-					t.Errorf("example %q does not run sturdy %s", l, c.name)
+				if !strings.Contains(l, p.name+" "+c.name) && !strings.Contains(l, p.name+" --version") {
+					t.Errorf("example %q does not run %s %s", l, p.name, c.name)
 				}
 			}
 		})
@@ -54,8 +62,19 @@ func TestEveryCommandHasTheSameHelpShape(t *testing.T) {
 	if code, _, _ := run("help", "frobnicate"); code != exitUsage {
 		t.Errorf("help of an unknown command: exit %d", code)
 	}
-	if code, out, _ := run("--help"); code != exitOK || !strings.Contains(out, "completion") {
+	code, out, _ := run("--help")
+	if code != exitOK || !strings.HasPrefix(out, "usage: "+p.name+" COMMAND [flags]\n") {
 		t.Errorf("--help: exit %d\n%s", code, out)
+	}
+	for _, c := range p.commands {
+		if !strings.Contains(out, "\n  "+c.name+" ") && !strings.Contains(out, "\n  "+c.name+", ") {
+			t.Errorf("--help does not list %s:\n%s", c.name, out)
+		}
+	}
+	for _, l := range strings.Split(strings.TrimSpace(section(t, out, "examples:")), "\n") {
+		if !strings.HasPrefix(strings.TrimSpace(l), p.name+" ") {
+			t.Errorf("--help example %q does not run %s", l, p.name)
+		}
 	}
 }
 
@@ -80,10 +99,12 @@ func lineWith(text, prefix string) string {
 }
 
 func TestVersionFlag(t *testing.T) {
-	c1, v1, _ := run("version")
-	c2, v2, _ := run("--version")
-	if c1 != 0 || c2 != 0 || v1 != v2 || !strings.HasPrefix(v1, "sturdy ") {
-		t.Errorf("version: %d %q; --version: %d %q", c1, v1, c2, v2)
+	for _, p := range []*program{sturdy(), gateway(refuseKube)} {
+		c1, v1, _ := runProgram(p, "version")
+		c2, v2, _ := runProgram(p, "--version")
+		if c1 != 0 || c2 != 0 || v1 != v2 || !strings.HasPrefix(v1, p.name+" "+version+" ") {
+			t.Errorf("%s version: %d %q; --version: %d %q", p.name, c1, v1, c2, v2)
+		}
 	}
 }
 
@@ -122,7 +143,7 @@ var flagToken = regexp.MustCompile(`(?:^|[\s(])(--?[a-z][a-z0-9-]*)`)
 // with one dash for a letter and two for a word. Only what sturdy runs is
 // read: the part of an example before a pipe or redirection.
 func TestHelpNamesFlagsAsTheListSpellsThem(t *testing.T) {
-	for _, c := range commands() {
+	for _, c := range append(sturdy().commands, gateway(refuseKube).commands...) {
 		known := map[string]bool{"-h": true, "--help": true}
 		if c.name == "version" {
 			known["--version"] = true

@@ -9,12 +9,12 @@ import (
 
 // cmdMan prints the sturdy(1) man page in roff, made from the command
 // table and each command's own flag set, like help and completions.
-func cmdMan(_ context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlags("man", stderr)
+func (p *program) cmdMan(_ context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := p.newFlags("man", stderr)
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
-	writeMan(stdout)
+	p.writeMan(stdout)
 	return exitOK
 }
 
@@ -32,7 +32,7 @@ func roff(s string) string {
 	return strings.Join(lines, "\n")
 }
 
-func writeMan(w io.Writer) {
+func (p *program) writeMan(w io.Writer) {
 	var b strings.Builder
 	v := version
 	b.WriteString(`.TH STURDY 1 "" "sturdy ` + roff(v) + `" "User Commands"
@@ -63,9 +63,9 @@ Flags take one dash or two
 a flag's value follows it or an equals sign.
 .SH COMMANDS
 `)
-	for _, c := range commands() {
+	for _, c := range p.commands {
 		fs := describe(c)
-		fmt.Fprintf(&b, ".SS \"%s\"\n%s.\n", roff(usageLine(c)), roff(capitalize(c.summary)))
+		fmt.Fprintf(&b, ".SS \"%s\"\n%s.\n", roff(p.usageLine(c)), roff(capitalize(c.summary)))
 		if c.long != "" {
 			fmt.Fprintf(&b, ".PP\n%s\n", roff(c.long))
 		}

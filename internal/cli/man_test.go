@@ -31,9 +31,9 @@ func TestManPageRenders(t *testing.T) {
 	}
 	// Strip overstrike (bold, underline) to read the text.
 	text := stripOverstrike(string(out))
-	for _, c := range commands() {
-		if !strings.Contains(text, usageLine(c)) {
-			t.Errorf("no %q in the rendered page", usageLine(c))
+	for _, c := range sturdy().commands {
+		if !strings.Contains(text, sturdy().usageLine(c)) {
+			t.Errorf("no %q in the rendered page", sturdy().usageLine(c))
 		}
 		for _, fl := range flagList(describe(c)) {
 			if !strings.Contains(text, fl.synopsis()) {

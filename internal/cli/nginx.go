@@ -54,8 +54,8 @@ func parseSubject(fs *flag.FlagSet, args []string) error {
 	return nil
 }
 
-func cmdDoctor(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlags("doctor", stderr)
+func (p *program) cmdDoctor(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := p.newFlags("doctor", stderr)
 	conf := fs.String("c", defaultNginxConf, "nginx main config `FILE`; includes are read relative to its directory")
 	var errorLogs, accessLogs listFlag
 	fs.Var(&errorLogs, "error-log", "nginx error log `FILE` (plain or .gz); repeat for rotated logs, oldest first")
@@ -99,8 +99,8 @@ func cmdDoctor(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	return exitOK
 }
 
-func cmdImport(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlags("import", stderr)
+func (p *program) cmdImport(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := p.newFlags("import", stderr)
 	conf := fs.String("c", defaultNginxConf, "nginx main config `FILE`; includes are read relative to its directory")
 	out := fs.String("o", "-", "write the sturdy config to `FILE` (\"-\": standard output)")
 	if err := parseSubject(fs, args); err != nil {

@@ -268,7 +268,7 @@ func TestReloadCommand(t *testing.T) {
 			}
 			reload := func() (int, string) {
 				var out, errb bytes.Buffer
-				code := cmdReload(context.Background(), []string{"-c", cfg}, &out, &errb)
+				code := sturdy().cmdReload(context.Background(), []string{"-c", cfg}, &out, &errb)
 				return code, out.String() + errb.String()
 			}
 			if code, out := reload(); code != 0 || !strings.Contains(out, "reloaded") {

@@ -24,8 +24,8 @@ import (
 // as systemd sets it for ExecReload, or pid_file), confirmed through the
 // admin listener's status when there is one. It exits 1 when the file is
 // invalid or the running sturdy refused it.
-func cmdReload(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlags("reload", stderr)
+func (p *program) cmdReload(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := p.newFlags("reload", stderr)
 	file := configFlag(fs)
 	pidFlag := fs.Int("pid", 0, "process to send SIGHUP to (default: $MAINPID, else pid_file)")
 	wait := fs.Duration("timeout", 30*time.Second, "how long to wait for the running sturdy to answer")

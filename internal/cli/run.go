@@ -22,36 +22,33 @@ import (
 // version is set at build time with -ldflags "-X .../internal/cli.version=v1.2.3".
 var version = "dev"
 
-func cmdVersion(_ context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlags("version", stderr)
+func (p *program) cmdVersion(_ context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := p.newFlags("version", stderr)
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
 	v := version
-	if !withKubernetes {
-		v += " (without Kubernetes mode)"
-	}
 	if bi, ok := debug.ReadBuildInfo(); ok {
 		for _, s := range bi.Settings {
 			if s.Key == "vcs.revision" && len(s.Value) >= 12 {
 				v += " (" + s.Value[:12] + ")"
 			}
 		}
-		fmt.Fprintf(stdout, "sturdy %s %s\n", v, bi.GoVersion)
+		fmt.Fprintf(stdout, "%s %s %s\n", p.name, v, bi.GoVersion)
 		return exitOK
 	}
-	fmt.Fprintf(stdout, "sturdy %s\n", v)
+	fmt.Fprintf(stdout, "%s %s\n", p.name, v)
 	return exitOK
 }
 
-func cmdCheck(_ context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlags("check", stderr)
+func (p *program) cmdCheck(_ context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := p.newFlags("check", stderr)
 	file := configFlag(fs)
 	quiet := fs.Bool("q", false, "print errors only, no warnings")
 	if code, ok := parseFlagsAndFile(fs, args, file); !ok {
 		return code
 	}
-	cfg, err := config.Load(*file)
+	cfg, err := p.load(*file)
 	if err != nil {
 		printConfigError(stderr, err)
 		return exitFail
@@ -96,13 +93,13 @@ func newLogger(c config.Log, w io.Writer) *slog.Logger {
 	return slog.New(slog.NewTextHandler(w, opts))
 }
 
-func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlags("run", stderr)
+func (p *program) cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := p.newFlags("run", stderr)
 	file := configFlag(fs)
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
-	cfg, err := config.Load(*file)
+	cfg, err := p.load(*file)
 	if err != nil {
 		printConfigError(stderr, err)
 		return exitFail
@@ -111,10 +108,12 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	for _, w := range lint.Check(cfg) {
 		log.Warn("risky config", "at", w.Error())
 	}
-	if cfg.Kubernetes != nil {
-		return serveKubernetes(ctx, cfg, *file, log)
+	if p.kube != nil {
+		return serveWith(ctx, cfg, log, func(opts []server.Option) (*server.Server, error) {
+			return p.kube(*file, log, opts)
+		})
 	}
-	return serve(ctx, cfg, log, func() (*config.Config, error) { return config.Load(*file) })
+	return serve(ctx, cfg, log, func() (*config.Config, error) { return p.load(*file) })
 }
 
 // serve runs a server until ctx ends; SIGHUP re-reads the config through

@@ -47,17 +47,58 @@ func dockerfile(t *testing.T) (stages []instructions.Stage, args []instructions.
 	return stages, args
 }
 
-// The image is multi-stage: built with the Go image, run from scratch as
-// a non-root user with the default config, a HEALTHCHECK through sturdy
-// healthcheck, the ports it listens on and SIGTERM to stop.
+// image is one image the Dockerfile makes: its final stage, the stage that
+// builds its binary, what it runs and the config it ships.
+type image struct {
+	stage, build, bin, config string
+	ports                     []string
+}
+
+// images are sturdy (the last stage: what a plain "docker build ." makes)
+// and sturdy-gateway (--target sturdy-gateway), Kubernetes mode, whose
+// client libraries the sturdy image never compiles.
+var images = []image{
+	{stage: "sturdy", build: "build", bin: "sturdy", config: "contrib/docker/sturdy.yaml", ports: []string{"8080", "9901"}},
+	{stage: "sturdy-gateway", build: "build-gateway", bin: "sturdy-gateway", config: "contrib/docker/sturdy-gateway.yaml", ports: []string{"8080", "8443", "9901"}},
+}
+
+func stageNamed(t *testing.T, stages []instructions.Stage, name string) instructions.Stage {
+	t.Helper()
+	for _, s := range stages {
+		if s.Name == name {
+			return s
+		}
+	}
+	t.Fatalf("no stage %q in the Dockerfile", name)
+	return instructions.Stage{}
+}
+
+// Each image is multi-stage: its binary built from the Go image in a
+// stage of its own, run from scratch as a non-root user with its default
+// config, a HEALTHCHECK through its own healthcheck command, the ports it
+// listens on and SIGTERM to stop. The sturdy image is the default target.
 func TestDockerfileShape(t *testing.T) {
 	stages, _ := dockerfile(t)
-	if len(stages) != 2 {
-		t.Fatalf("%d stages; want build and run", len(stages))
+	if last := stages[len(stages)-1].Name; last != "sturdy" {
+		t.Errorf("the last stage (docker build's default target) is %q; want sturdy", last)
 	}
-	build, final := stages[0], stages[1]
-	if !strings.HasPrefix(build.BaseName, "golang:") || build.Name != "build" {
-		t.Errorf("first stage %q from %q; want \"build\" from golang", build.Name, build.BaseName)
+	base := map[string]string{} // stage -> the image or stage it starts from
+	for _, s := range stages {
+		base[s.Name] = s.BaseName
+	}
+	for _, img := range images {
+		t.Run(img.stage, func(t *testing.T) { testImage(t, stages, base, img) })
+	}
+}
+
+func testImage(t *testing.T, stages []instructions.Stage, base map[string]string, img image) {
+	build, final := stageNamed(t, stages, img.build), stageNamed(t, stages, img.stage)
+	from := build.BaseName
+	for base[from] != "" {
+		from = base[from]
+	}
+	if !strings.HasPrefix(from, "golang:") {
+		t.Errorf("stage %q builds from %q; want golang", build.Name, from)
 	}
 	if final.BaseName != "scratch" && !strings.HasPrefix(final.BaseName, "gcr.io/distroless/static") {
 		t.Errorf("final stage from %q; want scratch or distroless static", final.BaseName)
@@ -95,8 +136,10 @@ func TestDockerfileShape(t *testing.T) {
 		case *instructions.CopyCommand:
 			for _, src := range c.SourcePaths {
 				copied[c.DestPath+"|"+src] = src
-				if c.From == "build" {
+				if c.From == img.build {
 					fromBuild[src] = true
+				} else if c.From != "" {
+					t.Errorf("COPY --from=%s %s: not from the image's build stage %s", c.From, src, img.build)
 				}
 			}
 		case *instructions.RunCommand:
@@ -109,21 +152,23 @@ func TestDockerfileShape(t *testing.T) {
 	if stop != "SIGTERM" {
 		t.Errorf("STOPSIGNAL %q; want SIGTERM (sturdy drains on it)", stop)
 	}
-	for _, p := range []string{"8080", "9901"} {
-		if !slices.Contains(exposed, p) {
-			t.Errorf("EXPOSE lacks %s: %v", p, exposed)
-		}
+	if slices.Sort(exposed); !slices.Equal(exposed, img.ports) {
+		t.Errorf("EXPOSE %v; want %v", exposed, img.ports)
 	}
-	if len(health) < 3 || health[0] != "CMD" || health[1] != "/usr/bin/sturdy" || health[2] != "healthcheck" || !healthInterval {
-		t.Errorf("HEALTHCHECK %v; want CMD /usr/bin/sturdy healthcheck with an interval and a timeout", health)
+	binPath := "/usr/bin/" + img.bin
+	if len(health) < 3 || health[0] != "CMD" || health[1] != binPath || health[2] != "healthcheck" || !healthInterval {
+		t.Errorf("HEALTHCHECK %v; want CMD %s healthcheck with an interval and a timeout", health, binPath)
 	}
-	if !slices.Equal(entry, []string{"/usr/bin/sturdy"}) || !slices.Equal(cmd, []string{"run", "-c", "/etc/sturdy/sturdy.yaml"}) {
+	if !slices.Equal(entry, []string{binPath}) || !slices.Equal(cmd, []string{"run", "-c", "/etc/sturdy/sturdy.yaml"}) {
 		t.Errorf("ENTRYPOINT %v CMD %v", entry, cmd)
 	}
-	if !fromBuild["/out/sturdy"] {
-		t.Error("the binary is not copied from the build stage")
+	if !fromBuild["/out/"+img.bin] {
+		t.Errorf("the binary is not copied from the %s stage", img.build)
 	}
-	if _, ok := copied["/etc/sturdy/sturdy.yaml|contrib/docker/sturdy.yaml"]; !ok {
+	if _, ok := copied[binPath+"|/out/"+img.bin]; !ok {
+		t.Errorf("/out/%s is not copied to %s: %v", img.bin, binPath, copied)
+	}
+	if _, ok := copied["/etc/sturdy/sturdy.yaml|"+img.config]; !ok {
 		t.Errorf("the default config is not copied to /etc/sturdy/sturdy.yaml: %v", copied)
 	}
 	for dst, src := range copied {
@@ -136,14 +181,21 @@ func TestDockerfileShape(t *testing.T) {
 	}
 }
 
-// The build stage's go build line, with its ARGs expanded as docker would,
-// builds a static binary here, and that binary passes its own check on the
-// config the image ships (as the next RUN line does in the image).
+// Each build stage's go build line, with its ARGs expanded as docker
+// would, builds a static binary here, and that binary passes its own
+// check on the config its image ships (as the next RUN line does in the
+// image) and reports the stamped version.
 func TestDockerfileBuildCommandWorks(t *testing.T) {
 	if testing.Short() {
-		t.Skip("builds sturdy; skipped with -short")
+		t.Skip("builds sturdy and sturdy-gateway; skipped with -short")
 	}
 	stages, metaArgs := dockerfile(t)
+	for _, img := range images {
+		t.Run(img.stage, func(t *testing.T) { testBuildStage(t, stages, metaArgs, img) })
+	}
+}
+
+func testBuildStage(t *testing.T, stages []instructions.Stage, metaArgs []instructions.ArgCommand, img image) {
 	env := map[string]string{}
 	for _, a := range metaArgs {
 		for _, kv := range a.Args {
@@ -153,7 +205,7 @@ func TestDockerfileBuildCommandWorks(t *testing.T) {
 		}
 	}
 	var goBuild, check string
-	for _, c := range stages[0].Commands {
+	for _, c := range stageNamed(t, stages, img.build).Commands {
 		switch c := c.(type) {
 		case *instructions.ArgCommand:
 			for _, kv := range c.Args {
@@ -172,12 +224,15 @@ func TestDockerfileBuildCommandWorks(t *testing.T) {
 		}
 	}
 	if goBuild == "" || check == "" {
-		t.Fatalf("no go build or check RUN line in the build stage")
+		t.Fatalf("no go build or check RUN line in the %s stage", img.build)
 	}
-	for _, want := range []string{"CGO_ENABLED=0", "-trimpath", "-X github.com/sturdyproxy/sturdy/internal/cli.version=", "./cmd/sturdy"} {
+	for _, want := range []string{"CGO_ENABLED=0", "-trimpath", "-X github.com/sturdyproxy/sturdy/internal/cli.version=", "-o /out/" + img.bin + " ./cmd/" + img.bin} {
 		if !strings.Contains(goBuild, want) {
 			t.Errorf("go build line lacks %q: %s", want, goBuild)
 		}
+	}
+	if !strings.Contains(check, "/out/"+img.bin+" check -q -c "+img.config) {
+		t.Errorf("the check line does not check %s with %s: %s", img.config, img.bin, check)
 	}
 	// A RUN line in shell form goes to /bin/sh -c as written, with the
 	// ARGs in its environment; so here. The image builds into /out; here,
@@ -194,11 +249,12 @@ func TestDockerfileBuildCommandWorks(t *testing.T) {
 		t.Fatalf("%s\n%v\n%s", script, err, b)
 	}
 	// CGO_ENABLED=0: a static binary that needs no libc in scratch.
-	if b, err := exec.Command("file", filepath.Join(out, "sturdy")).Output(); err == nil && !strings.Contains(string(b), "statically linked") {
+	bin := filepath.Join(out, img.bin)
+	if b, err := exec.Command("file", bin).Output(); err == nil && !strings.Contains(string(b), "statically linked") {
 		t.Errorf("not static: %s", b)
 	}
-	b, err := exec.Command(filepath.Join(out, "sturdy"), "--version").Output()
-	if err != nil || !strings.HasPrefix(string(b), "sturdy "+env["VERSION"]) {
+	b, err := exec.Command(bin, "--version").Output()
+	if err != nil || !strings.HasPrefix(string(b), img.bin+" "+env["VERSION"]) {
 		t.Errorf("--version: %v %q; want the stamped version %q", err, b, env["VERSION"])
 	}
 }

@@ -261,3 +261,55 @@ func durationKey(t *testing.T, conf, key string) float64 {
 	}
 	return v
 }
+
+// comments returns the text of the YAML comments of a manifest, their
+// lines joined with spaces, as a reader reads a wrapped sentence.
+func comments(t *testing.T, file string) string {
+	t.Helper()
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var words []string
+	for _, l := range strings.Split(string(data), "\n") {
+		if _, c, ok := strings.Cut(l, "#"); ok {
+			words = append(words, strings.Fields(c)...)
+		}
+	}
+	return strings.Join(words, " ")
+}
+
+// The Namespace's comment says which capabilities the pods keep, and it
+// says what the Deployment next to it does: every capability dropped, and
+// only those it adds back named (none in Kubernetes mode, whose ports are
+// above 1024).
+func TestNamespaceCommentSaysWhatTheDeploymentDrops(t *testing.T) {
+	for _, dir := range []string{manifests, manifests + "/gateway"} {
+		data, err := os.ReadFile(dir + "/deployment.yaml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var d appsv1.Deployment
+		if err := yaml.UnmarshalStrict(data, &d); err != nil {
+			t.Fatalf("%s/deployment.yaml: %v", dir, err)
+		}
+		sc := d.Spec.Template.Spec.Containers[0].SecurityContext
+		if sc == nil || sc.Capabilities == nil || !slices.Equal(sc.Capabilities.Drop, []corev1.Capability{"ALL"}) {
+			t.Errorf("%s/deployment.yaml: capabilities do not drop ALL", dir)
+			continue
+		}
+		want := "every capability dropped"
+		if add := sc.Capabilities.Add; len(add) > 0 {
+			names := make([]string, len(add))
+			for i, c := range add {
+				names[i] = string(c)
+			}
+			want += " but " + strings.Join(names, ", ")
+		}
+		text := comments(t, dir+"/namespace.yaml")
+		i := strings.Index(text, want)
+		if i < 0 || strings.HasPrefix(text[i+len(want):], " but") {
+			t.Errorf("%s/namespace.yaml says %q; the Deployment has %q", dir, text, want)
+		}
+	}
+}

@@ -66,6 +66,17 @@ func TestGatewayManifests(t *testing.T) {
 	if p := ct.ReadinessProbe; p == nil || p.Exec == nil || !strings.Contains(strings.Join(p.Exec.Command, " "), "/readyz") {
 		t.Errorf("readiness is not /readyz: %+v", ct.ReadinessProbe)
 	}
+	// The sturdy image refuses a config with a kubernetes section: Kubernetes
+	// mode is the sturdy-gateway image and binary (the Dockerfile's
+	// sturdy-gateway target), in the probes too.
+	if !strings.HasPrefix(ct.Image, "sturdy-gateway:") || !slices.Equal(ct.Args, []string{"run", "-c", "/etc/sturdy/sturdy.yaml"}) {
+		t.Errorf("the container runs %s %v; want the sturdy-gateway image's run", ct.Image, ct.Args)
+	}
+	for _, p := range []*corev1.Probe{ct.ReadinessProbe, ct.LivenessProbe} {
+		if p == nil || p.Exec == nil || !slices.Equal(p.Exec.Command[:2], []string{"/usr/bin/sturdy-gateway", "healthcheck"}) {
+			t.Errorf("a probe does not run /usr/bin/sturdy-gateway healthcheck: %+v", p)
+		}
+	}
 	if !slices.ContainsFunc(ct.Env, func(e corev1.EnvVar) bool { return e.Name == "POD_NAME" && e.ValueFrom != nil }) {
 		t.Error("POD_NAME (the Lease identity) is not set from the pod's name")
 	}

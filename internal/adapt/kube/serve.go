@@ -21,6 +21,18 @@ type Wiring struct {
 	Path string
 }
 
+// NewFileServer is NewServer for the config file at path, re-read on
+// reload, with the process's server options: what sturdy-gateway run
+// serves (internal/cli's KubeServer).
+func NewFileServer(path string, log *slog.Logger, opts []server.Option) (*server.Server, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, config.ErrorList{{File: path, Msg: fmt.Sprintf("cannot read config: %v", err)}}
+	}
+	srv, _, _, err := NewServer(path, data, log, Wiring{Path: path, Server: opts})
+	return srv, err
+}
+
 // NewServer builds a server whose config is the file's (name, data) plus
 // what the cluster's objects translate to, and the controller that keeps
 // it so. The controller runs under the server's supervisor from Start;
@@ -41,7 +53,7 @@ func NewServer(name string, data []byte, log *slog.Logger, w Wiring) (srv *serve
 		return nil, nil, nil, err
 	}
 	if cfg.Kubernetes == nil {
-		return nil, nil, nil, config.ErrorList{{File: name, Msg: "no kubernetes section; sturdy run --kubernetes needs one (docs/kubernetes.md)"}}
+		return nil, nil, nil, config.ErrorList{{File: name, Msg: "no kubernetes section; Kubernetes mode (sturdy-gateway run) needs one (docs/kubernetes.md)"}}
 	}
 	// The first config is the file's alone, with no Kubernetes object: it
 	// serves the admin listener (and the file's own routes) until the
@@ -69,7 +81,7 @@ func NewServer(name string, data []byte, log *slog.Logger, w Wiring) (srv *serve
 			return err
 		}
 		if c.Kubernetes == nil {
-			return config.ErrorList{{File: name, Msg: "the kubernetes section was removed; restart sturdy to leave Kubernetes mode"}}
+			return config.ErrorList{{File: name, Msg: "the kubernetes section was removed; sturdy-gateway keeps serving the previous config (a file without it is served by sturdy run)"}}
 		}
 		mu.Lock()
 		file = b

@@ -83,6 +83,21 @@ func TestDebInstallsAndPurges(t *testing.T) {
 			t.Errorf("the tarball lacks %s:\n%s", f, listing)
 		}
 	}
+	if licenses := run(t, "tar", "-xzOf", tarball, top+"THIRD_PARTY_LICENSES"); strings.Contains(licenses, "k8s.io/") {
+		t.Error("sturdy's THIRD_PARTY_LICENSES names Kubernetes modules: the binary links no Kubernetes library")
+	}
+	// Kubernetes mode's command, in a tarball of its own with the manifests.
+	gateway := filepath.Join(dist, fmt.Sprintf("sturdy-gateway_%s_linux_%s.tar.gz", strings.TrimPrefix(testVersion, "v"), runtime.GOARCH))
+	listing = run(t, "tar", "-tzf", gateway)
+	gwTop := strings.TrimSuffix(filepath.Base(gateway), ".tar.gz") + "/"
+	for _, f := range []string{"sturdy-gateway", "LICENSE", "NOTICE", "THIRD_PARTY_LICENSES", "README.md", "kubernetes/deployment.yaml", "kubernetes/rbac.yaml"} {
+		if !strings.Contains(listing, gwTop+f+"\n") {
+			t.Errorf("the sturdy-gateway tarball lacks %s:\n%s", f, listing)
+		}
+	}
+	if licenses := run(t, "tar", "-xzOf", gateway, gwTop+"THIRD_PARTY_LICENSES"); !strings.Contains(licenses, "k8s.io/client-go ") {
+		t.Error("sturdy-gateway's THIRD_PARTY_LICENSES does not name client-go, which it links")
+	}
 	deb := filepath.Join(dist, fmt.Sprintf("sturdy_%s_%s.deb", testPkgVersion, runtime.GOARCH))
 	if v := strings.TrimSpace(run(t, "dpkg-deb", "-f", deb, "Version")); v != testPkgVersion {
 		t.Errorf("package version %q, want %q", v, testPkgVersion)
