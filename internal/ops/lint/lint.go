@@ -24,6 +24,7 @@ func check(c *config.Config, e env) []Warning {
 	l.admin()
 	l.routes()
 	l.routing()
+	l.slashes()
 	l.pools()
 	l.selfLoops()
 	l.fileLimit()

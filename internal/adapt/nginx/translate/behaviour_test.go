@@ -583,15 +583,15 @@ func TestImportBehaviours(t *testing.T) {
 			http:    up + "server {\nlisten 80;\nlocation /admin/ { allow 10.0.0.0/8; deny all; proxy_pass http://app; }\nlocation = /metrics { deny all; proxy_pass http://app; }\nlocation / { proxy_pass http://app; }\n}",
 			line:    5,
 			status:  Translated,
-			yaml:    []string{"listen: :80\n    merge_slashes: true # nginx merge_slashes on (its default)"},
-			notYAML: []string{"pool: refused", "-slashes"},
+			yaml:    []string{"listen: :80\n"},
+			notYAML: []string{"pool: refused", "-slashes", "merge_slashes"},
 		},
 		{
 			name:    "a protected prefix refuses its path written with a repeated slash where a server on its listener keeps slashes",
 			http:    up + "server {\nlisten 80;\nserver_name a.test;\nlocation /admin/ { allow 10.0.0.0/8; deny all; proxy_pass http://app; }\nlocation = /metrics { deny all; proxy_pass http://app; }\nlocation / { proxy_pass http://app; }\n}\nserver {\nlisten 80;\nserver_name b.test;\nmerge_slashes off;\nlocation / { proxy_pass http://app; }\n}",
 			line:    6,
 			status:  Translated,
-			yaml:    []string{"path: {regex: '^(?://+admin/+|/+admin//+)'}\n    pool: refused", "path: {regex: '^(?://+metrics)/*$'}\n    pool: refused"},
+			yaml:    []string{"path: {regex: '^(?://+admin/+|/+admin//+)'}\n    pool: refused", "path: {regex: '^(?://+metrics)/*$'}\n    pool: refused", "merge_slashes: false # nginx merge_slashes off on a server here"},
 			notYAML: []string{"path: {regex: '^(?://+)'}", "merge_slashes: true"},
 		},
 		{
@@ -607,7 +607,7 @@ func TestImportBehaviours(t *testing.T) {
 			http:   up + "set_real_ip_from 10.0.0.0/8;\nreal_ip_header proxy_protocol;\nserver {\nlisten 8080 proxy_protocol;\nlocation / { proxy_set_header Host $host; proxy_pass http://app; }\n}",
 			line:   5,
 			status: Translated,
-			yaml:   []string{"listen: :8080\n    merge_slashes: true # nginx merge_slashes on (its default)\n    proxy_protocol: required", "trusted_proxies: [10.0.0.0/8]"},
+			yaml:   []string{"listen: :8080\n    proxy_protocol: required", "trusted_proxies: [10.0.0.0/8]"},
 		},
 		{
 			name:   "a 302 to https is a redirect route",

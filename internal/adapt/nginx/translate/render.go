@@ -197,8 +197,10 @@ func (t *translator) renderListener(ln *listener) *yaml.Node {
 		}
 		set(m, "redirect_https", rm, wrapComment([]string{ln.redirectNote}), "")
 	}
-	if !ln.keepSlashes {
-		set(m, "merge_slashes", yes(), "", "nginx merge_slashes on (its default)")
+	if ln.keepSlashes {
+		// Merging is sturdy's default too; only a listener shared with a
+		// server that kept slashes must say so.
+		set(m, "merge_slashes", no(), "", "nginx merge_slashes off on a server here")
 	}
 	if ln.proxyProtocol {
 		set(m, "proxy_protocol", str(config.ProxyProtocolRequired), "", "nginx listen ... proxy_protocol, from trusted_proxies")
