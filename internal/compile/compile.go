@@ -415,7 +415,8 @@ func (c *compiler) tables() map[string]*route.Table[*proxy.Route] {
 	for i, rc := range c.cfg.Routes {
 		for _, ln := range listenersOf(c.cfg, rc) {
 			// An entry of its own per table: the table keeps its order.
-			e := &route.Entry[*proxy.Route]{Hosts: rc.Hosts, Path: rc.Path, Match: c.matches[i], Default: rc.Default, Value: c.rt.Routes[i]}
+			e := &route.Entry[*proxy.Route]{Hosts: rc.Hosts, Path: rc.Path, Match: c.matches[i], Default: rc.Default, Value: c.rt.Routes[i],
+				SlashRedirect: rc.TrailingSlashRedirect == nil || *rc.TrailingSlashRedirect}
 			per[ln] = append(per[ln], e)
 		}
 	}

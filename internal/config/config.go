@@ -192,6 +192,13 @@ type Route struct {
 	// no backend ever gets half a request; larger bodies stream (faults.go).
 	// Default 64KiB; 0 streams every body.
 	BufferRequestBody Size `yaml:"buffer_request_body"`
+	// TrailingSlashRedirect makes a prefix route whose path ends in "/"
+	// answer its path without the slash (GET /admin for /admin/) with 301
+	// to the path with it, query kept, as nginx does for a prefix location
+	// ending in "/", unless a route matches the path itself more closely
+	// (docs/routing.md). Default true; false lets /admin take whatever
+	// route it matches.
+	TrailingSlashRedirect *bool `yaml:"trailing_slash_redirect"`
 	// AllowEncodedSlashes lets paths with %2F or %5C through, routed on
 	// the decoded path and forwarded as sent (GitLab, npm scopes, RabbitMQ
 	// vhosts). Default false: such paths get 400 (faults.go).

@@ -231,12 +231,16 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if ln.HSTS != nil {
 		w.Header()["Strict-Transport-Security"] = ln.HSTS
 	}
-	e, found := ln.Table.MatchRequest(r)
+	e, slash, found := ln.Table.Resolve(r)
 	if !found {
 		snap.Edge.C.Answered(writeNoRoute(w))
 		return
 	}
 	rt := e.Value
+	if slash {
+		rt.Stats.observe(addSlash(w, r, scheme(h.TLS)[0]), 0, time.Now().UnixNano(), false)
+		return
+	}
 	if p, ok := edge.WithoutParams(r.URL.Path); ok && !sameRoute(ln.Table, r, p, e) {
 		snap.Edge.C.Add(edge.RejectParams)
 		rt.Stats.observe(writeEdgeError(w, http.StatusBadRequest, rt.Name, "path parameters (;) are ambiguous here: a backend that removes them (as Java servlet containers do) would read a path that another route serves"), 0, time.Now().UnixNano(), false)
@@ -357,4 +361,23 @@ func sameRoute(t *route.Table[*Route], r *http.Request, p string, e *route.Entry
 	r2.URL = &u
 	e2, _ := t.MatchRequest(&r2)
 	return e2 == e
+}
+
+// addSlash answers a prefix route's path asked for without its trailing
+// slash with a redirect to the path with it, query kept, as nginx does for
+// a prefix location ending in "/": an absolute URL on the client's Host,
+// as nginx writes it (absolute_redirect on, server_name_in_redirect off).
+func addSlash(w http.ResponseWriter, r *http.Request, scheme string) int {
+	loc := scheme + "://" + r.Host + r.URL.EscapedPath() + "/"
+	if r.Host == "" {
+		loc = r.URL.EscapedPath() + "/" // HTTP/1.0 without Host: relative
+	}
+	if r.URL.RawQuery != "" {
+		loc += "?" + r.URL.RawQuery
+	}
+	h := w.Header()
+	h["Location"] = []string{loc}
+	h["Content-Length"] = []string{"0"}
+	w.WriteHeader(http.StatusMovedPermanently)
+	return http.StatusMovedPermanently
 }

@@ -579,6 +579,14 @@ func TestImportBehaviours(t *testing.T) {
 			yaml:   []string{"path: {regex: ^/old/(.*)$}\n    redirect: {url: '${scheme}://${http_host}/new/${1}${is_args}${args}', status: 301}", "redirect: {url: 'https://b.example/', status: 302}", "path: /\n    default: true\n    pool: app"},
 		},
 		{
+			name:   "a prefix location that proxies keeps sturdy's redirect of its path without the slash, as nginx redirects; one that serves files turns it off",
+			http:   up + "server {\nlisten 80;\nlocation /app/ { proxy_pass http://app; }\nlocation /files/ { root /srv; }\nlocation / { proxy_pass http://app; }\n}",
+			line:   3,
+			status: Translated,
+			yaml:   []string{"path: /app/\n    pool: app\n", "dotfiles: allow # nginx serves files whose names start with a dot\n    trailing_slash_redirect: false # nginx redirects a path without its trailing slash only for a location that proxies"},
+			notYAML: []string{"pool: app\n    trailing_slash_redirect"},
+		},
+		{
 			name:    "nginx's merge_slashes becomes the listener's, so a repeated slash cannot pass a protected prefix",
 			http:    up + "server {\nlisten 80;\nlocation /admin/ { allow 10.0.0.0/8; deny all; proxy_pass http://app; }\nlocation = /metrics { deny all; proxy_pass http://app; }\nlocation / { proxy_pass http://app; }\n}",
 			line:    5,

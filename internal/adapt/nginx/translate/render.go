@@ -312,6 +312,9 @@ func (t *translator) renderRoute(r *route) *yaml.Node {
 		}
 		set(m, "cache", cm, wrapComment([]string{c.comment}), "")
 	}
+	if r.keepNoSlash && r.slashPrefix() {
+		set(m, "trailing_slash_redirect", no(), "", "nginx redirects a path without its trailing slash only for a location that proxies")
+	}
 	return m
 }
 
@@ -536,6 +539,19 @@ func renderRuleSet(setRules, addRules []headerRule, remove []string) *yaml.Node 
 // plainPrefix reports a starts_with match that sturdy's plain path prefix
 // says as well: "/" or a prefix ending in "/" (which matches what is below
 // it), unless a rewrite replaces its characters.
+// slashPrefix reports whether sturdy redirects the route's path without its
+// trailing slash: a prefix (or starts_with) route ending in "/".
+func (r *route) slashPrefix() bool {
+	p := r.path
+	if pm := r.match; pm != nil {
+		p = pm.StartsWith
+		if p == "" {
+			p = pm.Prefix
+		}
+	}
+	return len(p) > 1 && strings.HasSuffix(p, "/")
+}
+
 func (r *route) plainPrefix() bool {
 	pm := r.match
 	return pm.StartsWith != "" && !pm.BeforeRegex && strings.HasSuffix(pm.StartsWith, "/") &&
