@@ -64,7 +64,6 @@ func genTarget(rnd *rand.Rand) string {
 type pathChecker struct {
 	ps             *pathSite
 	open, guard    []*rawClient // native, net/http
-	openN, guardN  int
 	checked, fixed int
 }
 
