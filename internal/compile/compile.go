@@ -394,7 +394,7 @@ func (c *compiler) proxyListeners() map[string]*proxy.Listener {
 	tables := c.built
 	out := make(map[string]*proxy.Listener, len(c.cfg.Listeners))
 	for i, lc := range c.cfg.Listeners {
-		pl := &proxy.Listener{Table: tables[lc.Name], MergeSlashes: lc.MergeSlashes}
+		pl := &proxy.Listener{Table: tables[lc.Name], MergeSlashes: lc.MergesSlashes()}
 		if lc.RedirectHTTPS != nil {
 			pl.Redirect = forcehttps.NewRedirector(lc.RedirectHTTPS)
 		}
@@ -415,7 +415,8 @@ func (c *compiler) tables() map[string]*route.Table[*proxy.Route] {
 	for i, rc := range c.cfg.Routes {
 		for _, ln := range listenersOf(c.cfg, rc) {
 			// An entry of its own per table: the table keeps its order.
-			e := &route.Entry[*proxy.Route]{Hosts: rc.Hosts, Path: rc.Path, Match: c.matches[i], Default: rc.Default, Value: c.rt.Routes[i]}
+			e := &route.Entry[*proxy.Route]{Hosts: rc.Hosts, Path: rc.Path, Match: c.matches[i], Default: rc.Default, Value: c.rt.Routes[i],
+				SlashRedirect: rc.TrailingSlashRedirect == nil || *rc.TrailingSlashRedirect}
 			per[ln] = append(per[ln], e)
 		}
 	}

@@ -144,9 +144,10 @@ type Listener struct {
 	H2C           bool   `yaml:"h2c"`            // HTTP/2 with prior knowledge on a plain listener; default false
 	ProxyProtocol string `yaml:"proxy_protocol"` // off (default), optional or required: PROXY v1/v2 from trusted_proxies
 	// MergeSlashes merges repeated slashes in the path (//a///b is /a/b)
-	// before routing, as nginx's merge_slashes on. Default false: the
-	// path is routed and forwarded as sent.
-	MergeSlashes bool   `yaml:"merge_slashes"`
+	// before routing, as nginx's merge_slashes on; the backend gets the
+	// merged path. Default true; false routes and forwards runs of
+	// slashes as sent (see MergesSlashes).
+	MergeSlashes *bool  `yaml:"merge_slashes"`
 	HTTP3        *HTTP3 `yaml:"http3"` // HTTP/3 over QUIC beside a TLS listener; default none
 	// Frontend picks the HTTP/1.1 server of a plain listener: native,
 	// sturdy's own (internal/wire/h1), which hands anything unusual to
@@ -155,6 +156,10 @@ type Listener struct {
 	// elsewhere.
 	Frontend string `yaml:"frontend"`
 }
+
+// MergesSlashes reports whether the listener merges runs of slashes in
+// the path: unless merge_slashes says false.
+func (l *Listener) MergesSlashes() bool { return l.MergeSlashes == nil || *l.MergeSlashes }
 
 // Route sends matching requests to a pool.
 type Route struct {
@@ -187,6 +192,13 @@ type Route struct {
 	// no backend ever gets half a request; larger bodies stream (faults.go).
 	// Default 64KiB; 0 streams every body.
 	BufferRequestBody Size `yaml:"buffer_request_body"`
+	// TrailingSlashRedirect makes a prefix route whose path ends in "/"
+	// answer its path without the slash (GET /admin for /admin/) with 301
+	// to the path with it, query kept, as nginx does for a prefix location
+	// ending in "/", unless a route matches the path itself more closely
+	// (docs/routing.md). Default true; false lets /admin take whatever
+	// route it matches.
+	TrailingSlashRedirect *bool `yaml:"trailing_slash_redirect"`
 	// AllowEncodedSlashes lets paths with %2F or %5C through, routed on
 	// the decoded path and forwarded as sent (GitLab, npm scopes, RabbitMQ
 	// vhosts). Default false: such paths get 400 (faults.go).

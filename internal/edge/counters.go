@@ -14,7 +14,8 @@ const (
 	Denied Reason = iota
 	// Reencoded: raw non-ASCII bytes in the target were percent-encoded.
 	Reencoded
-	// Normalized: dot segments in the path were resolved.
+	// Normalized: the path was normalised: dot segments resolved, runs of
+	// slashes merged, encoded unreserved characters decoded.
 	Normalized
 	// RejectControl: control characters in the request target (400).
 	RejectControl
@@ -27,6 +28,9 @@ const (
 	// RejectSlash: an encoded slash or backslash in the path of a route
 	// that does not allow them, or one that makes a dot segment (400).
 	RejectSlash
+	// RejectParams: path parameters (";...") that would route the request
+	// elsewhere once a backend removed them (400).
+	RejectParams
 	// RejectLoop: the request came through this sturdy too often (508).
 	RejectLoop
 	// RejectTooLarge: the body is larger than the route allows (413).
@@ -64,6 +68,7 @@ var reasonNames = [NumReasons]struct{ kind, name string }{
 	RejectEscape:       {KindRejected, "bad_percent_encoding"},
 	RejectNUL:          {KindRejected, "nul"},
 	RejectSlash:        {KindRejected, "encoded_slash"},
+	RejectParams:       {KindRejected, "path_parameter"},
 	RejectLoop:         {KindRejected, "loop"},
 	RejectTooLarge:     {KindRejected, "body_too_large"},
 	FaultMalformedBody: {KindClientFault, "malformed_body"},

@@ -31,12 +31,15 @@ func New(rejectNonASCII bool, deny, trusted []netip.Prefix, c *Counters) *Edge {
 	return &Edge{reject: rejectNonASCII, deny: deny, trusted: trusted, C: c}
 }
 
-// Check inspects r and may rewrite its URL. It returns 0 when the request
-// may go on, or the status and a reason for the client. slashes reports
-// that the path holds an encoded slash or backslash (%2F, %5C): the
-// request was routed on the decoded form, and only a route that allows
-// encoded slashes may take it (see EncodedSlashes).
-func (e *Edge) Check(r *http.Request) (status int, why string, slashes bool) {
+// Check inspects r and may rewrite its URL to the one normalised path that
+// everything after it judges, serves and forwards (path.go): merge says
+// whether runs of slashes are merged (the listener's merge_slashes). It
+// returns 0 when the request may go on, or the status and a reason for the
+// client. slashes reports that the path holds an encoded slash or
+// backslash (%2F, %5C): the request was routed on the decoded form, and
+// only a route that allows encoded slashes may take it (see
+// EncodedSlashes).
+func (e *Edge) Check(r *http.Request, merge bool) (status int, why string, slashes bool) {
 	if len(e.deny) > 0 {
 		if ip, ok := ClientIP(r, e.trusted); ok && contains(e.deny, ip) {
 			e.C.Add(Denied)
@@ -47,10 +50,10 @@ func (e *Edge) Check(r *http.Request) (status int, why string, slashes bool) {
 		return 0, "", false
 	}
 	target := r.RequestURI
-	if clean(target) {
+	if clean(target, merge) {
 		return 0, "", false
 	}
-	reason, why, slashes := e.fix(r, target)
+	reason, why, slashes := e.fix(r, target, merge)
 	if why != "" {
 		e.C.Add(reason)
 		return http.StatusBadRequest, why, false
@@ -58,12 +61,15 @@ func (e *Edge) Check(r *http.Request) (status int, why string, slashes bool) {
 	return 0, "", slashes
 }
 
-// clean reports whether a request target needs no closer look: only
-// printable ASCII, no percent sign or backslash in the path, no dot
-// segment. Most requests are. The query plays no part in routing and is
-// forwarded as received: only raw bytes outside printable ASCII make it
-// worth a look.
-func clean(t string) bool {
+// clean reports whether a request target needs no closer look: origin
+// form, only printable ASCII, no percent sign or backslash in the path, no
+// dot segment, and, when merging, no repeated slash. Most requests are.
+// The query plays no part in routing and is forwarded as received: only
+// raw bytes outside printable ASCII make it worth a look.
+func clean(t string, merge bool) bool {
+	if !strings.HasPrefix(t, "/") {
+		return false // absolute form: its path is found in fix
+	}
 	inQuery := false
 	for i := 0; i < len(t); i++ {
 		c := t[i]
@@ -75,26 +81,33 @@ func clean(t string) bool {
 			inQuery = true
 		case c == '%', c == '\\', c == '.' && i > 0 && t[i-1] == '/':
 			return false
+		case c == '/' && merge && i > 0 && t[i-1] == '/':
+			return false
 		}
 	}
 	return true
 }
 
 // fix validates the target and rewrites r.URL to the form that is both
-// routed on and forwarded. A refusal comes with its reason and a sentence.
-func (e *Edge) fix(r *http.Request, target string) (Reason, string, bool) {
+// routed on and forwarded (normalize, in path.go). A refusal comes with
+// its reason and a sentence.
+func (e *Edge) fix(r *http.Request, target string, merge bool) (Reason, string, bool) {
 	// Absolute-form targets (proxies) carry scheme and host; the URL parser
 	// already took them apart, so work on path and query alone.
 	rawPath, rawQuery, hasQuery := strings.Cut(target, "?")
 	if !strings.HasPrefix(rawPath, "/") {
-		// Absolute form (scheme://authority/path): keep the path.
+		// Absolute form (scheme://authority/path, or scheme:/path): keep
+		// the path; one with none (scheme://authority, or an opaque
+		// scheme:x that no path follows) is "/", as it is forwarded.
+		rest := rawPath
 		if i := strings.Index(rawPath, "://"); i >= 0 {
-			rest := rawPath[i+3:]
-			if j := strings.IndexByte(rest, '/'); j >= 0 {
-				rawPath = rest[j:]
-			} else {
-				rawPath = "/"
-			}
+			rest = rawPath[i+3:]
+		} else if i := strings.IndexByte(rawPath, ':'); i >= 0 {
+			rest = rawPath[i+1:]
+		}
+		rawPath = "/"
+		if j := strings.IndexByte(rest, '/'); j >= 0 {
+			rawPath = rest[j:]
 		}
 	}
 	if i := strings.IndexByte(rawQuery, '#'); i >= 0 {
@@ -114,18 +127,12 @@ func (e *Edge) fix(r *http.Request, target string) (Reason, string, bool) {
 	case strings.Contains(lower, "%00"):
 		return RejectNUL, "NUL (%00) in the request path", false
 	}
-	path, pre := reencode(rawPath)
-	query, qre := reencode(rawQuery)
+	path, pre := reencode(rawPath, pathUnsafe)
+	query, qre := reencode(rawQuery, nil)
 	if pre || qre {
 		e.C.Add(Reencoded)
 	}
-	// Resolve dot segments, plain or encoded (a "." is unreserved, so %2e
-	// is the same segment), so that /api/../admin is routed, and forwarded,
-	// as /admin.
-	if strings.Contains(lower, "%2e") {
-		path = strings.NewReplacer("%2e", ".", "%2E", ".").Replace(path)
-	}
-	resolved := removeDotSegments(path)
+	resolved := normalize(path, merge)
 	if resolved != path {
 		e.C.Add(Normalized)
 	}
@@ -138,12 +145,12 @@ func (e *Edge) fix(r *http.Request, target string) (Reason, string, bool) {
 			return RejectSlash, "encoded slashes that form dot segments (like ..%2F) are ambiguous", false
 		}
 	}
-	if resolved != rawPath {
+	if resolved != rawPath || r.URL.Path == "" {
 		decoded, err := unescape(resolved)
 		if err != nil {
 			return RejectEscape, "invalid percent-encoding in the path", false
 		}
-		r.URL.Path, r.URL.RawPath = decoded, resolved
+		r.URL.Path, r.URL.RawPath, r.URL.Opaque = decoded, resolved, ""
 	}
 	if hasQuery && qre {
 		r.URL.RawQuery = query
@@ -205,11 +212,12 @@ func ishex(c byte) bool {
 	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
 }
 
-// reencode percent-encodes raw bytes >= 0x80 and spaces.
-func reencode(s string) (string, bool) {
+// reencode percent-encodes raw bytes >= 0x80, spaces and the bytes in
+// unsafe.
+func reencode(s string, unsafe *[256]bool) (string, bool) {
 	n := 0
 	for i := 0; i < len(s); i++ {
-		if s[i] >= 0x80 || s[i] == ' ' {
+		if c := s[i]; c >= 0x80 || c == ' ' || unsafe != nil && unsafe[c] {
 			n++
 		}
 	}
@@ -220,7 +228,7 @@ func reencode(s string) (string, bool) {
 	b := make([]byte, 0, len(s)+2*n)
 	for i := 0; i < len(s); i++ {
 		c := s[i]
-		if c >= 0x80 || c == ' ' {
+		if c >= 0x80 || c == ' ' || unsafe != nil && unsafe[c] {
 			b = append(b, '%', hexdigits[c>>4], hexdigits[c&15])
 			continue
 		}
@@ -229,48 +237,17 @@ func reencode(s string) (string, bool) {
 	return string(b), true
 }
 
-func hasDotSegment(p string) bool {
-	for seg := range strings.SplitSeq(p, "/") {
-		if seg == "." || seg == ".." {
-			return true
-		}
+// pathUnsafe are the printable bytes that net/url escapes in a path: a
+// raw path holding one is not forwarded as it is but escaped again from
+// its decoded form, which would lose the escapes it must keep (%2F), so
+// the edge encodes them first.
+var pathUnsafe = func() *[256]bool {
+	var t [256]bool
+	for _, c := range []byte("\"#<>^`{|}") {
+		t[c] = true
 	}
-	return false
-}
-
-// removeDotSegments is RFC 3986 section 5.2.4 for an absolute path: "."
-// segments go, ".." removes the segment before it, never above the root. A
-// trailing "/." or "/.." leaves a trailing slash.
-func removeDotSegments(p string) string {
-	if !hasDotSegment(p) {
-		return p
-	}
-	segs := strings.Split(p, "/")
-	out := make([]string, 0, len(segs))
-	for i, s := range segs {
-		last := i == len(segs)-1
-		switch s {
-		case ".":
-			if last {
-				out = append(out, "")
-			}
-		case "..":
-			if len(out) > 1 {
-				out = out[:len(out)-1]
-			}
-			if last {
-				out = append(out, "")
-			}
-		default:
-			out = append(out, s)
-		}
-	}
-	r := strings.Join(out, "/")
-	if !strings.HasPrefix(r, "/") {
-		r = "/" + r
-	}
-	return r
-}
+	return &t
+}()
 
 // unescape decodes percent-encodings (validated before).
 func unescape(s string) (string, error) {

@@ -24,6 +24,7 @@ var targets = []struct {
 	query         string
 	slashes       bool // holds encoded slashes: only routes that allow them take it
 	reason        Reason
+	keep          bool // merge_slashes: false
 }{
 	{in: "/plain/path?q=1", path: "/plain/path", fwdPath: "/plain/path", query: "q=1"},
 	{in: "/a%20b?q=caf%C3%A9", path: "/a b", fwdPath: "/a%20b", query: "q=caf%C3%A9"},
@@ -61,15 +62,40 @@ var targets = []struct {
 	{in: "/x?q=a%2Fb/../c", path: "/x", fwdPath: "/x", query: "q=a%2Fb/../c"},
 	{in: "/x?q=100%&s=\xc3\xa9", path: "/x", fwdPath: "/x", query: "q=100%&s=%C3%A9"},
 	{in: "/.well-known/acme", path: "/.well-known/acme", fwdPath: "/.well-known/acme"},
-	{in: "/img/https://cdn.example.com/caf\xc3\xa9.png", path: "/img/https://cdn.example.com/caf\xc3\xa9.png", fwdPath: "/img/https://cdn.example.com/caf%C3%A9.png"},
-	{in: "/go/http://x/../admin", path: "/go/http://admin", fwdPath: "/go/http://admin"},
+	{in: "/img/https://cdn.example.com/caf\xc3\xa9.png", path: "/img/https://cdn.example.com/caf\xc3\xa9.png", fwdPath: "/img/https://cdn.example.com/caf%C3%A9.png", keep: true},
+	{in: "/go/http://x/../admin", path: "/go/http://admin", fwdPath: "/go/http://admin", keep: true},
+	{in: "/img/https://cdn.example.com/a.png", path: "/img/https:/cdn.example.com/a.png", fwdPath: "/img/https:/cdn.example.com/a.png"},
+	// Runs of slashes are merged, before dot segments (as nginx does:
+	// /a//../b is /b), in the path alone.
+	{in: "//admin/x", path: "/admin/x", fwdPath: "/admin/x"},
+	{in: "///admin//x///?q=a//b", path: "/admin/x/", fwdPath: "/admin/x/", query: "q=a//b"},
+	{in: "/a//../b", path: "/b", fwdPath: "/b"},
+	{in: "/x/..//admin/x", path: "/admin/x", fwdPath: "/admin/x"},
+	{in: "/.//admin/x", path: "/admin/x", fwdPath: "/admin/x"},
+	{in: "/%2e//admin/x", path: "/admin/x", fwdPath: "/admin/x"},
+	{in: "http://site.test//admin/x?y=1", path: "/admin/x", fwdPath: "/admin/x", query: "y=1"},
+	{in: "http://site.test", path: "/", fwdPath: "/"},
+	{in: "//admin/x", path: "//admin/x", fwdPath: "//admin/x", keep: true},
+	{in: "/a//../b", path: "/a/b", fwdPath: "/a/b", keep: true},
+	// Encoded slashes are not slashes: not merged.
+	{in: "/q/%2F%2F/x", path: "/q////x", fwdPath: "/q/%2F%2F/x", slashes: true},
+	// Encoded unreserved characters are decoded, for the backend too;
+	// other encodings stay as sent.
+	{in: "/%61dmin/x", path: "/admin/x", fwdPath: "/admin/x"},
+	{in: "/%7Euser/%41%2d%5F%2E", path: "/~user/A-_.", fwdPath: "/~user/A-_."},
+	{in: "/a%3Bb/c%3fd/e%25f/g%20h", path: "/a;b/c?d/e%f/g h", fwdPath: "/a%3Bb/c%3fd/e%25f/g%20h"},
+	{in: "/%252e%252e/admin", path: "/%2e%2e/admin", fwdPath: "/%252e%252e/admin"},
+	{in: "/%2E%2e/%2e/admin", path: "/admin", fwdPath: "/admin"},
+	// Path parameters are part of the segment: "..;" is not a dot segment
+	// here (the proxy refuses it where it would change the route).
+	{in: "/a/..;/b", path: "/a/..;/b", fwdPath: "/a/..;/b"},
 }
 
 func TestTargets(t *testing.T) {
 	for _, c := range targets {
 		e := New(c.reject, nil, nil, nil)
 		r := request(c.in)
-		status, why, slashes := e.Check(r)
+		status, why, slashes := e.Check(r, !c.keep)
 		if status != c.status {
 			t.Errorf("%q: status %d (%s), want %d", c.in, status, why, c.status)
 			continue
@@ -111,7 +137,7 @@ func TestDenyUsesTheRealClient(t *testing.T) {
 		if c.xff != "" {
 			r.Header.Set("X-Forwarded-For", c.xff)
 		}
-		if got, _, _ := e.Check(r); got != c.want {
+		if got, _, _ := e.Check(r, true); got != c.want {
 			t.Errorf("%s xff %q: %d, want %d", c.remote, c.xff, got, c.want)
 		}
 	}
@@ -128,26 +154,47 @@ func FuzzCheck(f *testing.F) {
 		if _, err := url.ParseRequestURI(target); err != nil {
 			return // net/http refuses it before any handler
 		}
-		e := New(false, nil, nil, nil)
-		r := request(target)
-		status, _, slashes := e.Check(r)
-		if status != 0 {
-			return
-		}
-		// Whatever goes on is routed on the path it is forwarded with.
-		fwd := r.URL.EscapedPath()
-		back, err := url.PathUnescape(fwd)
-		if err == nil && back != r.URL.Path {
-			t.Fatalf("%q: routed on %q, forwarded %q", target, r.URL.Path, fwd)
-		}
-		// Encoded slashes are always flagged, and never hide a dot segment.
-		if EncodedSlashes(fwd) && !slashes {
-			t.Fatalf("%q: forwarded %q with encoded slashes, not flagged", target, fwd)
-		}
-		if slashes && hasDotSegment(strings.ReplaceAll(r.URL.Path, "\\", "/")) {
-			t.Fatalf("%q: routed on %q, a dot segment behind encoded slashes", target, r.URL.Path)
+		for _, merge := range []bool{true, false} {
+			checkTarget(t, target, merge)
 		}
 	})
+}
+
+func checkTarget(t *testing.T, target string, merge bool) {
+	e := New(false, nil, nil, nil)
+	r := request(target)
+	status, _, slashes := e.Check(r, merge)
+	if status != 0 {
+		return
+	}
+	// Whatever goes on is routed on the path it is forwarded with.
+	fwd := r.URL.EscapedPath()
+	back, err := url.PathUnescape(fwd)
+	if err == nil && back != r.URL.Path {
+		t.Fatalf("%q: routed on %q, forwarded %q", target, r.URL.Path, fwd)
+	}
+	// Encoded slashes are always flagged, and never hide a dot segment.
+	if EncodedSlashes(fwd) && !slashes {
+		t.Fatalf("%q: forwarded %q with encoded slashes, not flagged", target, fwd)
+	}
+	if slashes && hasDotSegment(strings.ReplaceAll(r.URL.Path, "\\", "/")) {
+		t.Fatalf("%q: routed on %q, a dot segment behind encoded slashes", target, r.URL.Path)
+	}
+	// The forwarded path is normal: no dot segment, no run of slashes
+	// when merging, no encoded unreserved character; a backend that
+	// normalises it as nginx does reads what was routed on.
+	if hasDotSegment(fwd) || merge && strings.Contains(fwd, "//") || decodeUnreserved(fwd) != fwd {
+		t.Fatalf("%q (merge %v): forwarded %q, not normalised", target, merge, fwd)
+	}
+	// ... and a fixed point: sent again, it is routed and forwarded as is.
+	again := fwd
+	if r.URL.RawQuery != "" {
+		again += "?" + r.URL.RawQuery
+	}
+	r2 := request(again)
+	if st, _, _ := e.Check(r2, merge); st != 0 || r2.URL.Path != r.URL.Path || r2.URL.EscapedPath() != fwd {
+		t.Fatalf("%q (merge %v): forwarded %q, which is routed on %q (status %d), forwarded %q", target, merge, again, r2.URL.Path, st, r2.URL.EscapedPath())
+	}
 }
 
 func BenchmarkCheckClean(b *testing.B) {
@@ -155,6 +202,6 @@ func BenchmarkCheckClean(b *testing.B) {
 	r := request("/api/v1/users/42?include=profile&limit=10")
 	b.ReportAllocs()
 	for b.Loop() {
-		e.Check(r)
+		e.Check(r, true)
 	}
 }

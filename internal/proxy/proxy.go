@@ -174,7 +174,8 @@ type Listener struct {
 	// Table chooses the route. Required.
 	Table *route.Table[*Route]
 	// MergeSlashes merges repeated slashes in the path before routing
-	// (nginx merge_slashes); the backend gets the merged path.
+	// (nginx merge_slashes), at the edge, with the rest of the path's
+	// normalisation; the backend gets the merged path.
 	MergeSlashes bool
 	// Challenge answers ACME HTTP-01 challenges (before any redirect);
 	// nil means none.
@@ -215,7 +216,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	status, why, slashes := snap.Edge.Check(r)
+	status, why, slashes := snap.Edge.Check(r, ln.MergeSlashes)
 	if status == 0 && snap.Instance != "" && isLoop(r.Header, snap.Instance) {
 		snap.Edge.C.Add(edge.RejectLoop)
 		status, why = http.StatusLoopDetected, "this request has come through this sturdy "+strconv.Itoa(maxSelfPasses)+" times already; a pool probably points back at one of its own listeners"
@@ -235,15 +236,21 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if ln.HSTS != nil {
 		w.Header()["Strict-Transport-Security"] = ln.HSTS
 	}
-	if ln.MergeSlashes {
-		mergeSlashes(r)
-	}
-	e, found := ln.Table.MatchRequest(r)
+	e, slash, found := ln.Table.Resolve(r)
 	if !found {
 		snap.Edge.C.Answered(writeNoRoute(w))
 		return
 	}
 	rt := e.Value
+	if slash {
+		rt.Stats.observe(addSlash(w, r, scheme(h.TLS)[0]), 0, time.Now().UnixNano(), false)
+		return
+	}
+	if p, ok := edge.WithoutParams(r.URL.Path); ok && !sameRoute(ln.Table, r, p, e) {
+		snap.Edge.C.Add(edge.RejectParams)
+		rt.Stats.observe(writeEdgeError(w, http.StatusBadRequest, rt.Name, "path parameters (;) are ambiguous here: a backend that removes them (as Java servlet containers do) would read a path that another route serves"), 0, time.Now().UnixNano(), false)
+		return
+	}
 	if rt.Rematch != nil {
 		if r, rt = h.rematch(w, r, snap, ln, rt); rt == nil {
 			return
@@ -348,4 +355,34 @@ func (fw *forwarder) serveAdmitted(w http.ResponseWriter) {
 		return
 	}
 	fw.serve()
+}
+
+// sameRoute reports whether r, with its path read as p, takes the route
+// of e: what a path's parameters (";...") may change is nothing at all.
+func sameRoute(t *route.Table[*Route], r *http.Request, p string, e *route.Entry[*Route]) bool {
+	r2 := *r
+	u := *r.URL
+	u.Path = p
+	r2.URL = &u
+	e2, _ := t.MatchRequest(&r2)
+	return e2 == e
+}
+
+// addSlash answers a prefix route's path asked for without its trailing
+// slash with a redirect to the path with it, query kept, as nginx does for
+// a prefix location ending in "/": an absolute URL on the client's Host,
+// as nginx writes it (absolute_redirect on, server_name_in_redirect off).
+func addSlash(w http.ResponseWriter, r *http.Request, scheme string) int {
+	loc := scheme + "://" + r.Host + r.URL.EscapedPath() + "/"
+	if r.Host == "" {
+		loc = r.URL.EscapedPath() + "/" // HTTP/1.0 without Host: relative
+	}
+	if r.URL.RawQuery != "" {
+		loc += "?" + r.URL.RawQuery
+	}
+	h := w.Header()
+	h["Location"] = []string{loc}
+	h["Content-Length"] = []string{"0"}
+	w.WriteHeader(http.StatusMovedPermanently)
+	return http.StatusMovedPermanently
 }

@@ -165,6 +165,7 @@ type request struct {
 	host, path, method string
 	header             http.Header
 	rawQuery           string
+	slash              bool // look for a SlashRedirect route (Resolve)
 }
 
 func (m *Match) conditions(q *request) bool {

@@ -42,7 +42,12 @@ type Entry[T any] struct {
 	Path    string
 	Match   Match
 	Default bool
-	Value   T
+	// SlashRedirect makes a Prefix or StartsWith route whose path ends in
+	// "/" (not "/" itself) answer its path without the slash ("/admin"
+	// for "/admin/") with a redirect to it, as nginx does for a prefix
+	// location ending in "/" (see Resolve).
+	SlashRedirect bool
+	Value         T
 
 	order int // config order, set by New
 }
@@ -52,6 +57,9 @@ type group[T any] struct {
 	exact    map[string][]*Entry[T] // by path; conditions, then config order
 	prefixes []*Entry[T]            // longest first; conditions, then config order
 	regexes  []*Entry[T]            // conditions, then config order
+	// slashed holds the SlashRedirect routes by their path without its
+	// trailing slash; conditions, then config order.
+	slashed map[string][]*Entry[T]
 }
 
 type wildcard[T any] struct {
@@ -129,6 +137,12 @@ func (g *group[T]) add(e *Entry[T]) {
 		g.regexes = append(g.regexes, e)
 	default:
 		g.prefixes = append(g.prefixes, e)
+		if v := e.Match.Path.Value; e.SlashRedirect && len(v) > 1 && v[len(v)-1] == '/' {
+			if g.slashed == nil {
+				g.slashed = map[string][]*Entry[T]{}
+			}
+			g.slashed[v[:len(v)-1]] = append(g.slashed[v[:len(v)-1]], e)
+		}
 	}
 }
 
@@ -140,6 +154,9 @@ func (g *group[T]) sort() {
 		return cmp.Or(cmp.Compare(len(b.Match.Path.Value), len(a.Match.Path.Value)), byConditions(a, b))
 	})
 	slices.SortStableFunc(g.regexes, byConditions)
+	for _, es := range g.slashed {
+		slices.SortStableFunc(es, byConditions)
+	}
 }
 
 // byConditions orders entries equal on path: more specific conditions
@@ -158,33 +175,92 @@ func (t *Table[T]) Match(host, path string) (*Entry[T], bool) {
 // MatchRequest returns the route for r: its Host, its path (decoded, as
 // r.URL.Path holds it), method, headers and query.
 func (t *Table[T]) MatchRequest(r *http.Request) (*Entry[T], bool) {
-	return t.match(&request{host: r.Host, path: r.URL.Path, method: r.Method, header: r.Header, rawQuery: r.URL.RawQuery})
+	e, _, ok := t.resolve(&request{host: r.Host, path: r.URL.Path, method: r.Method, header: r.Header, rawQuery: r.URL.RawQuery})
+	return e, ok
+}
+
+// Resolve is MatchRequest for a request about to be answered. When r's
+// path is a SlashRedirect route's path without its trailing slash
+// ("/admin" for "/admin/") and no route matches the path itself more
+// closely (an exact path, a regex, a prefix at least as long: "/admin"
+// is then served, not redirected), it returns that route and slash
+// true: the answer is a redirect to the path with the slash.
+func (t *Table[T]) Resolve(r *http.Request) (e *Entry[T], slash, found bool) {
+	return t.resolve(&request{host: r.Host, path: r.URL.Path, method: r.Method, header: r.Header, rawQuery: r.URL.RawQuery, slash: true})
 }
 
 func (t *Table[T]) match(q *request) (*Entry[T], bool) {
+	e, _, ok := t.resolve(q)
+	return e, ok
+}
+
+// resolve walks the host groups: a group's close match is the answer; a
+// weak one (a shorter prefix), or none, gives way to a redirect of that
+// group or, failing one, of a later group.
+func (t *Table[T]) resolve(q *request) (e *Entry[T], slash, found bool) {
+	var redirect *Entry[T]
+	try := func(g *group[T]) *Entry[T] {
+		e, r := g.match(q)
+		if r != nil && redirect == nil {
+			redirect = r
+		}
+		if e != nil && (redirect == nil || !weak(e, q.path)) {
+			return e
+		}
+		return nil
+	}
 	host := normalizeHost(q.host)
 	if g, ok := t.exact[host]; ok {
-		if e := g.match(q); e != nil {
-			return e, true
+		if e := try(g); e != nil {
+			return e, false, true
 		}
 	}
-	for _, w := range t.wild {
-		if len(host) > len(w.suffix) && strings.HasSuffix(host, w.suffix) {
-			if e := w.g.match(q); e != nil {
-				return e, true
+	if redirect == nil {
+		for _, w := range t.wild {
+			if len(host) > len(w.suffix) && strings.HasSuffix(host, w.suffix) {
+				if e := try(w.g); e != nil {
+					return e, false, true
+				}
 			}
 		}
 	}
-	if e := t.any.match(q); e != nil {
-		return e, true
+	if redirect == nil {
+		if e := try(t.any); e != nil {
+			return e, false, true
+		}
+	}
+	if redirect != nil {
+		return redirect, true, true
 	}
 	if t.def != nil {
-		return t.def, true
+		return t.def, false, true
 	}
-	return nil, false
+	return nil, false, false
 }
 
-func (g *group[T]) match(q *request) *Entry[T] {
+// weak reports whether e matches path only as a shorter prefix: a
+// redirect to the path with a slash serves the client better.
+func weak[T any](e *Entry[T], path string) bool {
+	k := e.Match.Path.Kind
+	return (k == Prefix || k == StartsWith) && len(e.Match.Path.Value) < len(path)
+}
+
+// match returns the group's route for q and, when q asks for redirects
+// and the route is none or weak, the group's SlashRedirect route for it.
+func (g *group[T]) match(q *request) (*Entry[T], *Entry[T]) {
+	e := g.route(q)
+	if !q.slash || g.slashed == nil || e != nil && !weak(e, q.path) {
+		return e, nil
+	}
+	for _, r := range g.slashed[q.path] {
+		if r.Match.conditions(q) {
+			return e, r
+		}
+	}
+	return e, nil
+}
+
+func (g *group[T]) route(q *request) *Entry[T] {
 	if g.exact != nil {
 		for _, e := range g.exact[q.path] {
 			if e.Match.conditions(q) {

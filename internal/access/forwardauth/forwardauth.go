@@ -165,10 +165,10 @@ func (a *Auth) Check(r *http.Request, o Origin) Verdict {
 			sub.Header[k] = vs
 		}
 	}
+	// The path the route judged and the backend gets (normalised at the
+	// edge), not the target as sent: the auth service must decide about
+	// the request that is served.
 	uri := r.URL.RequestURI()
-	if r.RequestURI != "" {
-		uri = r.RequestURI
-	}
 	proto := o.Proto
 	if proto == "" {
 		proto = "http"

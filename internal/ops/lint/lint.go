@@ -25,6 +25,7 @@ func check(c *config.Config, e env) []Warning {
 	l.routes()
 	l.routing()
 	l.grpcCatchAll()
+	l.slashes()
 	l.pools()
 	l.selfLoops()
 	l.fileLimit()

@@ -183,3 +183,31 @@ pools:
 		}
 	}
 }
+
+// merge_slashes: false beside a protected path is a warning; the default,
+// or a listener without protected routes, says nothing.
+func TestKeptSlashesBesideAProtectedPath(t *testing.T) {
+	c, err := config.Parse([]byte(`
+listeners:
+  - { name: web, listen: 127.0.0.1:8080, merge_slashes: false }
+  - { name: merged, listen: 127.0.0.1:8081 }
+  - { name: objects, listen: 127.0.0.1:8082, merge_slashes: false }
+routes:
+  - { name: admin, path: /admin/, pool: web, listeners: [web, merged], access: [ { deny: all } ] }
+  - { name: site, default: true, pool: web }
+pools:
+  - { name: web, hosts: [ { addr: 127.0.0.1:9001 } ] }
+`), "slashes.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, w := range Check(c) {
+		if strings.Contains(w.Path, "merge_slashes") {
+			got = append(got, w.Error())
+		}
+	}
+	if len(got) != 1 || !strings.Contains(got[0], `slashes.yaml:3: listeners[0].merge_slashes: listener "web" keeps repeated slashes, and route "admin" protects a path with access rules: a request like //admin/`) {
+		t.Errorf("warnings about merge_slashes: %q; want one, about listener web and route admin", got)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"os"
 	"strconv"
+	"strings"
 
 	"github.com/sturdyproxy/sturdy/internal/proxy/compress"
 )
@@ -46,7 +47,69 @@ func (h *Handler) serveFile(w http.ResponseWriter, r *http.Request, root *os.Roo
 	if h.cacheControl != nil {
 		hdr["Cache-Control"] = h.cacheControl
 	}
+	if v := r.Header["Range"]; len(v) > 0 {
+		if rng, changed := byteRanges(v[0], fi.Size()); changed {
+			r = withRange(r, rng)
+		}
+	}
 	http.ServeContent(w, r, "", fi.ModTime(), f)
+}
+
+// byteRanges is the Range value v as ServeContent should read it, and
+// whether that differs from v. ServeContent answers a unit other than
+// "bytes" with 416, where RFC 9110 section 14.2 (and nginx) ignore it: ""
+// drops it. It takes the unit's name case-sensitively: it is written
+// "bytes" here. And it serves a zero-length suffix ("-0") as a range
+// that ends before it starts: such a range cannot be satisfied (section
+// 14.1.1), so it is left out, and a set of nothing else becomes one
+// that starts at the end, which ServeContent answers 416 with
+// Content-Range "bytes */size" (or ignores for a failed If-Range).
+func byteRanges(v string, size int64) (string, bool) {
+	unit, set, ok := strings.Cut(v, "=")
+	if !ok || !strings.EqualFold(strings.TrimSpace(unit), "bytes") {
+		return "", true
+	}
+	zero := false
+	for spec := range strings.SplitSeq(set, ",") {
+		zero = zero || zeroSuffix(strings.TrimSpace(spec))
+	}
+	if !zero {
+		if unit == "bytes" {
+			return v, false // the common case: allocates nothing
+		}
+		return "bytes=" + set, true
+	}
+	var kept []string
+	for spec := range strings.SplitSeq(set, ",") {
+		if !zeroSuffix(strings.TrimSpace(spec)) {
+			kept = append(kept, spec)
+		}
+	}
+	if len(kept) == 0 {
+		return "bytes=" + strconv.FormatInt(size, 10) + "-", true
+	}
+	return "bytes=" + strings.Join(kept, ","), true
+}
+
+// zeroSuffix reports a suffix range of no bytes: "-0", "-00", ...
+func zeroSuffix(s string) bool {
+	if len(s) < 2 || s[0] != '-' {
+		return false
+	}
+	return strings.Trim(s[1:], "0") == ""
+}
+
+// withRange is r with Range set to v ("" removes it), on a copy of its
+// header: the client's request is not changed.
+func withRange(r *http.Request, v string) *http.Request {
+	r2 := *r
+	r2.Header = r.Header.Clone()
+	if v == "" {
+		delete(r2.Header, "Range")
+	} else {
+		r2.Header["Range"] = []string{v}
+	}
+	return &r2
 }
 
 // etag is a strong validator from the file's modification time (to the

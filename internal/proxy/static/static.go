@@ -159,11 +159,14 @@ func (h *Handler) Serve(w http.ResponseWriter, r *http.Request, p string) (serve
 		if root == nil {
 			continue // the directory is not there (yet)
 		}
-		name := expand(t, rel)
+		name, asDir := expand(t, rel)
 		var done bool
-		if t.Kind == config.TryDir {
+		switch {
+		case t.Kind == config.TryDir:
 			done = h.tryDir(w, r, root, name, t, p)
-		} else {
+		case asDir:
+			// /a.txt/ names a directory: a file is not it (nginx: 404).
+		default:
 			done = h.tryFile(w, r, root, name)
 		}
 		if done {
@@ -233,17 +236,19 @@ func hasDotfile(p string) bool {
 }
 
 // expand turns an entry into a name for os.Root: relative, cleaned, "."
-// for the directory itself.
-func expand(t config.TryFile, rel string) string {
-	name := t.Before
+// for the directory itself. asDir reports that the name ended in a slash
+// before it was cleaned: only a directory can be it.
+func expand(t config.TryFile, rel string) (name string, asDir bool) {
+	name = t.Before
 	if t.HasURI {
 		name = t.Before + rel + t.After
 	}
+	asDir = strings.HasSuffix(name, "/")
 	name = strings.TrimPrefix(path.Clean("/"+name), "/")
 	if name == "" {
-		return "."
+		return ".", asDir
 	}
-	return name
+	return name, asDir
 }
 
 // tryFile serves name if it is a regular file; it reports whether it

@@ -324,3 +324,80 @@ func TestSwitchedReleaseSymlinkIsFollowed(t *testing.T) {
 		t.Errorf("release 2: %q", r.body)
 	}
 }
+
+// Ranges as RFC 9110 section 14 and nginx read them: a suffix of zero
+// bytes cannot be satisfied (416, not a 206 with an upside-down
+// Content-Range); a unit other than bytes is ignored (the whole file);
+// the unit's name is case-insensitive.
+func TestRangesNginxAndTheRFCAgreeOn(t *testing.T) {
+	dir := t.TempDir()
+	tree(t, dir, map[string]string{"data.txt": "0123456789abcdefghij"})
+	h, _ := compile(t, route{static: "root: " + dir})
+	url := start(t, h, nil) + "/data.txt"
+	for _, tc := range []struct {
+		rng, ifRange string
+		status       int
+		body, cr     string
+	}{
+		{rng: "bytes=-0", status: 416, cr: "bytes */20"},
+		{rng: "bytes=-00", status: 416, cr: "bytes */20"},
+		{rng: "bytes= -0 ", status: 416, cr: "bytes */20"},
+		{rng: "bytes=-0,-0", status: 416, cr: "bytes */20"},
+		{rng: "bytes=-0,2-5", status: 206, body: "2345", cr: "bytes 2-5/20"},
+		{rng: "bytes=-0", ifRange: `"old"`, status: 200, body: "0123456789abcdefghij"},
+		{rng: "bytes=-3", status: 206, body: "hij", cr: "bytes 17-19/20"},
+		{rng: "items=0-5", status: 200, body: "0123456789abcdefghij"},
+		{rng: "none", status: 200, body: "0123456789abcdefghij"},
+		{rng: "Bytes=2-5", status: 206, body: "2345", cr: "bytes 2-5/20"},
+		{rng: "BYTES=-0", status: 416, cr: "bytes */20"},
+	} {
+		hdr := []string{"Range: " + tc.rng}
+		if tc.ifRange != "" {
+			hdr = append(hdr, "If-Range: "+tc.ifRange)
+		}
+		r := get(t, "GET", url, hdr...)
+		if r.status != tc.status || tc.body != "" && r.body != tc.body || r.header.Get("Content-Range") != tc.cr {
+			t.Errorf("Range: %s (If-Range %q): %d %q Content-Range %q; want %d %q %q", tc.rng, tc.ifRange, r.status, r.body, r.header.Get("Content-Range"), tc.status, tc.body, tc.cr)
+		}
+	}
+}
+
+// A file asked for as a directory (a trailing slash) is not there, as in
+// nginx; the directory redirect and index files are unchanged.
+func TestAFileWithATrailingSlashIsNotFound(t *testing.T) {
+	dir := t.TempDir()
+	tree(t, dir, map[string]string{"files/a.txt": "a", "files/docs/index.html": "docs", "index.html": "spa"})
+	for _, tc := range []struct {
+		name   string
+		rt     route
+		status int
+		body   string
+	}{
+		{"root", route{static: "root: " + dir}, 404, ""},
+		{"alias", route{path: "/files/", static: "alias: " + filepath.Join(dir, "files")}, 404, ""},
+		{"then the pool", route{pool: true, static: "root: " + dir}, 200, poolBody},
+		{"then a fallback file", route{static: "root: " + dir + ", try_files: [ $uri, /index.html ]"}, 200, "spa"},
+	} {
+		url := start(t, mustCompile(t, tc.rt), nil)
+		if r := get(t, "GET", url+"/files/a.txt/"); r.status != tc.status || tc.body != "" && r.body != tc.body {
+			t.Errorf("%s: /files/a.txt/: %d %q; want %d %q", tc.name, r.status, r.body, tc.status, tc.body)
+		}
+		if r := get(t, "GET", url+"/files/a.txt"); tc.name != "then a fallback file" && (r.status != 200 || r.body != "a") {
+			t.Errorf("%s: /files/a.txt: %d %q", tc.name, r.status, r.body)
+		}
+		if tc.name == "root" {
+			if r := get(t, "GET", url+"/files/docs/"); r.status != 200 || r.body != "docs" {
+				t.Errorf("%s: /files/docs/: %d %q", tc.name, r.status, r.body)
+			}
+		}
+	}
+}
+
+func mustCompile(t *testing.T, rt route) *Handler {
+	t.Helper()
+	h, errs := compile(t, rt)
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	return h
+}

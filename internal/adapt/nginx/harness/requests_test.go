@@ -135,8 +135,10 @@ func hostNames(srv *nginx.Server) []string {
 // edgePaths are paths at the edge of a location's match, where nginx's
 // matching is easy to get wrong: a prefix location without a trailing
 // slash also matches the path with more characters (/api matches /apix),
-// an exact location does not match the path with one more slash, a
-// case-insensitive regex matches its sample in upper case.
+// one with a trailing slash that proxies redirects its path without it
+// (/api for /api/), an exact location does not match the path with
+// one more slash, a case-insensitive regex matches its sample in upper
+// case.
 func edgePaths(l *nginx.Location) []string {
 	switch {
 	case l.Named, l.Path == "/":
@@ -157,6 +159,8 @@ func edgePaths(l *nginx.Location) []string {
 		return nil
 	case !strings.HasSuffix(l.Path, "/"):
 		return []string{l.Path + "x"}
+	case l.ProxyPass != nil:
+		return []string{strings.TrimSuffix(l.Path, "/")}
 	}
 	return nil
 }

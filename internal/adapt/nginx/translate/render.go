@@ -197,8 +197,10 @@ func (t *translator) renderListener(ln *listener) *yaml.Node {
 		}
 		set(m, "redirect_https", rm, wrapComment([]string{ln.redirectNote}), "")
 	}
-	if !ln.keepSlashes {
-		set(m, "merge_slashes", yes(), "", "nginx merge_slashes on (its default)")
+	if ln.keepSlashes {
+		// Merging is sturdy's default too; only a listener shared with a
+		// server that kept slashes must say so.
+		set(m, "merge_slashes", no(), "", "nginx merge_slashes off on a server here")
 	}
 	if ln.proxyProtocol {
 		set(m, "proxy_protocol", str(config.ProxyProtocolRequired), "", "nginx listen ... proxy_protocol, from trusted_proxies")
@@ -309,6 +311,9 @@ func (t *translator) renderRoute(r *route) *yaml.Node {
 			set(cm, "stale_if_error_max", str("0s"), "", "")
 		}
 		set(m, "cache", cm, wrapComment([]string{c.comment}), "")
+	}
+	if r.keepNoSlash && r.slashPrefix() {
+		set(m, "trailing_slash_redirect", no(), "", "nginx redirects a path without its trailing slash only for a location that proxies")
 	}
 	return m
 }
@@ -534,6 +539,19 @@ func renderRuleSet(setRules, addRules []headerRule, remove []string) *yaml.Node 
 // plainPrefix reports a starts_with match that sturdy's plain path prefix
 // says as well: "/" or a prefix ending in "/" (which matches what is below
 // it), unless a rewrite replaces its characters.
+// slashPrefix reports whether sturdy redirects the route's path without its
+// trailing slash: a prefix (or starts_with) route ending in "/".
+func (r *route) slashPrefix() bool {
+	p := r.path
+	if pm := r.match; pm != nil {
+		p = pm.StartsWith
+		if p == "" {
+			p = pm.Prefix
+		}
+	}
+	return len(p) > 1 && strings.HasSuffix(p, "/")
+}
+
 func (r *route) plainPrefix() bool {
 	pm := r.match
 	return pm.StartsWith != "" && !pm.BeforeRegex && strings.HasSuffix(pm.StartsWith, "/") &&

@@ -62,6 +62,19 @@ type route struct {
 	backends   []backendPlan // several pools (maps.go); pool is then the first
 	// block is the nginx block the route was made from (nil for a server's catch-all).
 	block *Block
+	// keepNoSlash is set for a route of a location that does not pass its
+	// requests on (files, a return): nginx redirects /x to /x/ only for
+	// one that does, so the route turns sturdy's redirect off.
+	keepNoSlash bool
+}
+
+// passers are the directives that make nginx redirect a prefix location's
+// path without its trailing slash to the path with it.
+var passers = []string{"proxy_pass", "fastcgi_pass", "uwsgi_pass", "scgi_pass", "memcached_pass", "grpc_pass"}
+
+// passes reports whether location l passes its requests on itself.
+func passes(l *nginx.Location) bool {
+	return slices.ContainsFunc(passers, func(n string) bool { return len(l.Local(n)) > 0 })
 }
 
 // routeCache is what proxy_cache and proxy_cache_use_stale become.
@@ -225,6 +238,7 @@ func (t *translator) emit(c *locCtx) int {
 	var names []string
 	for _, r := range routes {
 		r.block = b
+		r.keepNoSlash = c.loc != nil && !passes(c.loc)
 		if n := t.addRoute(r); n != "" {
 			names = append(names, n)
 		}

@@ -11,10 +11,9 @@ import (
 )
 
 // nginx merges repeated slashes before it chooses a location (merge_slashes
-// on): //admin/x is location /admin/'s. A listener whose every server
-// merged them gets merge_slashes: true, and sturdy merges them too. On a
-// listener shared with a server that had merge_slashes off, sturdy matches
-// the path as sent, so //admin/x would miss a protected /admin/ route and
+// on): //admin/x is location /admin/'s. sturdy merges them too, by
+// default. A listener shared with a server that had merge_slashes off gets
+// merge_slashes: false, and there sturdy matches the path as sent, so //admin/x would miss a protected /admin/ route and
 // reach a wider one: there each protected prefix or exact route gets a
 // companion regex route for its path written with a repeated slash, which
 // refuses: narrower than nginx, never wider.
@@ -58,8 +57,7 @@ func mergesSlashes(srv *nginx.Server) bool {
 }
 
 // listenersMerge reports whether every listener named merges slashes
-// (merge_slashes: true): only when every server on it had nginx merge
-// them. Elsewhere a protected route keeps its companion refusal route.
+// (sturdy's default): only when every server on it had nginx merge them. Elsewhere a protected route keeps its companion refusal route.
 func (t *translator) listenersMerge(names []string) bool {
 	if len(names) == 0 {
 		return false
