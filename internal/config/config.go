@@ -148,6 +148,13 @@ type Listener struct {
 	// path is routed and forwarded as sent.
 	MergeSlashes bool   `yaml:"merge_slashes"`
 	HTTP3        *HTTP3 `yaml:"http3"` // HTTP/3 over QUIC beside a TLS listener; default none
+	// AllowUnderscoresInHeaders keeps request header fields whose names
+	// hold "_" (X_Forwarded_For, x_auth_user). Default false: they are
+	// dropped at the edge, before routing, access rules and forwarding, as
+	// nginx's underscores_in_headers off, because a backend that maps "_"
+	// to "-" (CGI, WSGI, Rack, PHP) cannot tell them from the fields
+	// sturdy sets.
+	AllowUnderscoresInHeaders bool `yaml:"allow_underscores_in_headers"`
 	// Frontend picks the HTTP/1.1 server of a plain listener: native,
 	// sturdy's own (internal/wire/h1), which hands anything unusual to
 	// net/http's on the same connection, or net/http. Default: native on

@@ -171,6 +171,10 @@ type Listener struct {
 	// MergeSlashes merges repeated slashes in the path before routing
 	// (nginx merge_slashes); the backend gets the merged path.
 	MergeSlashes bool
+	// AllowUnderscores keeps request header fields whose names hold "_";
+	// otherwise they are dropped before anything reads the header
+	// (underscores.go).
+	AllowUnderscores bool
 	// Challenge answers ACME HTTP-01 challenges (before any redirect);
 	// nil means none.
 	Challenge func(http.ResponseWriter, *http.Request) bool
@@ -219,6 +223,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		snap.Edge.C.Answered(status)
 		writeText(w, status, strconv.Itoa(status)+" "+http.StatusText(status)+": "+why+".\n")
 		return
+	}
+	if !ln.AllowUnderscores && dropUnderscored(r.Header) {
+		snap.Edge.C.Add(edge.DroppedUnderscore)
 	}
 	if ln.Challenge != nil && ln.Challenge(w, r) {
 		return
