@@ -5,6 +5,7 @@ import (
 	"net/netip"
 	"strings"
 
+	"github.com/sturdyproxy/sturdy/internal/edge"
 	"github.com/sturdyproxy/sturdy/internal/edge/certs"
 	"golang.org/x/net/http/httpguts"
 )
@@ -40,7 +41,7 @@ var via = []string{"1.1 sturdy"}
 // with X-Forwarded-* and Via set by us. Because the forwarding fields are
 // set after the Connection-named ones are dropped, a client cannot use
 // "Connection: X-Forwarded-For" to strip ours.
-func outboundHeader(r *http.Request, tls, peerTrusted bool, untrusted map[string]struct{}) http.Header {
+func outboundHeader(r *http.Request, tls, peerTrusted bool, trusted []netip.Prefix, untrusted map[string]struct{}) http.Header {
 	in := r.Header
 	out := make(http.Header, len(in)+6)
 	conn := in["Connection"]
@@ -69,8 +70,8 @@ func outboundHeader(r *http.Request, tls, peerTrusted bool, untrusted map[string
 		out["Upgrade"] = []string{up}
 	}
 
-	// One backing array for the values set here: one allocation, not five.
-	vals := make([]string, 5)
+	// One backing array for the values set here: one allocation, not six.
+	vals := make([]string, 6)
 	set := func(k, v string) {
 		vals[0] = v
 		out[k] = vals[0:1:1]
@@ -81,6 +82,11 @@ func outboundHeader(r *http.Request, tls, peerTrusted bool, untrusted map[string
 		// Believe what the trusted proxy in front of us said, and add it.
 		if prior := out["X-Forwarded-For"]; len(prior) > 0 {
 			set("X-Forwarded-For", strings.Join(prior, ", ")+", "+peerIP)
+			// X-Real-IP is the client sturdy itself resolved from that
+			// chain, the one its limits and keys judge, not the proxy's
+			// address nor a value the proxy passed on beside the chain.
+			ip, _ := edge.ClientIP(r, trusted)
+			set("X-Real-Ip", ip.String())
 		} else {
 			set("X-Forwarded-For", peerIP)
 		}

@@ -133,3 +133,29 @@ func TestMoreIdentityHeadersAreDroppedFromClients(t *testing.T) {
 		}
 	}
 }
+
+// Behind trusted proxies, X-Real-IP is the client sturdy resolved from
+// X-Forwarded-For (the address its limits and keys judge), not the
+// nearest proxy's; a proxy's own X-Real-IP is kept only when it sent no
+// chain to resolve.
+func TestRealIPIsTheResolvedClient(t *testing.T) {
+	t.Parallel()
+	for _, fe := range frontEnds() {
+		t.Run(fe, func(t *testing.T) {
+			_, web, _ := startEdgeHeaders(t, fe)
+			for _, tc := range []struct{ from, fields, want string }{
+				{"127.0.31.8", "X-Forwarded-For: 203.0.113.5\r\n", "203.0.113.5"},
+				{"127.0.31.8", "X-Forwarded-For: 198.51.100.1, 127.0.31.9\r\n", "198.51.100.1"},
+				{"127.0.31.8", "X-Forwarded-For: 203.0.113.5\r\nX-Real-IP: 192.0.2.99\r\n", "203.0.113.5"},
+				{"127.0.31.8", "X-Real-IP: 192.0.2.7\r\n", "192.0.2.7"},
+				{"127.0.31.8", "", "127.0.31.8"},
+				{"127.0.31.5", "X-Forwarded-For: 203.0.113.5\r\nX-Real-IP: 192.0.2.99\r\n", "127.0.31.5"},
+			} {
+				_, h, _ := echoExchange(t, tc.from, web, "GET /x HTTP/1.1\r\nHost: site.test\r\n"+tc.fields+"\r\n")
+				if got := h.Get("X-Real-Ip"); got != tc.want {
+					t.Errorf("from %s with %q: X-Real-Ip %q, want %q", tc.from, tc.fields, got, tc.want)
+				}
+			}
+		})
+	}
+}
