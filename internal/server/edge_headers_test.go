@@ -159,3 +159,47 @@ func TestRealIPIsTheResolvedClient(t *testing.T) {
 		})
 	}
 }
+
+// A request trailer may not carry what is decided from the header
+// (RFC 9110 6.5.1): Host, framing, authentication, cookies, conditionals,
+// content format, nor the fields that name the client. Those are dropped
+// on the way to the backend, on a route that reads bodies whole and on
+// one that streams them; the rest of the trailer goes on.
+func TestForbiddenRequestTrailersAreDropped(t *testing.T) {
+	t.Parallel()
+	forbidden := []string{"Host", "Authorization", "Cookie", "If-None-Match", "Range", "Content-Type", "Content-Encoding",
+		"X-Forwarded-For", "X-Real-Ip", "X-Client-Cert-Subject", "X_user", "X-Original-Url"}
+	for _, fe := range frontEnds() {
+		t.Run(fe, func(t *testing.T) {
+			s, web, _ := startEdgeHeaders(t, fe)
+			for _, path := range []string{"/buffered", "/stream/x"} {
+				before := s.edge.Count(edge.DroppedTrailer)
+				var tr strings.Builder
+				for _, k := range forbidden {
+					tr.WriteString(k + ": evil\r\n")
+				}
+				raw := "POST " + path + " HTTP/1.1\r\nHost: site.test\r\nTransfer-Encoding: chunked\r\n" +
+					"Trailer: X-Checksum, Host, Authorization\r\n\r\n" +
+					"5\r\nhello\r\n0\r\nX-Checksum: abc\r\n" + tr.String() + "\r\n"
+				st, h, trailer := echoExchange(t, "127.0.31.6", web, raw)
+				if st != 200 {
+					t.Fatalf("%s: status %d", path, st)
+				}
+				if trailer.Get("X-Checksum") != "abc" {
+					t.Errorf("%s: the allowed trailer was lost: %v", path, trailer)
+				}
+				for _, k := range forbidden {
+					if v, ok := trailer[k]; ok {
+						t.Errorf("%s: trailer %s reached the backend: %q", path, k, v)
+					}
+				}
+				if strings.Contains(h.Get("Trailer"), "Host") {
+					t.Errorf("%s: the backend was announced a Host trailer: %q", path, h.Get("Trailer"))
+				}
+				if got := s.edge.Count(edge.DroppedTrailer) - before; got != 1 {
+					t.Errorf("%s: %d requests counted as forbidden_trailer, want 1", path, got)
+				}
+			}
+		})
+	}
+}
