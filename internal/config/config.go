@@ -241,6 +241,10 @@ type Route struct {
 	Mirror            *Mirror     `yaml:"mirror"`      // copies of requests to another pool
 	RequestID         *RequestID  `yaml:"request_id"`  // overrides the top-level request_id
 	ErrorPages        []ErrorPage `yaml:"error_pages"` // nginx error_page + proxy_intercept_errors
+	// Upgrades are the protocols a client may switch to through the route
+	// (the Upgrade field, answered 101 by the backend). Default
+	// [websocket]; [] allows none. h2c is never allowed (protocols.go).
+	Upgrades []string `yaml:"upgrades"`
 }
 
 // Timeouts of a route.

@@ -35,7 +35,7 @@ func (f *forwarder) prepare() failure {
 		Proto:         "HTTP/1.1",
 		ProtoMajor:    1,
 		ProtoMinor:    1,
-		Header:        outboundHeader(r, f.h.TLS, f.peerTrusted(), f.snap.Trusted, f.snap.Untrusted),
+		Header:        outboundHeader(r, f.h.TLS, f.peerTrusted(), f.snap.Trusted, f.snap.Untrusted, f.up),
 		ContentLength: r.ContentLength,
 		Host:          r.Host,
 	}

@@ -71,6 +71,11 @@ type Route struct {
 	// AllowEncodedSlashes lets paths with %2F or %5C through (routed on
 	// the decoded form, forwarded as sent); otherwise they get 400.
 	AllowEncodedSlashes bool
+	// Upgrades are the protocols (lower case) a client may switch to
+	// through the route; an Upgrade to any other is not forwarded, and a
+	// backend that switches to one anyway is refused (upgrade.go). nil
+	// allows none.
+	Upgrades []string
 	// Tracker watches the route's failures (route attribution) and
 	// RouteBit is the route's sketch bit in this config. Monitor knows
 	// which clients are attributed. All required.
