@@ -200,6 +200,9 @@ func (t *translator) renderListener(ln *listener) *yaml.Node {
 	if !ln.keepSlashes {
 		set(m, "merge_slashes", yes(), "", "nginx merge_slashes on (its default)")
 	}
+	if ln.underscores {
+		set(m, "allow_underscores_in_headers", yes(), "", "nginx underscores_in_headers on (or ignore_invalid_headers off)")
+	}
 	if ln.proxyProtocol {
 		set(m, "proxy_protocol", str(config.ProxyProtocolRequired), "", "nginx listen ... proxy_protocol, from trusted_proxies")
 	}
