@@ -177,8 +177,8 @@ type Listener struct {
 	// (nginx merge_slashes); the backend gets the merged path.
 	MergeSlashes bool
 	// AllowUnderscores keeps request header fields whose names hold "_";
-	// otherwise they are dropped before anything reads the header
-	// (underscores.go).
+	// otherwise they are dropped before routing, access rules and the
+	// backend see the header (underscores.go).
 	AllowUnderscores bool
 	// Challenge answers ACME HTTP-01 challenges (before any redirect);
 	// nil means none.
