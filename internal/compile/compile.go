@@ -394,7 +394,7 @@ func (c *compiler) proxyListeners() map[string]*proxy.Listener {
 	tables := c.built
 	out := make(map[string]*proxy.Listener, len(c.cfg.Listeners))
 	for i, lc := range c.cfg.Listeners {
-		pl := &proxy.Listener{Table: tables[lc.Name], MergeSlashes: lc.MergesSlashes()}
+		pl := &proxy.Listener{Table: tables[lc.Name], MergeSlashes: lc.MergesSlashes(), AllowUnderscores: lc.AllowUnderscoresInHeaders}
 		if lc.RedirectHTTPS != nil {
 			pl.Redirect = forcehttps.NewRedirector(lc.RedirectHTTPS)
 		}

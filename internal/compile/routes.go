@@ -3,6 +3,7 @@ package compile
 import (
 	"net/textproto"
 	"strconv"
+	"strings"
 
 	"github.com/sturdyproxy/sturdy/internal/cache"
 	"github.com/sturdyproxy/sturdy/internal/config"
@@ -30,6 +31,7 @@ func (c *compiler) route(i int) *proxy.Route {
 		BodyTimeout:         rc.Timeouts.ClientBody.D(),
 		SendTimeout:         rc.Timeouts.ClientSend.D(),
 		AllowEncodedSlashes: rc.AllowEncodedSlashes,
+		Upgrades:            upgrades(rc.Upgrades),
 		RouteBit:            1 << (uint64(i) & 63),
 		Monitor:             c.env.Monitor,
 		ShedClients:         c.cfg.Attribution.ShedClients,
@@ -128,4 +130,17 @@ func cachePolicy(rc config.Route, pc config.Pool) *cache.Policy {
 		BypassPaths:             rc.Cache.BypassPaths,
 		FailStatuses:            pc.Health.FailStatuses,
 	}
+}
+
+// upgrades are a route's allowed Upgrade protocols, in lower case; nil
+// for none.
+func upgrades(names []string) []string {
+	if len(names) == 0 {
+		return nil
+	}
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = strings.ToLower(n)
+	}
+	return out
 }

@@ -149,6 +149,13 @@ type Listener struct {
 	// slashes as sent (see MergesSlashes).
 	MergeSlashes *bool  `yaml:"merge_slashes"`
 	HTTP3        *HTTP3 `yaml:"http3"` // HTTP/3 over QUIC beside a TLS listener; default none
+	// AllowUnderscoresInHeaders keeps request header fields whose names
+	// hold "_" (X_Forwarded_For, x_auth_user). Default false: they are
+	// dropped at the edge, before routing, access rules and forwarding, as
+	// nginx's underscores_in_headers off, because a backend that maps "_"
+	// to "-" (CGI, WSGI, Rack, PHP) cannot tell them from the fields
+	// sturdy sets.
+	AllowUnderscoresInHeaders bool `yaml:"allow_underscores_in_headers"`
 	// Frontend picks the HTTP/1.1 server of a plain listener: native,
 	// sturdy's own (internal/wire/h1), which hands anything unusual to
 	// net/http's on the same connection, or net/http. Default: native on
@@ -246,6 +253,10 @@ type Route struct {
 	Mirror            *Mirror     `yaml:"mirror"`      // copies of requests to another pool
 	RequestID         *RequestID  `yaml:"request_id"`  // overrides the top-level request_id
 	ErrorPages        []ErrorPage `yaml:"error_pages"` // nginx error_page + proxy_intercept_errors
+	// Upgrades are the protocols a client may switch to through the route
+	// (the Upgrade field, answered 101 by the backend). Default
+	// [websocket]; [] allows none. h2c is never allowed (protocols.go).
+	Upgrades []string `yaml:"upgrades"`
 }
 
 // Timeouts of a route.

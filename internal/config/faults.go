@@ -31,6 +31,7 @@ func DefaultUntrustedHeaders() []string {
 		// The client's address, as CDNs and load balancers pass it on.
 		"True-Client-IP", "X-Client-IP", "Client-IP", "CF-Connecting-IP", "Fastly-Client-IP",
 		"X-Cluster-Client-IP", "X-Original-Forwarded-For", "X-Envoy-External-Address", "Forwarded-For", "X-Forwarded",
+		"X-Originating-IP", "X-Remote-IP", "X-Remote-Addr", "X-ProxyUser-Ip",
 	}
 }
 

@@ -9,6 +9,7 @@ package config
 import (
 	"fmt"
 	"runtime"
+	"strings"
 	"time"
 )
 
@@ -44,6 +45,9 @@ const (
 	ProtocolH2    = "h2"
 	ProtocolH2C   = "h2c"
 )
+
+// UpgradeWebSocket is the protocol routes[].upgrades allows by default.
+const UpgradeWebSocket = "websocket"
 
 // Active check types (pools[].health.active.type).
 const (
@@ -92,6 +96,12 @@ func (c *Config) setProtocolDefaults() {
 			if h.AltSvcMaxAge == 0 && !c.Has(fmt.Sprintf("listeners[%d].http3.alt_svc_max_age", i)) {
 				h.AltSvcMaxAge = Duration(DefaultAltSvcMaxAge)
 			}
+		}
+	}
+	for i := range c.Routes {
+		r := &c.Routes[i]
+		if r.Upgrades == nil && !c.Has(fmt.Sprintf("routes[%d].upgrades", i)) {
+			r.Upgrades = []string{UpgradeWebSocket}
 		}
 	}
 	for i := range c.Pools {
@@ -149,6 +159,17 @@ func (v *validator) protocols() {
 			}
 			if h.Listen != l.Listen {
 				v.checkAddr(p+".http3.listen", h.Listen)
+			}
+		}
+	}
+	for i, r := range c.Routes {
+		for j, up := range r.Upgrades {
+			p := fmt.Sprintf("routes[%d].upgrades[%d]", i, j)
+			switch {
+			case !validFieldName(up):
+				v.errorf(p, "%q is not a protocol name (a token, like websocket)", up)
+			case strings.EqualFold(up, ProtocolH2C):
+				v.errorf(p, "h2c cannot be allowed: the upgraded connection would carry HTTP/2 requests to the backend past every rule of this route; for HTTP/2 to the backend, set the pool's protocol to h2c")
 			}
 		}
 	}

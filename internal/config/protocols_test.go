@@ -36,6 +36,14 @@ func TestProtocolKeysAndDefaults(t *testing.T) {
 	if l, p := d.Listeners[0], d.Pools[0]; l.H2C || l.ProxyProtocol != ProxyProtocolOff || p.Protocol != ProtocolHTTP1 || p.MaxStreamsPerConn != 0 || p.Health.Active.Type != CheckHTTP {
 		t.Errorf("defaults: listener %+v, pool protocol %q streams %d check %q", l, p.Protocol, p.MaxStreamsPerConn, p.Health.Active.Type)
 	}
+	// Upgrades: WebSocket unless the route says otherwise; [] is none.
+	if up := d.Routes[0].Upgrades; len(up) != 1 || up[0] != UpgradeWebSocket {
+		t.Errorf("default upgrades %q, want [websocket]", up)
+	}
+	none, err := Parse([]byte("listeners: [ { name: a, listen: 127.0.0.1:0 } ]\nroutes: [ { name: r, default: true, pool: p, upgrades: [] } ]\npools: [ { name: p, hosts: [ { addr: 127.0.0.1:1 } ] } ]\n"), "n.yaml")
+	if err != nil || len(none.Routes[0].Upgrades) != 0 {
+		t.Errorf("upgrades: [] gives %q, %v", none.Routes[0].Upgrades, err)
+	}
 	// The front end: native where it serves, net/http where it does not
 	// (TLS, PROXY headers, other systems).
 	native := FrontendNetHTTP

@@ -48,6 +48,16 @@ const (
 	// Transfer-Encoding, a folded framing header, Transfer-Encoding on
 	// HTTP/1.0, ...) (400 and close).
 	FaultFraming
+	// DroppedUnderscore: header fields whose names hold "_" were dropped
+	// (nginx underscores_in_headers off), once per request: backends that
+	// map "_" to "-" (CGI, WSGI, Rack) cannot tell X_Real_IP from the
+	// X-Real-IP sturdy sets.
+	DroppedUnderscore
+	// DroppedTrailer: request trailer fields that may not be trailers
+	// (RFC 9110 6.5.1: framing, routing, authentication, request
+	// modifiers, content format) or that name the client (X-Forwarded-For,
+	// X-Real-IP, ...) were dropped, once per request.
+	DroppedTrailer
 	NumReasons
 )
 
@@ -76,6 +86,8 @@ var reasonNames = [NumReasons]struct{ kind, name string }{
 	FaultBodyTimeout:   {KindClientFault, "body_timeout"},
 	FaultSendTimeout:   {KindClientFault, "send_timeout"},
 	FaultFraming:       {KindClientFault, "ambiguous_framing"},
+	DroppedUnderscore:  {KindRewritten, "underscore_header"},
+	DroppedTrailer:     {KindRewritten, "forbidden_trailer"},
 }
 
 // String is the reason's label value.

@@ -34,6 +34,9 @@ type clientBody struct {
 	// still be reading the body in its own when the attempt fails.
 	broke atomic.Pointer[error]
 	ended bool
+	// trailers, when the client announced some, go to the outbound
+	// request once the body has ended (trailers.go).
+	trailers *trailers
 }
 
 func (b *clientBody) Read(p []byte) (int, error) {
@@ -59,6 +62,10 @@ func (b *clientBody) Read(p []byte) (int, error) {
 	}
 	switch {
 	case err == io.EOF:
+		if b.trailers != nil {
+			b.trailers.finish()
+			b.trailers = nil
+		}
 		b.end()
 	case err != nil:
 		b.err = err

@@ -74,6 +74,7 @@ type forwarder struct {
 	bodyErr  error       // the request body's read error, with failClientBody
 	tried    balance.Tried
 	url      *url.URL // the outbound URL; attempts change its Host
+	up       string   // the Upgrade forwarded: asked for by the client and allowed by the route
 	out      *http.Request
 
 	clientKey string
@@ -119,7 +120,8 @@ func (f *forwarder) serve() {
 		return
 	}
 	f.arm(true)
-	if rt.Cache != nil && upgradeType(r.Header) == "" {
+	f.up = allowedUpgrade(r.Header, rt.Upgrades)
+	if rt.Cache != nil && f.up == "" {
 		if f.reqID != "" {
 			f.r = withRequestID(f.r, f.reqID) // to the fetches the cache makes
 		}

@@ -5,6 +5,7 @@ import (
 	"net/netip"
 	"strings"
 
+	"github.com/sturdyproxy/sturdy/internal/edge"
 	"github.com/sturdyproxy/sturdy/internal/edge/certs"
 	"golang.org/x/net/http/httpguts"
 )
@@ -40,7 +41,7 @@ var via = []string{"1.1 sturdy"}
 // with X-Forwarded-* and Via set by us. Because the forwarding fields are
 // set after the Connection-named ones are dropped, a client cannot use
 // "Connection: X-Forwarded-For" to strip ours.
-func outboundHeader(r *http.Request, tls, peerTrusted bool, untrusted map[string]struct{}) http.Header {
+func outboundHeader(r *http.Request, tls, peerTrusted bool, trusted []netip.Prefix, untrusted map[string]struct{}, upgrade string) http.Header {
 	in := r.Header
 	out := make(http.Header, len(in)+6)
 	conn := in["Connection"]
@@ -64,13 +65,13 @@ func outboundHeader(r *http.Request, tls, peerTrusted bool, untrusted map[string
 	if httpguts.HeaderValuesContainsToken(in["Te"], "trailers") {
 		out["Te"] = te
 	}
-	if up := upgradeType(in); up != "" {
+	if upgrade != "" {
 		out["Connection"] = []string{"Upgrade"}
-		out["Upgrade"] = []string{up}
+		out["Upgrade"] = []string{upgrade}
 	}
 
-	// One backing array for the values set here: one allocation, not five.
-	vals := make([]string, 5)
+	// One backing array for the values set here: one allocation, not six.
+	vals := make([]string, 6)
 	set := func(k, v string) {
 		vals[0] = v
 		out[k] = vals[0:1:1]
@@ -81,6 +82,11 @@ func outboundHeader(r *http.Request, tls, peerTrusted bool, untrusted map[string
 		// Believe what the trusted proxy in front of us said, and add it.
 		if prior := out["X-Forwarded-For"]; len(prior) > 0 {
 			set("X-Forwarded-For", strings.Join(prior, ", ")+", "+peerIP)
+			// X-Real-IP is the client sturdy itself resolved from that
+			// chain, the one its limits and keys judge, not the proxy's
+			// address nor a value the proxy passed on beside the chain.
+			ip, _ := edge.ClientIP(r, trusted)
+			set("X-Real-Ip", ip.String())
 		} else {
 			set("X-Forwarded-For", peerIP)
 		}
@@ -150,12 +156,35 @@ func namedIn(conn []string, k string) bool {
 	return false
 }
 
-// upgradeType returns the protocol a request asks to upgrade to, or "".
+// upgradeType returns the protocol a message switches to, or "".
 func upgradeType(h http.Header) string {
 	if !httpguts.HeaderValuesContainsToken(h["Connection"], "Upgrade") {
 		return ""
 	}
 	return h.Get("Upgrade")
+}
+
+// allowedUpgrade is the first protocol the request asks to upgrade to
+// that allowed lists (by name, the version after "/" aside), or "". Only
+// that one is forwarded: an upgraded connection is a tunnel the route's
+// rules no longer see into, so a client may open one only to a protocol
+// the route allows (h2c never: every request in it would pass unjudged).
+func allowedUpgrade(h http.Header, allowed []string) string {
+	if len(allowed) == 0 || len(h["Upgrade"]) == 0 || !httpguts.HeaderValuesContainsToken(h["Connection"], "Upgrade") {
+		return ""
+	}
+	for _, v := range h["Upgrade"] {
+		for tok := range strings.SplitSeq(v, ",") {
+			tok = strings.TrimSpace(tok)
+			name, _, _ := strings.Cut(tok, "/")
+			for _, a := range allowed {
+				if strings.EqualFold(name, a) {
+					return tok
+				}
+			}
+		}
+	}
+	return ""
 }
 
 // clientAddr parses a RemoteAddr ("1.2.3.4:5678") without allocating.

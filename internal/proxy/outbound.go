@@ -35,10 +35,9 @@ func (f *forwarder) prepare() failure {
 		Proto:         "HTTP/1.1",
 		ProtoMajor:    1,
 		ProtoMinor:    1,
-		Header:        outboundHeader(r, f.h.TLS, f.peerTrusted(), f.snap.Untrusted),
+		Header:        outboundHeader(r, f.h.TLS, f.peerTrusted(), f.snap.Trusted, f.snap.Untrusted, f.up),
 		ContentLength: r.ContentLength,
 		Host:          r.Host,
-		Trailer:       r.Trailer,
 	}
 	f.identity(out.Header)
 	if f.grpc != nil {
@@ -76,6 +75,10 @@ func (f *forwarder) prepare() failure {
 		return f.prepared(&out, mirror)
 	}
 	cb := &clientBody{rc: r.Body}
+	if len(r.Trailer) > 0 {
+		cb.trailers = f.outboundTrailer(r.Trailer)
+		out.Trailer = cb.trailers.out
+	}
 	if t := f.rt.BodyTimeout; t > 0 && f.dl != nil {
 		cb.dl, cb.idle.timeout = f.dl, t
 	}
@@ -111,7 +114,7 @@ func (f *forwarder) prepare() failure {
 			f.buffered = buf
 			out.GetBody = replayOf(buf) // for the upstream's stale-connection retry
 			out.ContentLength = int64(len(buf))
-			if len(r.Trailer) > 0 {
+			if len(out.Trailer) > 0 {
 				out.ContentLength = -1 // chunked again, to carry the trailers
 			} else {
 				out.Trailer = nil

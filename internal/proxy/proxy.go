@@ -75,6 +75,11 @@ type Route struct {
 	// AllowEncodedSlashes lets paths with %2F or %5C through (routed on
 	// the decoded form, forwarded as sent); otherwise they get 400.
 	AllowEncodedSlashes bool
+	// Upgrades are the protocols (lower case) a client may switch to
+	// through the route; an Upgrade to any other is not forwarded, and a
+	// backend that switches to one anyway is refused (upgrade.go). nil
+	// allows none.
+	Upgrades []string
 	// Tracker watches the route's failures (route attribution) and
 	// RouteBit is the route's sketch bit in this config. Monitor knows
 	// which clients are attributed. All required.
@@ -177,6 +182,10 @@ type Listener struct {
 	// (nginx merge_slashes), at the edge, with the rest of the path's
 	// normalisation; the backend gets the merged path.
 	MergeSlashes bool
+	// AllowUnderscores keeps request header fields whose names hold "_";
+	// otherwise they are dropped before routing, access rules and the
+	// backend see the header (underscores.go).
+	AllowUnderscores bool
 	// Challenge answers ACME HTTP-01 challenges (before any redirect);
 	// nil means none.
 	Challenge func(http.ResponseWriter, *http.Request) bool
@@ -225,6 +234,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		snap.Edge.C.Answered(status)
 		writeText(w, status, strconv.Itoa(status)+" "+http.StatusText(status)+": "+why+".\n")
 		return
+	}
+	if !ln.AllowUnderscores && dropUnderscored(r.Header) {
+		snap.Edge.C.Add(edge.DroppedUnderscore)
 	}
 	if ln.Challenge != nil && ln.Challenge(w, r) {
 		return

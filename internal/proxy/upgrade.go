@@ -17,10 +17,13 @@ import (
 // grace period and then, for a WebSocket, a close frame.
 func (f *forwarder) upgrade(resp *http.Response) int {
 	w := f.w
-	// The client's request names the protocol it asked for (the outbound
-	// request carries the same); a cached route's stream has no outbound
-	// request of its own.
-	reqUp, respUp := upgradeType(f.r.Header), upgradeType(resp.Header)
+	// Only to the protocol that was forwarded, the one the client asked
+	// for and the route allows: a backend that switches to another, or
+	// when none was asked, would open a tunnel no rule sees into.
+	reqUp, respUp := f.up, upgradeType(resp.Header)
+	if reqUp == "" {
+		return writeEdgeError(w, http.StatusBadGateway, f.rt.Name, fmt.Sprintf("the backend switched to protocol %q, but this request asked for no protocol this route allows (upgrades)", respUp))
+	}
 	if !strings.EqualFold(reqUp, respUp) {
 		return writeEdgeError(w, http.StatusBadGateway, f.rt.Name, fmt.Sprintf("the backend switched to protocol %q, the client asked for %q", respUp, reqUp))
 	}

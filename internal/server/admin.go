@@ -4,12 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log"
 	"net"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/sturdyproxy/sturdy/internal/config"
 	"github.com/sturdyproxy/sturdy/internal/ops/admin"
+	"github.com/sturdyproxy/sturdy/internal/ops/exhaust"
 )
 
 // startAdmin serves the operators' endpoints on their own address, so that
@@ -21,16 +24,41 @@ func (s *Server) startAdmin(a config.Admin) error {
 	}
 	host, _, _ := net.SplitHostPort(a.Listen)
 	h := admin.New(adminBackend{s}, admin.Options{Token: a.Token, Loopback: config.IsLoopback(host), Log: s.log, Demo: s.demo})
-	s.admin = &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second, IdleTimeout: 60 * time.Second}
+	// Probes and metrics must answer when sturdy is out of descriptors,
+	// which is when operators need them: a few spares are held for the
+	// admin listener's connections, and its accept errors are counted as
+	// sturdy's own exhaustion, not written one line each.
+	s.adminReserve = exhaust.NewReserve(exhaust.DefaultReserve)
+	res := s.adminReserve
+	ln = res.Listener(ln, s.local)
+	s.admin = &http.Server{
+		Handler:           exhaust.CloseReserved(h),
+		ConnContext:       exhaust.ConnContext,
+		ReadHeaderTimeout: 5 * time.Second,
+		IdleTimeout:       60 * time.Second,
+		ErrorLog:          log.New(adminErrors{s}, "", 0),
+	}
 	s.adminAddr = ln.Addr().String()
 	srv := s.admin
 	s.group.Go("admin listener", func(context.Context) error {
+		defer res.Close()
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			s.log.Error("admin listener stopped", "err", err)
 		}
 		return nil
 	})
 	return nil
+}
+
+// adminErrors is the admin server's ErrorLog: each line at debug level
+// and counted in one aggregated warning per interval, never a line per
+// error on standard error.
+type adminErrors struct{ s *Server }
+
+func (e adminErrors) Write(p []byte) (int, error) {
+	e.s.agg.Add("errors in the admin listener's HTTP server (each at debug level)")
+	e.s.log.Debug(strings.TrimSpace(string(p)), "listener", "admin")
+	return len(p), nil
 }
 
 func statusURL(adminAddr string) string {

@@ -4,12 +4,14 @@ package server
 
 import (
 	"bufio"
+	"bytes"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -166,4 +168,179 @@ pools:
 		}
 	}
 	t.Logf("limit 1024: %d descriptors taken, %d requests answered 503 as local_error, host healthy", len(fill), n503)
+}
+
+// When sturdy is out of file descriptors, the admin listener still
+// answers /livez and /readyz (readiness failing, with the reason) from a
+// few spare descriptors held for it, taken again after each connection,
+// so that more probes than spares are answered; its accept errors are
+// counted as sturdy's own exhaustion and announced once, never written
+// as a line per error.
+func TestAdminAnswersWhileOutOfDescriptors(t *testing.T) {
+	const child = exhaustChild + "_ADMIN"
+	if os.Getenv(child) == "" {
+		t.Parallel()
+		cmd := exec.Command(os.Args[0], "-test.run=^TestAdminAnswersWhileOutOfDescriptors$", "-test.count=1", "-test.v")
+		cmd.Env = append(os.Environ(), child+"=1")
+		out, err := cmd.CombinedOutput()
+		if err != nil || !strings.Contains(string(out), "--- PASS: TestAdminAnswersWhileOutOfDescriptors") {
+			t.Fatalf("the scenario under a 1024-descriptor limit failed: %v\n%s", err, tail(out, 60))
+		}
+		if n := strings.Count(string(out), "Accept error"); n > 0 {
+			t.Errorf("%d accept errors written one line each:\n%s", n, tail(out, 20))
+		}
+		for _, l := range strings.Split(string(out), "\n") {
+			if strings.Contains(l, "faults_exhaust_test.go") {
+				t.Log(strings.TrimSpace(l))
+			}
+		}
+		return
+	}
+	lim := syscall.Rlimit{Cur: 1024, Max: 1024}
+	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
+		t.Fatalf("lowering the file descriptor limit: %v", err)
+	}
+	s, _, logs := startSturdy(t, parseConfig(t, `
+admin: { listen: "127.0.0.1:0" }
+log: { aggregate_interval: 1h }
+listeners: [ { name: web, listen: "127.0.0.1:0" } ]
+routes: [ { name: app, default: true, pool: app } ]
+pools: [ { name: app, hosts: [ { addr: "{{b}}" } ] } ]
+`, map[string]string{"b": deadAddr(t)}))
+	evs := make(chan event.Event, 64)
+	s.Events().Subscribe(func(e event.Event) {
+		select {
+		case evs <- e:
+		default:
+		}
+	})
+	var fill []*os.File
+	take := func() {
+		for {
+			f, err := os.Open(os.DevNull)
+			if err != nil {
+				return
+			}
+			fill = append(fill, f)
+		}
+	}
+	defer func() {
+		for _, f := range fill {
+			f.Close()
+		}
+	}()
+	// The clients' sockets are made before the descriptors run out, and
+	// driven with system calls that need no other descriptor, so that
+	// sturdy alone is short of them.
+	const probes = 3 * 4 // three times the spares
+	adminPort := s.AdminAddr()[strings.LastIndexByte(s.AdminAddr(), ':')+1:]
+	port, _ := strconv.Atoi(adminPort)
+	socks := make([]int, probes)
+	defer func() {
+		for _, fd := range socks {
+			if fd > 0 {
+				syscall.Close(fd)
+			}
+		}
+	}()
+	for i := range socks {
+		fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := syscall.Bind(fd, &syscall.SockaddrInet4{Addr: [4]byte{127, 0, 34, byte(1 + i%3)}}); err != nil {
+			t.Fatal(err)
+		}
+		syscall.SetsockoptTimeval(fd, syscall.SOL_SOCKET, syscall.SO_RCVTIMEO, &syscall.Timeval{Sec: 5})
+		socks[i] = fd
+	}
+	probe := func(fd int, path string) (int, string) {
+		err := syscall.Connect(fd, &syscall.SockaddrInet4{Port: port, Addr: [4]byte{127, 0, 0, 1}})
+		for err == syscall.EINTR {
+			// Interrupted by the runtime's preemption signal: the
+			// connection goes on in the background.
+			_, err = syscall.Getpeername(fd)
+		}
+		if err != nil {
+			t.Fatalf("connect: %v", err)
+		}
+		if _, err := syscall.Write(fd, []byte("GET "+path+" HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")); err != nil {
+			t.Fatalf("write: %v", err)
+		}
+		var got []byte
+		buf := make([]byte, 4096)
+		for {
+			n, err := syscall.Read(fd, buf)
+			if err == syscall.EINTR {
+				continue // the runtime's preemption signal
+			}
+			if n <= 0 || err != nil {
+				break // closed after the answer (or timed out)
+			}
+			got = append(got, buf[:n]...)
+		}
+		resp, err := http.ReadResponse(bufio.NewReader(bytes.NewReader(got)), nil)
+		if err != nil {
+			t.Fatalf("%s while out of descriptors: %v (read %q)", path, err, got)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	take()
+	spares := s.adminReserve.Len()
+	for i := range probes {
+		path, want := "/livez", http.StatusOK
+		if i%2 == 1 {
+			path, want = "/readyz", http.StatusServiceUnavailable
+		}
+		st, body := probe(socks[i], path)
+		syscall.Close(socks[i])
+		socks[i] = -1
+		// The spare is taken again once sturdy closed the connection,
+		// before the test takes what is free. (Under -race the runtime
+		// opens a file now and then: a spare lost to it is taken again
+		// at the next accept, so more probes than spares proves the
+		// retaking, not each wait.)
+		if !testutil.Eventually(2*time.Second, func() bool { return s.adminReserve.Len() == spares }) {
+			t.Logf("after probe %d the reserve holds %d of %d", i+1, s.adminReserve.Len(), spares)
+		}
+		if st != want || want == http.StatusServiceUnavailable && !strings.Contains(body, "out of resources") {
+			t.Errorf("probe %d, %s: %d %q, want %d", i+1, path, st, body, want)
+		}
+		take()
+	}
+	accepts := s.local.Counts()["accept"]["file_descriptors"]
+	for _, f := range fill {
+		f.Close()
+	}
+	fill = nil
+	if accepts < probes {
+		t.Errorf("%d accept failures counted as sturdy's own, want at least %d", accepts, probes)
+	}
+	exhausted := 0
+	testutil.Eventually(3*time.Second, func() bool {
+		for {
+			select {
+			case e := <-evs:
+				if e.Type == event.ResourceExhausted {
+					exhausted++
+				}
+			default:
+				return exhausted > 0
+			}
+		}
+	})
+	if exhausted != 1 {
+		t.Errorf("%d %s events, want 1 for the episode", exhausted, event.ResourceExhausted)
+	}
+	if strings.Contains(logs.String(), "Accept error") {
+		t.Errorf("accept errors logged one by one:\n%s", logs.String())
+	}
+	if st, _ := get(t, http.DefaultClient, "http://"+s.AdminAddr()+"/livez"); st.StatusCode != 200 {
+		t.Errorf("after: /livez %d", st.StatusCode)
+	}
+	if !testutil.Eventually(5*time.Second, func() bool { return s.adminReserve.Len() == spares }) {
+		t.Errorf("after the episode the reserve holds %d of %d", s.adminReserve.Len(), spares)
+	}
+	t.Logf("limit 1024, %d spares: %d probes answered while out of descriptors, %d accept failures counted, %d event", spares, probes, accepts, exhausted)
 }

@@ -109,3 +109,52 @@ pools:
 		t.Fatalf("CL.TE: %d close=%v; want 400 and the connection closed", resp.StatusCode, resp.Close)
 	}
 }
+
+// An extra CRLF after a POST's body (old clients send one) is skipped on
+// both front ends, as nginx and net/http's server skip it (RFC 9112 2.2),
+// and the request after it is served on the same connection, whether it
+// arrives with the POST or later.
+func TestExtraCRLFAfterPostIsSkipped(t *testing.T) {
+	t.Parallel()
+	be := backend(t, "127.1.33.1", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		w.Header().Set("X-Got", r.Method+" "+r.URL.Path+" ["+string(b)+"]")
+	}))
+	for _, fe := range frontEnds() {
+		t.Run(fe, func(t *testing.T) {
+			cfg := parseConfig(t, `
+admin: { listen: "off" }
+listeners: [ { name: web, listen: "127.0.0.1:0", frontend: {{fe}} } ]
+routes: [ { name: all, default: true, pool: app } ]
+pools: [ { name: app, hosts: [ { addr: "{{be}}" } ] } ]
+`, map[string]string{"be": addr(be), "fe": fe})
+			_, base, _ := startSturdy(t, cfg)
+			post := "POST /form HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\nhi\r\n"
+			for i, from := range []string{"127.0.33.1", "127.0.33.2"} {
+				c := rawDial(t, from, strings.TrimPrefix(base, "http://"))
+				defer c.Close()
+				c.SetDeadline(time.Now().Add(10 * time.Second))
+				br := bufio.NewReader(c)
+				io.WriteString(c, post)
+				if i == 0 {
+					io.WriteString(c, "GET /next HTTP/1.1\r\nHost: x\r\n\r\n") // with the POST
+				}
+				for j, want := range []string{"POST /form [hi]", "GET /next []"} {
+					if i == 1 && j == 1 {
+						// After the answer: the CRLF was read with the POST.
+						io.WriteString(c, "GET /next HTTP/1.1\r\nHost: x\r\n\r\n")
+					}
+					resp, err := http.ReadResponse(br, nil)
+					if err != nil {
+						t.Fatalf("from %s, response %d: %v", from, j+1, err)
+					}
+					io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+					if resp.StatusCode != 200 || resp.Header.Get("X-Got") != want {
+						t.Errorf("from %s, response %d: %d %q, want 200 %q", from, j+1, resp.StatusCode, resp.Header.Get("X-Got"), want)
+					}
+				}
+			}
+		})
+	}
+}

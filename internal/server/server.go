@@ -89,6 +89,9 @@ type Server struct {
 	running   bool
 	reloads   view.Reloads
 	demo      http.Handler // the demo's controls on the admin listener; nil but in sturdy demo
+
+	// adminReserve holds the admin listener's spare descriptors (admin.go).
+	adminReserve *exhaust.Reserve
 }
 
 // Option adjusts a Server at construction.

@@ -66,6 +66,9 @@ type conn struct {
 	// Owned by the server goroutine; nil while idle.
 	fields []httphead.Field
 	unread bool // the client is still sending what nobody will read
+	// blank is how many CR or LF bytes may still be skipped before the
+	// next request line: maxBlank after a POST, 0 otherwise (skipBlank).
+	blank int
 	buf    *[]byte
 	r, w   int // unread bytes are (*buf)[r:w]
 	bw     *bufio.Writer
@@ -239,6 +242,9 @@ func (c *conn) session() (keep, handedOff bool) {
 			c.handOff()
 			return false, true
 		}
+		// An empty line after a POST's body is skipped now, so that a
+		// client that sent one parks the connection as an idle one.
+		c.r, c.blank = skipBlank((*c.buf)[:c.w], c.r, c.blank)
 		if !keep || c.r == c.w {
 			return keep, false
 		}
@@ -337,7 +343,32 @@ func (c *conn) serveOne() (keep, handoff bool) {
 	x.run(r)
 	c.cur.Store(nil)
 	cancel()
+	c.blank = 0
+	if req.Method == http.MethodPost {
+		c.blank = maxBlank
+	}
 	return x.finishConn(), false
+}
+
+// maxBlank is how many CR or LF bytes are skipped before the request
+// line that follows a POST: net/http's server peeks at 4 and skips those
+// that are CR or LF, for old clients that end a POST's body with an
+// extra CRLF (RFC 9112 2.2 allows ignoring it). Both front ends skip the
+// same bytes, so that which one reads a connection changes nothing.
+const maxBlank = 4
+
+// skipBlank skips up to budget CR or LF bytes at r in b and returns the
+// new r and what is left of the budget: nothing once the request line
+// has begun.
+func skipBlank(b []byte, r, budget int) (int, int) {
+	for budget > 0 && r < len(b) {
+		if c := b[r]; c != '\r' && c != '\n' {
+			return r, 0
+		}
+		r++
+		budget--
+	}
+	return r, budget
 }
 
 // readHead reads until the buffer holds a whole request head; it returns
@@ -357,6 +388,10 @@ func (c *conn) readHead() (end int, ok bool) {
 		c.headDeadline()
 	}
 	for {
+		if c.blank > 0 {
+			c.r, c.blank = skipBlank(b[:c.w], c.r, c.blank)
+			scanned = max(scanned, c.r)
+		}
 		switch e := headEnd(b[:c.w], c.r, &scanned); {
 		case e > 0:
 			if e-c.r > limit {

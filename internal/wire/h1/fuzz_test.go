@@ -1,11 +1,13 @@
 package h1
 
 import (
+	"context"
 	"io"
 	"log"
 	"net"
 	"net/http"
 	"reflect"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -51,20 +53,36 @@ func parseNative(data []byte) (seen, bool) {
 	return record(&req), true
 }
 
+// parseNativeAfterPost reads data as the native server reads what
+// follows a POST on the same connection: what skipBlank skips first.
+func parseNativeAfterPost(data []byte) (seen, bool) {
+	r, _ := skipBlank(data, 0, maxBlank)
+	return parseNative(data[r:])
+}
+
 // eofConn is a connection with nothing more to read.
 type eofConn struct{ net.Conn }
 
 func (eofConn) Read([]byte) (int, error)        { return 0, io.EOF }
 func (eofConn) SetReadDeadline(time.Time) error { return nil }
 
-// reference is net/http's server, fed one connection per input.
+// reference is net/http's server, fed one connection per input. With
+// prime, each connection first carries that request (answered, not
+// recorded), so that net/http reads the input as the request after it.
 type reference struct {
-	once sync.Once
-	addr string
-	got  chan seen
+	prime string
+	once  sync.Once
+	addr  string
+	got   chan seen
 }
 
-var ref reference
+var (
+	ref          reference
+	refAfterPost = reference{prime: "POST /prime HTTP/1.1\r\nHost: p\r\nContent-Length: 2\r\n\r\nab"}
+)
+
+// connRequests counts the requests of one connection.
+type connRequests struct{}
 
 func (rf *reference) read(t testing.TB, data []byte) (seen, bool) {
 	rf.once.Do(func() {
@@ -76,9 +94,16 @@ func (rf *reference) read(t testing.TB, data []byte) (seen, bool) {
 		rf.got = make(chan seen, 1)
 		srv := &http.Server{
 			Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if n := r.Context().Value(connRequests{}).(*int); rf.prime != "" && *n == 0 {
+					*n++ // the priming request: answered, and the input follows
+					return
+				}
 				rf.got <- record(r)
 				panic(http.ErrAbortHandler) // one request per input
 			}),
+			ConnContext: func(ctx context.Context, _ net.Conn) context.Context {
+				return context.WithValue(ctx, connRequests{}, new(int))
+			},
 			ErrorLog: log.New(io.Discard, "", 0),
 		}
 		go srv.Serve(ln)
@@ -90,6 +115,7 @@ func (rf *reference) read(t testing.TB, data []byte) (seen, bool) {
 	client := nc.(*net.TCPConn)
 	defer client.Close()
 	go func() {
+		client.Write([]byte(rf.prime))
 		client.Write(data)
 		// Let the server see the end of the input, as the native reader
 		// sees it in parseNative.
@@ -119,27 +145,55 @@ func (rf *reference) read(t testing.TB, data []byte) (seen, bool) {
 
 // FuzzParseMatchesNetHTTP holds the native parser to its promise:
 // whatever it accepts, net/http's server reads identically (method,
-// target, host, header, framing, body); anything else it hands off.
+// target, host, header, framing, body); anything else it hands off. Each
+// input is read twice: as a connection's first request, and as the
+// request after a POST, where both skip the same empty lines.
 func FuzzParseMatchesNetHTTP(f *testing.F) {
-	for _, s := range accepted {
-		f.Add([]byte(s))
-	}
-	for _, s := range handedOff {
+	for _, s := range slices.Concat(accepted, handedOff, afterPost) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		mine, ok := parseNative(data)
-		if !ok {
-			return
+		if mine, ok := parseNative(data); ok {
+			sameAsNetHTTP(t, &ref, data, mine)
 		}
-		theirs, ok := ref.read(t, data)
-		if !ok {
-			t.Fatalf("native accepts what net/http refuses: %q\nnative read %+v", data, mine)
-		}
-		if !reflect.DeepEqual(mine, theirs) {
-			t.Fatalf("%q read differently:\nnative   %+v\nnet/http %+v", data, mine, theirs)
+		if mine, ok := parseNativeAfterPost(data); ok {
+			sameAsNetHTTP(t, &refAfterPost, data, mine)
 		}
 	})
+}
+
+// sameAsNetHTTP fails unless rf's server reads data as mine.
+func sameAsNetHTTP(t *testing.T, rf *reference, data []byte, mine seen) {
+	t.Helper()
+	theirs, ok := rf.read(t, data)
+	if !ok {
+		t.Fatalf("native accepts what net/http refuses: %q (after %q)\nnative read %+v", data, rf.prime, mine)
+	}
+	if !reflect.DeepEqual(mine, theirs) {
+		t.Fatalf("%q (after %q) read differently:\nnative   %+v\nnet/http %+v", data, rf.prime, mine, theirs)
+	}
+}
+
+// afterPost are requests that follow a POST with the extra CRLF old
+// clients send after its body (RFC 9112 2.2), and more.
+var afterPost = []string{
+	"\r\nGET / HTTP/1.1\r\nHost: x\r\n\r\n",
+	"\r\n\r\nGET /two HTTP/1.1\r\nHost: x\r\n\r\n",
+	"\n\nPOST /lf HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\n\r\nz",
+	"\r\r\nGET / HTTP/1.1\r\nHost: x\r\n\r\n",
+	"\r\n\r\n\r\nGET /three HTTP/1.1\r\nHost: x\r\n\r\n", // more than net/http skips: handed off
+}
+
+func TestAfterPostShapesMatchNetHTTP(t *testing.T) {
+	for i, s := range afterPost {
+		mine, ok := parseNativeAfterPost([]byte(s))
+		if ok != (i < len(afterPost)-1) {
+			t.Errorf("native after a POST: %q read %v", s, ok)
+		}
+		if ok {
+			sameAsNetHTTP(t, &refAfterPost, []byte(s), mine)
+		}
+	}
 }
 
 var accepted = []string{

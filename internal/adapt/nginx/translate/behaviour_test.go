@@ -595,6 +595,13 @@ func TestImportBehaviours(t *testing.T) {
 			notYAML: []string{"pool: refused", "-slashes", "merge_slashes"},
 		},
 		{
+			name:    "nginx's underscores_in_headers on keeps header names with underscores on the listener; off (the default) drops them as sturdy does",
+			http:    up + "server {\nlisten 80;\nunderscores_in_headers on;\nlocation / { proxy_pass http://app; }\n}\nserver {\nlisten 81;\nlocation / { proxy_pass http://app; }\n}",
+			line:    3,
+			status:  Translated,
+			yaml:    []string{"listen: :80\n    merge_slashes: true # nginx merge_slashes on (its default)\n    allow_underscores_in_headers: true # nginx underscores_in_headers on (or ignore_invalid_headers off)", "listen: :81\n    merge_slashes: true # nginx merge_slashes on (its default)\n# Request hygiene"},
+		},
+		{
 			name:    "a protected prefix refuses its path written with a repeated slash where a server on its listener keeps slashes",
 			http:    up + "server {\nlisten 80;\nserver_name a.test;\nlocation /admin/ { allow 10.0.0.0/8; deny all; proxy_pass http://app; }\nlocation = /metrics { deny all; proxy_pass http://app; }\nlocation / { proxy_pass http://app; }\n}\nserver {\nlisten 80;\nserver_name b.test;\nmerge_slashes off;\nlocation / { proxy_pass http://app; }\n}",
 			line:    6,

@@ -21,6 +21,10 @@ type listener struct {
 	// keepSlashes is set when a server on the listener had merge_slashes
 	// off: the listener cannot merge them for all (slashes.go).
 	keepSlashes bool
+	// underscores is set when a server on the listener passed header
+	// names with "_" (underscores_in_headers on, or ignore_invalid_headers
+	// off): sturdy drops them unless the listener allows them.
+	underscores bool
 	listen      string
 	ssl         bool
 	certs       []*certEntry // TLS listeners: one per certificate file (tls.go)
@@ -82,6 +86,7 @@ func (t *translator) listeners() {
 			ln.ssl = ln.ssl || l.SSL || serverSSL(srv)
 			ln.from = append(ln.from, l.Dir)
 			ln.keepSlashes = ln.keepSlashes || !mergesSlashes(srv)
+			ln.underscores = ln.underscores || passesUnderscores(srv)
 			if l.ProxyProto {
 				switch {
 				case len(t.trusted) > 0:
@@ -111,6 +116,7 @@ func (t *translator) listeners() {
 				t.listenersOut = append(t.listenersOut, ln)
 			}
 			ln.keepSlashes = ln.keepSlashes || !mergesSlashes(srv)
+			ln.underscores = ln.underscores || passesUnderscores(srv)
 			ln.comments = appendOnce(ln.comments, fmt.Sprintf("server at %s has no listen directive: nginx listens on *:80 for it", srv.Dir.Pos()))
 			t.listenerOf[l.Addr] = ln
 		}
@@ -196,4 +202,16 @@ func appendOnce(list []string, s string) []string {
 		}
 	}
 	return append(list, s)
+}
+
+// passesUnderscores reports whether nginx passed request header fields
+// whose names hold "_" for srv: underscores_in_headers on, or invalid
+// names not ignored (ignore_invalid_headers off), which such names are
+// by default.
+func passesUnderscores(srv *nginx.Server) bool {
+	if d := srv.Scope.Get1("underscores_in_headers"); d != nil && d.Arg(0) == "on" {
+		return true
+	}
+	d := srv.Scope.Get1("ignore_invalid_headers")
+	return d != nil && d.Arg(0) == "off"
 }

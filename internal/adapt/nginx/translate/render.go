@@ -202,6 +202,9 @@ func (t *translator) renderListener(ln *listener) *yaml.Node {
 		// server that kept slashes must say so.
 		set(m, "merge_slashes", no(), "", "nginx merge_slashes off on a server here")
 	}
+	if ln.underscores {
+		set(m, "allow_underscores_in_headers", yes(), "", "nginx underscores_in_headers on (or ignore_invalid_headers off)")
+	}
 	if ln.proxyProtocol {
 		set(m, "proxy_protocol", str(config.ProxyProtocolRequired), "", "nginx listen ... proxy_protocol, from trusted_proxies")
 	}
