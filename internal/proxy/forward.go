@@ -36,6 +36,7 @@ const (
 	failClientBody         // the client's request body broke (see fault)
 	failLocal              // sturdy ran out of its own resources (fds, memory, ports)
 	failCut                // a request that may not be sent again was waiting on a host found dead
+	failStale              // a request that may not be sent again met a kept-alive connection's close
 )
 
 // forwarder carries one request through its attempts. It lives on the
@@ -245,6 +246,13 @@ func (f *forwarder) exchange(p *health.Pool) (*http.Response, *health.Host, fail
 				f.snap.Local.UpstreamFailed(err)
 			}
 			return nil, nil, failLocal
+		case class == outcome.StaleConnection:
+			// The backend closed the kept-alive connection as the request
+			// arrived, and it may not be sent again: the connection's
+			// staleness, not the host's failure (see h1client).
+			p.Record(host, class, &hr, f.now)
+			f.settle(p, &hr)
+			return nil, nil, failStale
 		case !class.Sent():
 			p.Record(host, class, &hr, f.now)
 			if f.body != nil && f.body.started() {
@@ -338,6 +346,8 @@ func (f *forwarder) answer(fl failure) int {
 		return writeBusy(f.w, rt.Name, "every backend is at its connection limit")
 	case failNoHost, failCut:
 		return f.sorry()
+	case failStale:
+		return writeEdgeError(f.w, http.StatusBadGateway, rt.Name, "the backend closed its kept-alive connection as this request arrived (stale_connection); it was not sent again, since it may not be safe to repeat, and no backend was charged")
 	case failUpstream:
 		if f.sameTwice {
 			return writeRequestFailed(f.w, rt.Name, f.class)
