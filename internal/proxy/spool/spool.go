@@ -81,7 +81,9 @@ func (d *Dir) Create() (*File, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := os.Remove(f.Name()); err != nil {
+	// Another process opening the directory may have removed it first,
+	// as a leftover: gone either way.
+	if err := os.Remove(f.Name()); err != nil && !errors.Is(err, os.ErrNotExist) {
 		f.Close()
 		return nil, err
 	}
