@@ -138,7 +138,9 @@ func (b *releasingBody) Close() error {
 	err := b.ReadCloser.Close()
 	b.once.Do(func() {
 		b.host.Release()
-		b.fw.closeSpool()
+		if b.fw != nil { // a mirror's copy has none
+			b.fw.closeSpool()
+		}
 	})
 	return err
 }

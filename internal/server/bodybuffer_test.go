@@ -124,19 +124,21 @@ func TestLargeBodiesWaitWholeForABackend(t *testing.T) {
 
 			// A body larger than the disk bound (1MiB) but within the route's
 			// limit (10MiB).
-			c = rawDial(t, from(4), proxy)
-			go func() {
-				fmt.Fprintf(c, "POST /huge HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n", 2<<20)
+			huge := rawDial(t, from(4), proxy)
+			var sending sync.WaitGroup
+			sending.Go(func() {
+				fmt.Fprintf(huge, "POST /huge HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n", 2<<20)
 				for range 21 {
-					if _, err := io.WriteString(c, chunk); err != nil {
+					if _, err := io.WriteString(huge, chunk); err != nil {
 						return
 					}
 				}
-			}()
-			if st, body := answer(c); st != 503 {
+			})
+			if st, body := answer(huge); st != 503 {
 				t.Errorf("a body past client_body_temp.max_size: %d %q, want 503", st, body)
 			}
-			c.Close()
+			huge.Close()
+			sending.Wait()
 
 			// A slow upload: no backend hears of it until it is whole.
 			c = rawDial(t, from(5), proxy)
