@@ -35,6 +35,7 @@ import (
 	"github.com/sturdyproxy/sturdy/internal/ops/alert"
 	"github.com/sturdyproxy/sturdy/internal/proxy"
 	"github.com/sturdyproxy/sturdy/internal/proxy/accesslog"
+	"github.com/sturdyproxy/sturdy/internal/proxy/spool"
 	"github.com/sturdyproxy/sturdy/internal/route"
 	"github.com/sturdyproxy/sturdy/internal/route/subst"
 )
@@ -101,6 +102,30 @@ type Runtime struct {
 	upstreams     map[upstreamKey]upstreamClient
 	authTransport *http.Transport // forward auth to a URL (not a pool)
 	mirrors       []*proxy.Mirror // own their copies in flight
+	spool         *spool.Dir      // client_body_temp; nil when no route buffers bodies there
+}
+
+// spool opens client_body_temp when a route buffers bodies there: the
+// previous runtime's when the settings are the same, so that the bound
+// counts the bodies already waiting.
+func (c *compiler) spool() *spool.Dir {
+	used := false
+	for _, r := range c.cfg.Routes {
+		used = used || r.RequestBuffering && r.BufferRequestBody > 0
+	}
+	if !used {
+		return nil
+	}
+	t := c.cfg.ClientBodyTemp
+	if p := c.prev; p != nil && p.spool != nil && p.spool.Path() == t.Path && p.spool.Max() == int64(t.MaxSize) {
+		return p.spool
+	}
+	d, err := spool.Open(t.Path, int64(t.MaxSize))
+	if err != nil {
+		c.errorf("client_body_temp.path", "%v", err)
+		return nil
+	}
+	return d
 }
 
 // Listener is one listener's settings with its certificates loaded.
@@ -159,6 +184,7 @@ func Compile(cfg *config.Config, prev *Runtime, env Env) (*Runtime, error) {
 	}
 	rt.Listeners = c.listeners()
 	rt.Webhooks = webhooks(cfg)
+	rt.spool = c.spool()
 	for i := range cfg.Routes {
 		r := c.route(i)
 		rt.Routes = append(rt.Routes, r)

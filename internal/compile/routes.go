@@ -40,6 +40,9 @@ func (c *compiler) route(i int) *proxy.Route {
 		ClientCert:          certs.RequirementOf(rc),
 		Agg:                 c.env.Agg,
 	}
+	if rc.RequestBuffering && rc.BufferRequestBody > 0 {
+		r.Spool = c.rt.spool
+	}
 	// A route's counters and its attribution tracker live as long as its
 	// name, across reloads: counters only go up, a degraded route stays so.
 	if prev != nil {

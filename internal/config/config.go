@@ -40,6 +40,9 @@ type Config struct {
 	Attribution Attribution `yaml:"attribution"`
 	// Edge is request hygiene and the deny list.
 	Edge Edge `yaml:"edge"`
+	// ClientBodyTemp is where request bodies larger than a route's
+	// buffer_request_body wait, whole, for a backend (faults.go).
+	ClientBodyTemp ClientBodyTemp `yaml:"client_body_temp"`
 	// Cache sizes the shared cache that routes opt into.
 	Cache Cache `yaml:"cache"`
 	// DNS is how host names in pools are resolved.
@@ -194,10 +197,11 @@ type Route struct {
 	// MaxBodyBytes bounds the request body; larger bodies get 413.
 	// Default 10MiB; 0 after defaulting is impossible, use a large value to lift it.
 	MaxBodyBytes Size `yaml:"max_body_bytes"`
-	// BufferRequestBody is the largest request body read whole before a
-	// backend is chosen, so that a body that breaks is answered 400 and
-	// no backend ever gets half a request; larger bodies stream (faults.go).
-	// Default 64KiB; 0 streams every body.
+	// BufferRequestBody is the largest request body read whole into
+	// memory before a backend is chosen, so that a body that breaks is
+	// answered 400 and no backend ever gets half a request; larger bodies
+	// wait in client_body_temp, or stream without request_buffering
+	// (faults.go). Default 64KiB; 0 streams every body.
 	BufferRequestBody Size `yaml:"buffer_request_body"`
 	// TrailingSlashRedirect makes a prefix route whose path ends in "/"
 	// answer its path without the slash (GET /admin for /admin/) with 301
@@ -206,6 +210,12 @@ type Route struct {
 	// (docs/routing.md). Default true; false lets /admin take whatever
 	// route it matches.
 	TrailingSlashRedirect *bool `yaml:"trailing_slash_redirect"`
+	// RequestBuffering reads bodies larger than buffer_request_body whole
+	// too, into a file of client_body_temp, before a backend is chosen
+	// (nginx's proxy_request_buffering). false streams them as they
+	// arrive: for uploads a backend must see while they happen. Default
+	// true.
+	RequestBuffering bool `yaml:"request_buffering"`
 	// AllowEncodedSlashes lets paths with %2F or %5C through, routed on
 	// the decoded path and forwarded as sent (GitLab, npm scopes, RabbitMQ
 	// vhosts). Default false: such paths get 400 (faults.go).

@@ -75,3 +75,24 @@ func TestSizes(t *testing.T) {
 		}
 	}
 }
+
+// Bodies above buffer_request_body wait on disk unless a route says
+// request_buffering: off (YAML 1.1's off, as nginx's users write it).
+func TestRequestBuffering(t *testing.T) {
+	c, err := Parse([]byte(`
+listeners: [ { name: web, listen: "127.0.0.1:8080" } ]
+routes:
+  - { name: up, default: true, pool: web }
+  - { name: stream, path: /s/, pool: web, request_buffering: off }
+pools: [ { name: web, hosts: [ { addr: "127.0.0.1:9000" } ] } ]
+`), "t.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !c.Routes[0].RequestBuffering || c.Routes[1].RequestBuffering {
+		t.Errorf("request_buffering: default %v, off %v; want true, false", c.Routes[0].RequestBuffering, c.Routes[1].RequestBuffering)
+	}
+	if c.ClientBodyTemp.Path != DefaultClientBodyTempPath() || c.ClientBodyTemp.MaxSize != DefaultClientBodyTempMax {
+		t.Errorf("client_body_temp defaults: %+v", c.ClientBodyTemp)
+	}
+}

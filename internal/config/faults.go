@@ -3,6 +3,9 @@ package config
 import (
 	"fmt"
 	"net/textproto"
+	"os"
+	"path/filepath"
+	"strconv"
 	"time"
 )
 
@@ -11,7 +14,26 @@ const (
 	DefaultBufferRequestBody = 64 << 10
 	DefaultClientBodyTimeout = 30 * time.Second
 	DefaultClientSendTimeout = 30 * time.Second
+	DefaultClientBodyTempMax = 1 << 30
 )
+
+// ClientBodyTemp is the directory where request bodies wait on disk.
+type ClientBodyTemp struct {
+	// Path is the directory: made with mode 0700 if missing, refused when
+	// another user owns it; each body is a file of mode 0600, unlinked as
+	// soon as it is made. Default: sturdy-client-body-UID in the system's
+	// temporary directory ($TMPDIR, else /tmp).
+	Path string `yaml:"path"`
+	// MaxSize bounds the bytes of all the bodies waiting there at once; a
+	// request whose body would pass it gets 503 with Retry-After, as one
+	// that meets a full disk. Default 1GiB.
+	MaxSize Size `yaml:"max_size"`
+}
+
+// DefaultClientBodyTempPath is client_body_temp.path's default.
+func DefaultClientBodyTempPath() string {
+	return filepath.Join(os.TempDir(), "sturdy-client-body-"+strconv.Itoa(os.Geteuid()))
+}
 
 // DefaultUntrustedHeaders are the header fields dropped from requests of
 // peers that are not trusted proxies (edge.untrusted_headers). Frameworks
@@ -46,11 +68,20 @@ func (c *Config) setFaultDefaults() {
 	if c.Edge.UntrustedHeaders == nil && !c.Has("edge.untrusted_headers") {
 		c.Edge.UntrustedHeaders = DefaultUntrustedHeaders()
 	}
+	if c.ClientBodyTemp.Path == "" {
+		c.ClientBodyTemp.Path = DefaultClientBodyTempPath()
+	}
+	if c.ClientBodyTemp.MaxSize == 0 && !c.Has("client_body_temp.max_size") {
+		c.ClientBodyTemp.MaxSize = DefaultClientBodyTempMax
+	}
 	for i := range c.Routes {
 		r := &c.Routes[i]
 		p := fmt.Sprintf("routes[%d].", i)
 		if r.BufferRequestBody == 0 && !c.Has(p+"buffer_request_body") {
 			r.BufferRequestBody = DefaultBufferRequestBody
+		}
+		if !c.Has(p + "request_buffering") {
+			r.RequestBuffering = true
 		}
 		if r.Timeouts.ClientBody == 0 && !c.Has(p+"timeouts.client_body") {
 			r.Timeouts.ClientBody = Duration(DefaultClientBodyTimeout)
@@ -70,6 +101,12 @@ func (v *validator) faults() {
 		} else if framingFields[textproto.CanonicalMIMEHeaderKey(h)] {
 			v.errorf(p, "%s frames the request and cannot be dropped", h)
 		}
+	}
+	if c.ClientBodyTemp.MaxSize <= 0 {
+		v.errorf("client_body_temp.max_size", "must be positive; request_buffering: false on a route streams its bodies instead")
+	}
+	if !filepath.IsAbs(c.ClientBodyTemp.Path) {
+		v.errorf("client_body_temp.path", "%q is not an absolute path", c.ClientBodyTemp.Path)
 	}
 	for i, r := range c.Routes {
 		p := fmt.Sprintf("routes[%d]", i)

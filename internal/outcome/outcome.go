@@ -48,6 +48,14 @@ const (
 	// the host: file descriptors, socket buffers, memory, local ports.
 	// sturdy's fault, never the host's.
 	LocalError
+	// StaleConnection is a request that met the close of a kept-alive
+	// connection: the connection was reused, the backend closed or reset
+	// it before any byte of the response, and the request could not be
+	// sent again (not idempotent, or its body gone). Either the backend's
+	// close never acknowledged the request, or the backend closed with
+	// the request unread: racing the request, not failing on it. The
+	// connection's doing, never the host's.
+	StaleConnection
 	NumClasses
 )
 
@@ -77,6 +85,7 @@ var names = [NumClasses]string{
 	StreamRefused:     "stream_refused",
 	ClientBodyError:   "client_body_error",
 	LocalError:        "local_error",
+	StaleConnection:   "stale_connection",
 }
 
 func (c Class) String() string {
@@ -107,13 +116,18 @@ func (c Class) Failure() bool { return c != OK && !c.NotHosts() }
 // out of its own resources. Such attempts are counted, never held against
 // the host, and never a reason to try another.
 func (c Class) NotHosts() bool {
-	return c == ClientCancel || c == ClientBodyError || c == LocalError
+	return c == ClientCancel || c == ClientBodyError || c == LocalError || c == StaleConnection
 }
 
 // ErrNotProcessed is wrapped by a client's error when the backend is
 // known not to have processed the request (an HTTP/2 GOAWAY or
 // REFUSED_STREAM): Classify makes it StreamRefused.
 var ErrNotProcessed = errors.New("the backend did not process the request")
+
+// ErrStaleConnection is wrapped by a client's error when a kept-alive
+// connection closed under a request that could not be sent again:
+// Classify makes it StaleConnection.
+var ErrStaleConnection = errors.New("the kept-alive connection closed as the request went out")
 
 // Classify maps a transport error to a class. clientGone reports whether the
 // client's own context ended (the client cancelled or went away).
@@ -123,6 +137,9 @@ func Classify(err error, clientGone bool) Class {
 	}
 	if errors.Is(err, ErrNotProcessed) {
 		return StreamRefused
+	}
+	if errors.Is(err, ErrStaleConnection) {
+		return StaleConnection
 	}
 	if IsLocalExhaustion(err) {
 		return LocalError

@@ -38,6 +38,7 @@ var classCases = []struct {
 	{"client left", context.Canceled, true, ClientCancel},
 	{"not processed", fmt.Errorf("http2 GOAWAY: %w", ErrNotProcessed), false, StreamRefused},
 	{"not processed, client left", fmt.Errorf("%w", ErrNotProcessed), true, ClientCancel},
+	{"stale connection", fmt.Errorf("%w: %w", ErrStaleConnection, &net.OpError{Op: "read", Err: syscall.ECONNRESET}), false, StaleConnection},
 	// sturdy's own limits, whichever step hit them, are never the host's.
 	{"emfile on dial", &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("socket", syscall.EMFILE)}, false, LocalError},
 	{"enfile on dial", &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("socket", syscall.ENFILE)}, false, LocalError},
@@ -64,11 +65,11 @@ func TestSentAndFailure(t *testing.T) {
 			t.Errorf("class %d has no name", c)
 		}
 	}
-	if OK.Failure() || ClientCancel.Failure() || ClientBodyError.Failure() || LocalError.Failure() || !Reset.Failure() || !ConnectError.Failure() {
+	if OK.Failure() || ClientCancel.Failure() || ClientBodyError.Failure() || LocalError.Failure() || StaleConnection.Failure() || !Reset.Failure() || !ConnectError.Failure() {
 		t.Error("Failure() wrong")
 	}
 	for _, c := range All() {
-		if c.NotHosts() != (c == ClientCancel || c == ClientBodyError || c == LocalError) {
+		if c.NotHosts() != (c == ClientCancel || c == ClientBodyError || c == LocalError || c == StaleConnection) {
 			t.Errorf("%s: NotHosts() = %v", c, c.NotHosts())
 		}
 	}

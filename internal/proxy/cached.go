@@ -116,6 +116,7 @@ func (c *cacheFetcher) fetch(r *http.Request) (*http.Response, error) {
 		clientKey: c.clientKey, clientBit: c.clientBit, admission: c.admission, admitted: c.admitted}
 	resp, host, fl := fw.fetch()
 	if resp == nil {
+		fw.closeSpool()
 		return nil, &fetchError{fl: fl, class: fw.class, sameTwice: fw.sameTwice, fault: fw.fault, bodyErr: fw.bodyErr}
 	}
 	removeHopHeaders(resp.Header)
@@ -135,6 +136,11 @@ type releasingBody struct {
 
 func (b *releasingBody) Close() error {
 	err := b.ReadCloser.Close()
-	b.once.Do(b.host.Release)
+	b.once.Do(func() {
+		b.host.Release()
+		if b.fw != nil { // a mirror's copy has none
+			b.fw.closeSpool()
+		}
+	})
 	return err
 }

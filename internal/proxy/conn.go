@@ -86,7 +86,7 @@ func (h *Handler) checkConn(w http.ResponseWriter, r *http.Request, snap *Snapsh
 			// Content-Length it finds next to chunked without telling. Never
 			// keep such a connection: what the client sent after the body
 			// could be read as another request (RFC 9112 6.1).
-			closeAfter(w)
+			closeAfter(w, r)
 		}
 		return nil, true
 	}
@@ -98,7 +98,7 @@ func (h *Handler) checkConn(w http.ResponseWriter, r *http.Request, snap *Snapsh
 	}
 	if c.Framing == nil {
 		if isChunked(r) {
-			closeAfter(w)
+			closeAfter(w, r)
 		}
 		return c, true
 	}
@@ -106,11 +106,11 @@ func (h *Handler) checkConn(w http.ResponseWriter, r *http.Request, snap *Snapsh
 	case framing.Ambiguous:
 		snap.Edge.C.Add(edge.FaultFraming)
 		snap.Edge.C.Answered(http.StatusBadRequest)
-		closeAfter(w)
+		closeAfter(w, r)
 		writeText(w, http.StatusBadRequest, "400 Bad Request: the request's framing is ambiguous ("+why+"); it was refused and the connection closed.\n")
 		return c, false
 	case framing.Unfollowed:
-		closeAfter(w)
+		closeAfter(w, r)
 	}
 	return c, true
 }
@@ -121,6 +121,14 @@ func isChunked(r *http.Request) bool {
 
 var connClose = []string{"close"}
 
-// closeAfter makes net/http close the client connection after this
-// answer.
-func closeAfter(w http.ResponseWriter) { w.Header()["Connection"] = connClose }
+// closeAfter closes an HTTP/1.x client connection after this answer:
+// what follows a broken request on it cannot be trusted to be where the
+// next one begins. An HTTP/2 or HTTP/3 stream's framing is its own, so a
+// bad stream is refused alone: net/http's HTTP/2 server would make the
+// field a GOAWAY for every stream of the connection, and on HTTP/3 it is
+// a connection-specific field that makes the answer malformed.
+func closeAfter(w http.ResponseWriter, r *http.Request) {
+	if r.ProtoMajor == 1 {
+		w.Header()["Connection"] = connClose
+	}
+}

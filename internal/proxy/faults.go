@@ -34,14 +34,14 @@ func (f *forwarder) countFault(reason edge.Reason) {
 }
 
 // answerFault answers a request whose body the client broke, and closes
-// the connection: what else the client sent on it cannot be trusted to be
-// where a request begins.
+// an HTTP/1.x connection (see closeAfter); on HTTP/2 and HTTP/3 only the
+// stream is answered.
 func (f *forwarder) answerFault() int {
 	f.countFault(f.fault)
 	if f.w == nil {
 		return http.StatusBadRequest // a background fetch has no client
 	}
-	closeAfter(f.w)
+	closeAfter(f.w, f.r)
 	name := f.rt.Name
 	switch f.fault {
 	case edge.FaultBodyTimeout:

@@ -16,6 +16,7 @@ import (
 	"github.com/sturdyproxy/sturdy/internal/health"
 	"github.com/sturdyproxy/sturdy/internal/health/balance"
 	"github.com/sturdyproxy/sturdy/internal/outcome"
+	"github.com/sturdyproxy/sturdy/internal/proxy/spool"
 	"github.com/sturdyproxy/sturdy/internal/route/subst"
 	"github.com/sturdyproxy/sturdy/internal/wire/h1client"
 )
@@ -36,6 +37,8 @@ const (
 	failClientBody         // the client's request body broke (see fault)
 	failLocal              // sturdy ran out of its own resources (fds, memory, ports)
 	failCut                // a request that may not be sent again was waiting on a host found dead
+	failStale              // a request that may not be sent again met a kept-alive connection's close
+	failSpool              // the request body found no room on disk (client_body_temp)
 )
 
 // forwarder carries one request through its attempts. It lives on the
@@ -70,6 +73,8 @@ type forwarder struct {
 
 	body     *clientBody // the request body when it streams (and cannot be replayed)
 	buffered []byte      // the request body when it was read whole first
+	spooled  *spool.File // the request body when it was read whole to disk first
+	spoolErr error       // why it could not be, with failSpool
 	fault    edge.Reason // what the client did wrong, with failClientBody
 	bodyErr  error       // the request body's read error, with failClientBody
 	tried    balance.Tried
@@ -97,6 +102,7 @@ type forwarder struct {
 
 func (f *forwarder) serve() {
 	r, rt := f.r, f.rt
+	defer f.closeSpool()
 	f.ctx = r.Context()
 	if rt.Total > 0 {
 		var cancel context.CancelFunc
@@ -251,6 +257,13 @@ func (f *forwarder) exchange(p *health.Pool) (*http.Response, *health.Host, fail
 				f.snap.Local.UpstreamFailed(err)
 			}
 			return nil, nil, failLocal
+		case class == outcome.StaleConnection:
+			// The backend closed the kept-alive connection as the request
+			// arrived, and it may not be sent again: the connection's
+			// staleness, not the host's failure (see h1client).
+			p.Record(host, class, &hr, f.now)
+			f.settle(p, &hr)
+			return nil, nil, failStale
 		case !class.Sent():
 			p.Record(host, class, &hr, f.now)
 			if f.body != nil && f.body.started() {
@@ -344,6 +357,19 @@ func (f *forwarder) answer(fl failure) int {
 		return writeBusy(f.w, rt.Name, "every backend is at its connection limit")
 	case failNoHost, failCut:
 		return f.sorry()
+	case failSpool:
+		w := f.w
+		w.Header()["Retry-After"] = []string{"5"}
+		why := "the request body could not wait on disk for a backend (client_body_temp is full); nothing was sent to any backend"
+		if !errors.Is(f.spoolErr, spool.ErrFull) {
+			why = "the request body could not be written to disk for a backend (" + f.spoolErr.Error() + "); nothing was sent to any backend"
+			if f.snap.Local != nil {
+				f.snap.Local.UpstreamFailed(f.spoolErr)
+			}
+		}
+		return writeEdgeError(w, http.StatusServiceUnavailable, rt.Name, why)
+	case failStale:
+		return writeEdgeError(f.w, http.StatusBadGateway, rt.Name, "the backend closed its kept-alive connection as this request arrived (stale_connection); it was not sent again, since it may not be safe to repeat, and no backend was charged")
 	case failUpstream:
 		if f.sameTwice {
 			return writeRequestFailed(f.w, rt.Name, f.class)
@@ -442,6 +468,8 @@ func (f *forwarder) attempt(host *health.Host) (*http.Response, outcome.Class, e
 	f.url.Host = host.Target
 	if f.buffered != nil {
 		f.out.Body = io.NopCloser(bytes.NewReader(f.buffered))
+	} else if f.spooled != nil {
+		f.out.Body = f.spooled.Reader()
 	}
 	be := f.be
 	if be.Host != nil && be.Host.UsesProxyHost() {
@@ -495,6 +523,8 @@ func (f *forwarder) bodySent(c outcome.Class) int64 {
 		return 0
 	case f.buffered != nil:
 		return int64(len(f.buffered))
+	case f.spooled != nil:
+		return f.spooled.Size()
 	case f.body != nil:
 		return f.body.read.Load()
 	}

@@ -95,11 +95,31 @@ func (f *forwarder) prepare() failure {
 	if mirrorBody && mirror.MaxBody > limit {
 		limit = mirror.MaxBody
 	}
-	if limit > 0 && r.ContentLength <= limit && bufferable(r) {
-		buf, more, err := readBody(cb, r.ContentLength, limit)
+	spooled := f.rt.Spool != nil && bufferable(r)
+	if limit > 0 && (r.ContentLength <= limit || spooled) && bufferable(r) {
+		size := r.ContentLength
+		if size > limit {
+			size = -1 // read the first limit bytes, then to disk
+		}
+		buf, more, err := readBody(cb, size, limit)
 		switch {
 		case err != nil:
 			return f.bodyFailed(err)
+		case more && spooled:
+			if fl := f.spill(cb, buf); fl != failNone {
+				return fl
+			}
+			out.Body, out.GetBody = f.spooled.Reader(), f.spooled.Replay
+			out.ContentLength = f.spooled.Size()
+			if len(r.Trailer) > 0 {
+				out.ContentLength = -1 // chunked again, to carry the trailers
+			} else {
+				out.Trailer = nil
+			}
+			if mirror != nil {
+				mirror.Stats.Skipped.Add(1)
+				mirror = nil
+			}
 		case more:
 			// Larger than the bound: what was read leads, the rest streams.
 			f.body = cb
@@ -144,6 +164,46 @@ func (f *forwarder) prepared(out *http.Request, mirror *Mirror) failure {
 // request's forwarder to the heap.
 func replayOf(buf []byte) func() (io.ReadCloser, error) {
 	return func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(buf)), nil }
+}
+
+// spill reads the rest of a body larger than the memory buffer, after
+// head (what was read of it already), into a file of the route's spool.
+// A body the spool has no room for, or a disk that fails, is sturdy's
+// own limit (failSpool); a body that breaks is the client's.
+func (f *forwarder) spill(cb *clientBody, head []byte) failure {
+	file, err := f.rt.Spool.Create()
+	if err != nil {
+		f.spoolErr = err
+		return failSpool
+	}
+	f.spooled = file
+	if _, err := file.Write(head); err != nil {
+		f.spoolErr = err
+		return failSpool
+	}
+	buf := head[:cap(head)]
+	for {
+		n, rerr := cb.Read(buf)
+		if n > 0 {
+			if _, err := file.Write(buf[:n]); err != nil {
+				f.spoolErr = err
+				return failSpool
+			}
+		}
+		if rerr == io.EOF {
+			return failNone
+		}
+		if rerr != nil {
+			return f.bodyFailed(rerr)
+		}
+	}
+}
+
+// closeSpool gives back the disk space of a body that waited there.
+func (f *forwarder) closeSpool() {
+	if f.spooled != nil {
+		f.spooled.Close()
+	}
 }
 
 // bodyFailed is a request body that broke while being read whole, before

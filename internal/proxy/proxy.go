@@ -21,6 +21,7 @@ import (
 	"github.com/sturdyproxy/sturdy/internal/health"
 	"github.com/sturdyproxy/sturdy/internal/proxy/accesslog"
 	"github.com/sturdyproxy/sturdy/internal/proxy/compress"
+	"github.com/sturdyproxy/sturdy/internal/proxy/spool"
 	"github.com/sturdyproxy/sturdy/internal/proxy/static"
 	"github.com/sturdyproxy/sturdy/internal/route"
 	"github.com/sturdyproxy/sturdy/internal/route/subst"
@@ -60,9 +61,13 @@ type Route struct {
 	BufferBody int64
 	// BufferRequest is the largest request body read whole before a
 	// backend is chosen (any method), so that a body that breaks is the
-	// client's and no backend gets half a request; larger bodies stream.
+	// client's and no backend gets half a request; larger bodies wait in
+	// Spool, or stream without it.
 	// 0 means bodies stream (except BufferBody's).
 	BufferRequest int64
+	// Spool is where bodies larger than BufferRequest wait, whole, before
+	// a backend is chosen; nil streams them.
+	Spool *spool.Dir
 	// BodyTimeout bounds the wait for each read of the request body, and
 	// SendTimeout for each write of the response to the client: a client
 	// that stalls that long is cut, one that moves is never. 0 means no

@@ -18,7 +18,7 @@ admin: { listen: "off" }
 listeners: [ { name: web, listen: "127.0.0.1:0" } ]
 routes:
   - { name: app, default: true, pool: app }
-  - { name: big, path: /big/, pool: app, buffer_request_body: 1KiB }
+  - { name: big, path: /big/, pool: app, buffer_request_body: 1KiB, request_buffering: false }
   - { name: slow, path: /slow/, pool: app, timeouts: { client_body: 300ms, client_send: 300ms } }
 pools:
   - name: app
@@ -132,7 +132,8 @@ func TestMalformedBodiesAreTheClients(t *testing.T) {
 	}
 }
 
-// Item 2, for bodies larger than the route buffers: they stream, and when
+// Item 2, for bodies larger than the route buffers on a route with
+// request_buffering: false: they stream, and when
 // the stream turns out malformed the attempt is abandoned (the backend
 // sees its connection closed before the request ends), classed
 // client_body_error, held against no host; the client gets 400.

@@ -248,8 +248,7 @@ func (b *closingBackend) serve(c net.Conn) {
 // nobody. A POST whose body was sent is never sent twice.
 func TestKeepAliveRaceIsRetried(t *testing.T) {
 	t.Parallel()
-	b := newClosingBackend(t, "127.1.13.1")
-	s, url, _ := startSturdy(t, parseConfig(t, `
+	const cfg = `
 admin: { listen: "off" }
 listeners: [ { name: web, listen: "127.0.0.1:0" } ]
 routes: [ { name: app, default: true, pool: app } ]
@@ -257,7 +256,9 @@ pools:
   - name: app
     hosts: [ { addr: "{{b}}" } ]
     health: { passive: { window: 30s, min_requests: 5, min_clients: 1 } }
-`, map[string]string{"b": b.addr}))
+`
+	b := newClosingBackend(t, "127.1.13.1")
+	s, url, _ := startSturdy(t, parseConfig(t, cfg, map[string]string{"b": b.addr}))
 	clients, each := 5, 100
 	if testing.Short() {
 		each = 40 // the race still happens dozens of times
@@ -301,7 +302,10 @@ pools:
 
 	// A POST on a reused connection, whose body the backend read before
 	// closing without an answer: it may have been acted on, so it is not
-	// sent again, on this host or another.
+	// sent again, on this host or another. (A host of its own: the one
+	// above was seen closing connections, and POSTs to it get new ones.)
+	b = newClosingBackend(t, "127.1.13.2")
+	_, url, _ = startSturdy(t, parseConfig(t, cfg, map[string]string{"b": b.addr}))
 	conn := rawDial(t, "127.0.13.50", strings.TrimPrefix(url, "http://"))
 	defer conn.Close()
 	io.WriteString(conn, "GET /keep HTTP/1.1\r\nHost: x\r\n\r\n")

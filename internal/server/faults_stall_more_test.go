@@ -22,7 +22,7 @@ admin: { listen: "off" }
 log: { aggregate_interval: 1h }
 listeners: [ { name: web, listen: "127.0.0.1:0", read_header_timeout: 300ms } ]
 routes:
-  - { name: app, default: true, pool: app, buffer_request_body: 1KiB, timeouts: { client_body: 300ms, client_send: 300ms } }
+  - { name: app, default: true, pool: app, buffer_request_body: 1KiB, request_buffering: false, timeouts: { client_body: 300ms, client_send: 300ms } }
 pools:
   - name: app
     hosts: [ { addr: "{{r1}}" }, { addr: "{{r2}}" } ]

@@ -22,7 +22,7 @@ admin: { listen: "off" }
 log: { aggregate_interval: 1h }
 listeners: [ { name: web, listen: "127.0.0.1:0" } ]
 routes:
-  - { name: files, default: true, pool: files, timeouts: { client_body: 300ms, client_send: 300ms } }
+  - { name: files, default: true, pool: files, request_buffering: false, timeouts: { client_body: 300ms, client_send: 300ms } }
 pools:
   - name: files
     hosts: [ { addr: "{{b1}}" }, { addr: "{{b2}}" } ]

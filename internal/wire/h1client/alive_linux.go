@@ -54,3 +54,24 @@ func (pc *conn) broken() bool {
 // tcpCloseWait is Linux's TCP_CLOSE_WAIT (include/net/tcp_states.h): the
 // peer closed its side in order and this one is still open.
 const tcpCloseWait = 8
+
+// unacked reports whether no byte written after the first out was
+// acknowledged by the backend: read when it closed the connection under a
+// request (EOF before any response), it proves the backend never received
+// the request. The close's FIN carries the acknowledgement of everything
+// the backend's side had received, and it is processed before the EOF can
+// be read; a backend that had the request (read or not) acknowledges it
+// in that FIN, or resets instead of closing in order. (A backend that
+// half-closes and then still reads could acknowledge later: that only
+// makes this report false.) tcpi_bytes_acked counts the SYN as one.
+func (pc *conn) unacked(out int64) bool {
+	if pc.raw == nil {
+		return false
+	}
+	res := false
+	err := pc.raw.Control(func(fd uintptr) {
+		ti, err := unix.GetsockoptTCPInfo(int(fd), unix.IPPROTO_TCP, unix.TCP_INFO)
+		res = err == nil && ti.Bytes_acked <= uint64(out)+1
+	})
+	return err == nil && res
+}

@@ -15,3 +15,6 @@ func (pc *conn) peek(fd uintptr) bool {
 const canSplice = false
 
 func (pc *conn) broken() bool { return true }
+
+// unacked cannot tell without Linux's TCP_INFO: nothing is proven.
+func (pc *conn) unacked(out int64) bool { return false }

@@ -24,6 +24,9 @@ type head struct {
 	nTE    int   // Transfer-Encoding fields seen (all "chunked")
 	close  bool  // Connection: close
 	trail  bool  // a Trailer field is present
+	// keepAlive is the Keep-Alive field's timeout in seconds: how long
+	// the backend keeps the connection idle; -1 when it did not say.
+	keepAlive int
 }
 
 type (
@@ -37,6 +40,7 @@ const (
 	kindTransferEncoding = httphead.TransferEncoding
 	kindConnection       = httphead.Connection
 	kindTrailer          = httphead.Trailer
+	kindKeepAlive        = httphead.KeepAlive
 )
 
 // parseField parses the field line l found at offset base of the head.
@@ -67,7 +71,7 @@ func parseField(l []byte, base int) (field, error) {
 func (h *head) read(br *bufio.Reader, budget *int, atStart bool) error {
 	h.buf = h.buf[:0]
 	h.fields = h.fields[:0]
-	h.cl, h.nCL, h.nTE, h.close, h.trail = -1, 0, 0, false, false
+	h.cl, h.nCL, h.nTE, h.close, h.trail, h.keepAlive = -1, 0, 0, false, false, -1
 	for line := 0; ; line++ {
 		start := len(h.buf)
 		for {
@@ -175,6 +179,8 @@ func (h *head) frame() error {
 			}
 		case kindTrailer:
 			h.trail = true
+		case kindKeepAlive:
+			h.keepAlive = httphead.KeepAliveTimeout(v)
 		}
 	}
 	if h.nTE > 0 {

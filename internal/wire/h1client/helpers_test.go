@@ -159,11 +159,6 @@ func waitEOF(c net.Conn, done chan<- struct{}) {
 	}
 }
 
-func isReset(err error) bool {
-	var op *net.OpError
-	return errors.As(err, &op) && strings.Contains(op.Err.Error(), "reset")
-}
-
 // after fails the test when ch is not ready within a few seconds.
 func after(t testing.TB, what string, ch <-chan struct{}) {
 	t.Helper()

@@ -22,6 +22,10 @@ type conn struct {
 	head   head // response head parsing state, reused
 	idleAt time.Time
 	used   bool // has carried a request
+	// keepFor is how long the connection may stay idle and still be
+	// reused: the backend's Keep-Alive timeout less a margin (see
+	// keepAliveFor); 0 when the backend named none.
+	keepFor time.Duration
 
 	// aborted is set when the request's context ended and the connection's
 	// deadlines were expired: it must not be used again.
@@ -83,6 +87,68 @@ type hostPool struct {
 	waiters []*waiter  // FIFO of requests waiting for MaxConnsPerHost
 	busy    *conn      // connections in use, linked through conn.next
 	retired bool       // the address left its pool: close connections as they come back
+
+	// closedSoon is when (Unix nanoseconds) the host was last seen closing
+	// a kept-alive connection soon after a response, without saying so:
+	// see closesSoon.
+	closedSoon atomic.Int64
+}
+
+// cautiousIdle is how long a connection may have been idle and still
+// carry a request that cannot be sent again after the keep-alive race
+// (not idempotent, or its body not to be had again); such a request gets
+// a new connection after that. A backend closes an idle connection when
+// its own timeout ends, and the request that meets the close cannot be
+// resent: app servers' timeouts run from 2s (gunicorn) and 5s (Node,
+// Apache, uvicorn) up (nginx 75s), so a connection idle for less than a
+// second is safe from all of them. The cost is one connect for a POST
+// after a quiet second, which is what nginx pays on every request to an
+// upstream without keepalive.
+const cautiousIdle = time.Second
+
+// closingMemory is how long a host that closed a connection idle for
+// less than cautiousIdle (one that closes after every response without
+// Connection: close, or with a timeout shorter than a second) is
+// remembered to do so: meanwhile requests that cannot be sent again get
+// a new connection to it, whatever the idle one's age.
+const closingMemory = 30 * time.Second
+
+// keepAliveMargin is taken off a backend's Keep-Alive timeout: its timer
+// starts when it sent the response and ours when we read it, and the
+// request must arrive before the backend's fires, not merely leave.
+const keepAliveMargin = time.Second
+
+// keepAliveFor is how long a connection whose backend said Keep-Alive:
+// timeout=secs may stay idle and be reused: the timeout less
+// keepAliveMargin, or half of a timeout too short for the margin; 0
+// means no limit (secs < 0: none named), negative means not at all.
+func keepAliveFor(secs int) time.Duration {
+	switch {
+	case secs < 0:
+		return 0
+	case secs == 0:
+		return -1
+	}
+	d := time.Duration(secs) * time.Second
+	if d > 2*keepAliveMargin {
+		return d - keepAliveMargin
+	}
+	return d / 2
+}
+
+// sawClosedSoon records that a connection idle for idle was found closed
+// by the backend.
+func (hp *hostPool) sawClosedSoon(idle time.Duration, now time.Time) {
+	if idle < cautiousIdle {
+		hp.closedSoon.Store(now.UnixNano())
+	}
+}
+
+// closesSoon reports whether the host was seen closing connections soon
+// after responses within closingMemory.
+func (hp *hostPool) closesSoon(now time.Time) bool {
+	t := hp.closedSoon.Load()
+	return t != 0 && now.UnixNano()-t < int64(closingMemory)
 }
 
 // waiter is a request waiting for a connection when its host is full. It
@@ -99,12 +165,22 @@ func (c *Client) hostPool(addr string) *hostPool {
 }
 
 // get returns a connection to the host: an idle one that passed the
-// liveness check, or a new one. fresh skips the idle ones.
-func (hp *hostPool) get(ctx context.Context, fresh bool) (pc *conn, err error) {
+// liveness check, or a new one. fresh skips the idle ones. cautious is
+// for a request that cannot be sent again if the backend closes the
+// connection as it arrives: it takes an idle connection only when the
+// newest is younger than cautiousIdle and the host is not known to close
+// connections soon after responses.
+func (hp *hostPool) get(ctx context.Context, fresh, cautious bool) (pc *conn, err error) {
 	c := hp.c
+	if cautious && !fresh && hp.closesSoon(time.Now()) {
+		fresh = true
+	}
 	for {
 		hp.mu.Lock()
 		full := c.o.MaxConnsPerHost > 0 && hp.open >= c.o.MaxConnsPerHost
+		if n := len(hp.idle); n > 0 && cautious && !fresh && time.Since(hp.idle[n-1].idleAt) > cautiousIdle {
+			fresh = true // the newest is too old for it: so are the others
+		}
 		if n := len(hp.idle); n > 0 && (!fresh || full) {
 			pc = hp.idle[n-1]
 			hp.idle[n-1] = nil
@@ -116,7 +192,9 @@ func (hp *hostPool) get(ctx context.Context, fresh bool) (pc *conn, err error) {
 				hp.discard(pc)
 				continue
 			}
-			if c.o.IdleTimeout > 0 && time.Since(pc.idleAt) > c.o.IdleTimeout {
+			now := time.Now()
+			idle := now.Sub(pc.idleAt)
+			if c.o.IdleTimeout > 0 && idle > c.o.IdleTimeout {
 				// The newest is too old: so are all the others.
 				stale := hp.idle
 				hp.idle = hp.idle[:0]
@@ -132,9 +210,14 @@ func (hp *hostPool) get(ctx context.Context, fresh bool) (pc *conn, err error) {
 			}
 			hp.use(pc)
 			hp.mu.Unlock()
+			if pc.keepFor > 0 && idle >= pc.keepFor {
+				hp.discard(pc) // past the backend's own Keep-Alive timeout
+				continue
+			}
 			if pc.alive() {
 				return pc, nil
 			}
+			hp.sawClosedSoon(idle, now)
 			hp.discard(pc)
 			continue
 		}
@@ -238,9 +321,7 @@ func (hp *hostPool) dial(ctx context.Context) (*conn, error) {
 func (hp *hostPool) put(pc *conn) {
 	c := hp.c
 	pc.used = true
-	if c.o.IdleTimeout > 0 {
-		pc.idleAt = time.Now() // outside the lock: every request takes it twice
-	}
+	pc.idleAt = time.Now() // outside the lock: every request takes it twice
 	hp.mu.Lock()
 	if len(hp.waiters) > 0 && !hp.retired {
 		w := hp.waiters[0]

@@ -3,10 +3,13 @@ package h1client
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"syscall"
 	"time"
+
+	"github.com/sturdyproxy/sturdy/internal/outcome"
 )
 
 // maxWriteWait is how long a finished response waits for its request
@@ -92,9 +95,11 @@ func (x *exchange) writerError() error {
 // did anything wrong, and it costs no retry budget.
 func (c *Client) roundTrip(req *http.Request) (*http.Response, error) {
 	resp, err, again := c.exchange(req, false)
-	if !again || req.Context().Value(noResendKey{}) != nil {
+	if !again {
 		return resp, err
 	}
+	var first *Error
+	errors.As(err, &first)
 	if req.Body != nil && req.Body != http.NoBody {
 		body, gerr := req.GetBody()
 		if gerr != nil {
@@ -108,7 +113,7 @@ func (c *Client) roundTrip(req *http.Request) (*http.Response, error) {
 	c.staleRetries.Add(1)
 	resp, err, _ = c.exchange(req, true)
 	var ue *Error
-	if errors.As(err, &ue) {
+	if errors.As(err, &ue) && (first == nil || !first.unreceived) {
 		ue.Resent = true
 	}
 	return resp, err
@@ -159,7 +164,10 @@ func (c *Client) exchange(req *http.Request, fresh bool) (_ *http.Response, _ er
 		mode = bodyChunked
 	}
 
-	pc, err := c.hostPool(addr).get(ctx, fresh)
+	// A request that could not be sent again, were the backend to close
+	// the connection as it arrives, is careful which one it takes.
+	cautious := !idempotent(req) || body != nil && req.GetBody == nil
+	pc, err := c.hostPool(addr).get(ctx, fresh, cautious)
 	if err != nil {
 		if body != nil {
 			body.Close()
@@ -194,6 +202,12 @@ func (c *Client) exchange(req *http.Request, fresh bool) (_ *http.Response, _ er
 	pc.awaiting.Store(true)
 	fail := func(phase Phase, err error) (*http.Response, error, bool) {
 		pc.awaiting.Store(false)
+		// A reused connection the backend closed before any of the
+		// response: the keep-alive race, or a request that killed it.
+		// Whether the backend's close acknowledged the request tells
+		// them apart, and is read before the connection is closed.
+		noAnswer := x.reused && ctx.Err() == nil && closedEarly(err) && pc.wire.in.Load() == in0
+		unreceived := noAnswer && errors.Is(err, io.EOF) && pc.unacked(out0)
 		if x.w != nil && ctx.Err() != nil {
 			// The context ended, perhaps because reading the request
 			// body failed (net/http ends it on any error reading the
@@ -215,10 +229,23 @@ func (c *Client) exchange(req *http.Request, fresh bool) (_ *http.Response, _ er
 			// sending it again on a new connection to that host is no use.
 			return nil, &Error{Phase: phase, Addr: addr, Reused: x.reused, Err: ErrCut}, false
 		}
-		again := x.reused && ctx.Err() == nil && closedEarly(err) && pc.wire.in.Load() == in0 &&
-			(body == nil || req.GetBody != nil) &&
-			(idempotent(req) || pc.wire.out.Load() == out0)
-		return nil, &Error{Phase: phase, Addr: addr, Reused: x.reused, Err: err}, again
+		if !noAnswer {
+			return nil, &Error{Phase: phase, Addr: addr, Reused: x.reused, Err: err}, false
+		}
+		// The backend closed a connection it had kept alive, under a
+		// request: whatever the reason, requests that cannot be sent
+		// again are safer on new connections to it for a while.
+		pc.hp.sawClosedSoon(0, time.Now())
+		again := (body == nil || req.GetBody != nil) &&
+			(idempotent(req) || unreceived || pc.wire.out.Load() == out0) &&
+			ctx.Value(noResendKey{}) == nil
+		if !again && (unreceived || isReset(err)) {
+			// Not to be sent again, and the backend either never had it
+			// or closed with it unread: the connection's staleness, not
+			// the host's failure.
+			err = fmt.Errorf("%w: %w", outcome.ErrStaleConnection, err)
+		}
+		return nil, &Error{Phase: phase, Addr: addr, Reused: true, unreceived: unreceived, Err: err}, again
 	}
 
 	wantsClose, err := pc.writeHead(req, mode, cl)
@@ -280,6 +307,9 @@ func (c *Client) exchange(req *http.Request, fresh bool) (_ *http.Response, _ er
 	}
 	r.Request = req
 	x.keep = !r.Close && !wantsClose
+	if pc.keepFor = keepAliveFor(pc.head.keepAlive); pc.keepFor < 0 {
+		x.keep = false
+	}
 	if r.body.kind == bodyNone {
 		r.Body = http.NoBody
 		x.finish(true)
@@ -297,6 +327,11 @@ func (c *Client) exchange(req *http.Request, fresh bool) (_ *http.Response, _ er
 func closedEarly(err error) bool {
 	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
 		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNABORTED)
+}
+
+// isReset reports whether err is the backend resetting the connection.
+func isReset(err error) bool {
+	return errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNABORTED)
 }
 
 // idempotent reports whether sending req twice is harmless (RFC 9110

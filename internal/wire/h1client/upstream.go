@@ -17,8 +17,17 @@
 // request goes out) is the one case sent again, once, on a new
 // connection: the connection was reused, not one byte of the response
 // arrived, the connection closed or reset, and the request is idempotent
-// (or nothing of it was written) with a body that is empty or can be had
-// again (Request.GetBody). net/http's Transport and nginx do the same.
+// (or nothing of it was written, or the backend's close acknowledged none
+// of it: see conn.unacked) with a body that is empty or can be had again
+// (Request.GetBody). net/http's Transport and nginx do the same, but for
+// that proof. A request that cannot be sent again and meets the race
+// fails with outcome.ErrStaleConnection, the connection's doing.
+//
+// What can be seen coming is avoided: a connection is not reused after
+// Connection: close, nor past its backend's Keep-Alive timeout; a request
+// that could not be sent again takes no connection idle for more than
+// cautiousIdle, nor any idle one of a host seen closing connections soon
+// after responses (see hostPool.get).
 //
 // Responses are parsed strictly, so that the proxy and the backend can
 // never disagree about where a response ends (response smuggling): see
@@ -247,6 +256,9 @@ type Error struct {
 	// the request that fails, not the connection.
 	Resent bool
 	Err    error
+	// unreceived: the backend's close did not acknowledge any byte of
+	// the request (see conn.unacked).
+	unreceived bool
 }
 
 func (e *Error) Error() string {

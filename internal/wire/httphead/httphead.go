@@ -38,6 +38,7 @@ const (
 	Host
 	Expect
 	Upgrade
+	KeepAlive
 )
 
 // ParseField parses the field line l (without its CRLF) found at offset
@@ -96,6 +97,9 @@ func kindOf(name []byte) Kind {
 	case 10:
 		if EqualFold(name, "connection") {
 			return Connection
+		}
+		if EqualFold(name, "keep-alive") {
+			return KeepAlive
 		}
 	case 14:
 		if EqualFold(name, "content-length") {
@@ -255,4 +259,37 @@ func HasToken(v []byte, token string) bool {
 		}
 	}
 	return false
+}
+
+// KeepAliveTimeout is the timeout=N parameter of a Keep-Alive field value
+// ("timeout=5, max=100": the HTTP/1.0 keep-alive extension, RFC 2068
+// section 19.7.1.1), in seconds, or -1 when it has none or it does not
+// parse.
+func KeepAliveTimeout(v []byte) int {
+	for len(v) > 0 {
+		var elem []byte
+		if i := bytes.IndexByte(v, ','); i >= 0 {
+			elem, v = v[:i], v[i+1:]
+		} else {
+			elem, v = v, nil
+		}
+		elem = bytes.Trim(elem, " \t")
+		name, val, ok := bytes.Cut(elem, []byte("="))
+		if !ok || !EqualFold(bytes.TrimRight(name, " \t"), "timeout") {
+			continue
+		}
+		val = bytes.Trim(bytes.TrimLeft(val, " \t"), `"`)
+		if len(val) == 0 || len(val) > 9 {
+			return -1
+		}
+		n := 0
+		for _, c := range val {
+			if c < '0' || c > '9' {
+				return -1
+			}
+			n = n*10 + int(c-'0')
+		}
+		return n
+	}
+	return -1
 }
