@@ -402,8 +402,11 @@ func (s *Server) Reload(cfg *config.Config) error {
 		if err != nil {
 			for _, b := range bound {
 				b.sock.Close()
+				if b.h3 != nil {
+					b.h3.pc.Close()
+				}
 			}
-			rt.Close()
+			rt.Discard(old)
 			s.reloadFailedLocked(err)
 			return err
 		}
