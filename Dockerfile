@@ -1,6 +1,6 @@
 # syntax=docker/dockerfile:1
 # sturdy in a container: the static binary on an empty base image, run as a
-# non-root user, healthy when /readyz says so.
+# non-root user, healthy while the process answers HTTP (/livez).
 #
 #   docker build --build-arg VERSION=$(git describe --tags --always --dirty) -t sturdy .
 #   docker run -p 8080:8080 -v $PWD/sturdy.yaml:/etc/sturdy/sturdy.yaml:ro sturdy
@@ -30,7 +30,12 @@ COPY LICENSE NOTICE /usr/share/doc/sturdy/
 USER 65532:65532
 EXPOSE 8080 9901
 STOPSIGNAL SIGTERM
+# Liveness, not readiness: /readyz turns 503 when the backends are down or
+# during a drain, and an orchestrator that replaces unhealthy containers
+# would then restart the proxy, which fixes nothing and drops the degraded
+# answers (sorry pages, stale copies) it was giving. Route traffic on
+# /readyz; restart on /livez.
 HEALTHCHECK --interval=10s --timeout=3s --start-period=5s --retries=3 \
-    CMD ["/usr/bin/sturdy", "healthcheck", "-q"]
+    CMD ["/usr/bin/sturdy", "healthcheck", "-q", "-url", "http://127.0.0.1:9901/livez"]
 ENTRYPOINT ["/usr/bin/sturdy"]
 CMD ["run", "-c", "/etc/sturdy/sturdy.yaml"]

@@ -142,3 +142,34 @@ func TestSystemdUnitVerifies(t *testing.T) {
 		t.Errorf("systemd-analyze security: exposure above 2.5 (25 on its scale of 100): %v\n%s", err, out)
 	}
 }
+
+// The image's HEALTHCHECK asks /livez of the admin listener the image's
+// config sets: a container marked unhealthy is replaced, and /readyz is
+// 503 whenever the backends are down, when restarting sturdy mends nothing.
+func TestDockerHealthcheckAsksLiveness(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join(repo, "Dockerfile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(strings.ReplaceAll(string(b), "\\\n", " "), "\nHEALTHCHECK ")
+	if !ok {
+		t.Fatal("the Dockerfile has no HEALTHCHECK")
+	}
+	line, _, _ := strings.Cut(rest, "\n")
+	_, cmd, ok := strings.Cut(line, "CMD ")
+	if !ok {
+		t.Fatalf("HEALTHCHECK without CMD: %s", line)
+	}
+	var argv []string
+	if err := json.Unmarshal([]byte(cmd), &argv); err != nil {
+		t.Fatalf("HEALTHCHECK CMD is not an exec form: %v: %s", err, cmd)
+	}
+	cfg, err := config.Load(filepath.Join(repo, "contrib/docker/sturdy.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"/usr/bin/sturdy", "healthcheck", "-q", "-url", "http://" + cfg.Admin.Listen + "/livez"}
+	if strings.Join(argv, " ") != strings.Join(want, " ") {
+		t.Errorf("HEALTHCHECK CMD %q, want %q", argv, want)
+	}
+}
