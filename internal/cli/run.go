@@ -12,6 +12,7 @@ import (
 	"syscall"
 
 	"github.com/cloudflare/tableflip"
+	"github.com/sturdyproxy/sturdy/internal/access/ratelimit"
 	"github.com/sturdyproxy/sturdy/internal/compile"
 	"github.com/sturdyproxy/sturdy/internal/config"
 	"github.com/sturdyproxy/sturdy/internal/ops/lint"
@@ -135,6 +136,9 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, load func(
 // systemd notification, inherited sockets) until ctx ends.
 func serveWith(ctx context.Context, cfg *config.Config, log *slog.Logger, build func([]server.Option) (*server.Server, error)) int {
 	server.Version = version
+	// go-redis has one logger per process; this is where the process
+	// starts serving, before any Redis client exists.
+	ratelimit.LogRedisTo(log)
 	endProfile, err := startProfile(log)
 	if err != nil {
 		log.Error("cannot start", "err", err)
