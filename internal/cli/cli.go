@@ -61,6 +61,14 @@ running config then stays.`,
 			run:      cmdReload,
 		},
 		{
+			name:    "reopen",
+			summary: "make the running sturdy reopen its log files (after logrotate)",
+			long: `Sends SIGUSR1 to the process named by -pid, $MAINPID or the config's
+pid_file; sturdy then reopens its access log, as nginx -s reopen does.`,
+			examples: []string{"sturdy reopen -c /etc/sturdy/sturdy.yaml", "sturdy reopen -pid 4242"},
+			run:      cmdReopen,
+		},
+		{
 			name:    "check",
 			aliases: []string{"validate"},
 			summary: "validate a config file and print errors and warnings",

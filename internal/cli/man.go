@@ -114,9 +114,9 @@ the config the packages install and the systemd unit runs
 .SH SIGNALS
 .B sturdy run
 stops gracefully on SIGINT and SIGTERM (requests in flight finish within
-.IR shutdown_grace )
-and reloads its config on SIGHUP, keeping the running one if the new file is
-invalid.
+.IR shutdown_grace ),
+reloads its config on SIGHUP, keeping the running one if the new file is
+invalid, and reopens its log files on SIGUSR1.
 .SH SEE ALSO
 .BR nginx (8),
 .BR systemctl (1);

@@ -65,6 +65,10 @@ func cmdCheck(_ context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitFail
 	}
 	rt.Close()
+	if errs := writablePaths(cfg); len(errs) > 0 {
+		printConfigError(stderr, errs)
+		return exitFail
+	}
 	if !*quiet {
 		for _, w := range append(lint.Check(cfg), rt.Warnings...) {
 			fmt.Fprintf(stderr, "warning: %s\n", w.Error())
@@ -176,6 +180,9 @@ func serveWith(ctx context.Context, cfg *config.Config, log *slog.Logger, build 
 	usr2 := make(chan os.Signal, 1)
 	signal.Notify(usr2, syscall.SIGUSR2)
 	defer signal.Stop(usr2)
+	usr1 := make(chan os.Signal, 1)
+	signal.Notify(usr1, syscall.SIGUSR1)
+	defer signal.Stop(usr1)
 	if err := srv.Start(); err != nil {
 		log.Error("cannot start", "err", err)
 		return exitFail
@@ -192,6 +199,22 @@ func serveWith(ctx context.Context, cfg *config.Config, log *slog.Logger, build 
 		}
 		go handleUpgrades(runCtx, upg, usr2, srv, log, stop)
 	}
+	go func() {
+		// SIGUSR1 reopens the log files, as for nginx: logrotate renames
+		// them, then signals (sturdy reopen).
+		for {
+			select {
+			case <-runCtx.Done():
+				return
+			case <-usr1:
+			}
+			if err := srv.ReopenLogs(); err != nil {
+				log.Warn("could not reopen the log files", "err", err)
+			} else {
+				log.Info("log files reopened")
+			}
+		}
+	}()
 	reload := make(chan struct{})
 	go func() {
 		for {

@@ -487,6 +487,10 @@ func (s *Server) reloadFailedLocked(err error) {
 	})
 }
 
+// ReopenLogs reopens the access log file (SIGUSR1, after logrotate
+// renamed it); sturdy's own log is standard error.
+func (s *Server) ReopenLogs() error { return s.access.Reopen() }
+
 // Shutdown stops accepting, lets in-flight requests finish until ctx ends,
 // then closes what is left and stops every background component. It
 // returns once all of them have stopped.
