@@ -418,6 +418,11 @@ func (rt *Runtime) tlsListeners() map[string]*certs.Listener {
 // obtain for this runtime.
 func (rt *Runtime) ACMENames() []string { return acme.NamesFor(rt.Config, rt.tlsListeners()) }
 
+// ACMENamesOn are the ACME host names listener serves.
+func (rt *Runtime) ACMENamesOn(listener string) []string {
+	return acme.NamesOn(rt.Config, rt.tlsListeners(), listener)
+}
+
 // proxyListeners builds what the request path needs per listener: its
 // routing table and what it answers before any route.
 func (c *compiler) proxyListeners() map[string]*proxy.Listener {

@@ -299,6 +299,7 @@ func (s *Server) Start() error {
 	s.group.Go("webhooks", s.alerts.Run)
 	s.group.Go("access log", s.access.Run)
 	s.group.Go("resource exhaustion", s.local.Run)
+	s.group.Go("certificate expiry", s.watchCertificates)
 	if s.acme != nil {
 		s.acme.SetNames(rt.ACMENames())
 		s.group.Go("acme", s.acme.Run)
