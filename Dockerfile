@@ -1,6 +1,6 @@
 # syntax=docker/dockerfile:1
 # sturdy in a container: the static binary on an empty base image, run as a
-# non-root user, healthy when /readyz says so. Two images from one file:
+# non-root user, healthy while the process answers HTTP (/livez). Two images from one file:
 # sturdy (the default target) and sturdy-gateway, the Gateway API and
 # Ingress controller (Kubernetes mode, docs/kubernetes.md), each built in
 # its own stage, so that the sturdy image never compiles client-go.
@@ -57,7 +57,12 @@ COPY LICENSE NOTICE /usr/share/doc/sturdy/
 USER 65532:65532
 EXPOSE 8080 9901
 STOPSIGNAL SIGTERM
+# Liveness, not readiness: /readyz turns 503 when the backends are down or
+# during a drain, and an orchestrator that replaces unhealthy containers
+# would then restart the proxy, which fixes nothing and drops the degraded
+# answers (sorry pages, stale copies) it was giving. Route traffic on
+# /readyz; restart on /livez.
 HEALTHCHECK --interval=10s --timeout=3s --start-period=5s --retries=3 \
-    CMD ["/usr/bin/sturdy", "healthcheck", "-q"]
+    CMD ["/usr/bin/sturdy", "healthcheck", "-q", "-url", "http://127.0.0.1:9901/livez"]
 ENTRYPOINT ["/usr/bin/sturdy"]
 CMD ["run", "-c", "/etc/sturdy/sturdy.yaml"]

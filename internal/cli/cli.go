@@ -81,6 +81,14 @@ running config then stays.`,
 			examples: []string{"sturdy reload -c /etc/sturdy/sturdy.yaml", "sturdy reload -c sturdy.yaml --pid 4242"},
 			run:      p.cmdReload,
 		},
+		{
+			name:    "reopen",
+			summary: "make the running sturdy reopen its log files (after logrotate)",
+			long: `Sends SIGUSR1 to the process named by --pid, $MAINPID or the config's
+pid_file; sturdy then reopens its access log, as nginx -s reopen does.`,
+			examples: []string{"sturdy reopen -c /etc/sturdy/sturdy.yaml", "sturdy reopen --pid 4242"},
+			run:      p.cmdReopen,
+		},
 		p.checkCommand("sturdy check -q -c sturdy.yaml && systemctl reload sturdy"),
 		{
 			name:    "demo",

@@ -12,9 +12,10 @@ import (
 )
 
 // cmdHealthcheck asks the admin listener's /readyz whether sturdy can
-// answer properly, for a container HEALTHCHECK: a live process is not
-// enough (incident 004). It exits 0 when ready and 1 otherwise, printing
-// the reasons sturdy gave.
+// answer properly (a live process is not enough to send it traffic,
+// incident 004), or --url's endpoint: the image's HEALTHCHECK asks /livez,
+// since replacing the container mends no backend. It exits 0 when the
+// answer is 200 and 1 otherwise, printing the reasons sturdy gave.
 func (p *program) cmdHealthcheck(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := p.newFlags("healthcheck", stderr)
 	url := fs.String("url", "http://"+config.DefaultAdminListen+"/readyz", "readiness `URL` of the admin listener")

@@ -114,11 +114,12 @@ the config the packages install and the systemd unit runs
 .SH SIGNALS
 .B sturdy run
 stops gracefully on SIGINT and SIGTERM (requests in flight finish within
-.IR shutdown_grace )
-and reloads its config on SIGHUP, keeping the running one if the new file is
-invalid. On SIGUSR2 it upgrades its binary: it starts the binary at its own
-path again, hands it the listening sockets, and exits once the new process
-is ready; requests in flight finish in the old one.
+.IR shutdown_grace ),
+reloads its config on SIGHUP, keeping the running one if the new file is
+invalid, and reopens its log files on SIGUSR1. On SIGUSR2 it upgrades its
+binary: it starts the binary at its own path again, hands it the listening
+sockets, and exits once the new process is ready; requests in flight finish
+in the old one.
 .SH SEE ALSO
 .BR nginx (8),
 .BR systemctl (1);

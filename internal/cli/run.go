@@ -12,6 +12,7 @@ import (
 	"syscall"
 
 	"github.com/cloudflare/tableflip"
+	"github.com/sturdyproxy/sturdy/internal/access/ratelimit"
 	"github.com/sturdyproxy/sturdy/internal/compile"
 	"github.com/sturdyproxy/sturdy/internal/config"
 	"github.com/sturdyproxy/sturdy/internal/ops/lint"
@@ -61,6 +62,10 @@ func (p *program) cmdCheck(_ context.Context, args []string, stdout, stderr io.W
 		return exitFail
 	}
 	rt.Close()
+	if errs := writablePaths(cfg); len(errs) > 0 {
+		printConfigError(stderr, errs)
+		return exitFail
+	}
 	if !*quiet {
 		for _, w := range append(lint.Check(cfg), rt.Warnings...) {
 			fmt.Fprintf(stderr, "warning: %s\n", w.Error())
@@ -134,6 +139,9 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, load func(
 // systemd notification, inherited sockets) until ctx ends.
 func serveWith(ctx context.Context, cfg *config.Config, log *slog.Logger, build func([]server.Option) (*server.Server, error)) int {
 	server.Version = version
+	// go-redis has one logger per process; this is where the process
+	// starts serving, before any Redis client exists.
+	ratelimit.LogRedisTo(log)
 	endProfile, err := startProfile(log)
 	if err != nil {
 		log.Error("cannot start", "err", err)
@@ -171,6 +179,9 @@ func serveWith(ctx context.Context, cfg *config.Config, log *slog.Logger, build 
 	usr2 := make(chan os.Signal, 1)
 	signal.Notify(usr2, syscall.SIGUSR2)
 	defer signal.Stop(usr2)
+	usr1 := make(chan os.Signal, 1)
+	signal.Notify(usr1, syscall.SIGUSR1)
+	defer signal.Stop(usr1)
 	if err := srv.Start(); err != nil {
 		log.Error("cannot start", "err", err)
 		return exitFail
@@ -187,6 +198,22 @@ func serveWith(ctx context.Context, cfg *config.Config, log *slog.Logger, build 
 		}
 		go handleUpgrades(runCtx, upg, usr2, srv, log, stop)
 	}
+	go func() {
+		// SIGUSR1 reopens the log files, as for nginx: logrotate renames
+		// them, then signals (sturdy reopen).
+		for {
+			select {
+			case <-runCtx.Done():
+				return
+			case <-usr1:
+			}
+			if err := srv.ReopenLogs(); err != nil {
+				log.Warn("could not reopen the log files", "err", err)
+			} else {
+				log.Info("log files reopened")
+			}
+		}
+	}()
 	reload := make(chan struct{})
 	go func() {
 		for {

@@ -199,10 +199,7 @@ func Compile(cfg *config.Config, prev *Runtime, env Env) (*Runtime, error) {
 		c.errorf("log.access."+strings.SplitN(err.Error(), ":", 2)[0], "%s", strings.TrimSpace(strings.SplitN(err.Error(), ":", 2)[1]))
 	}
 	if len(c.errs) > 0 {
-		rt.Close()
-		if rt.Access != nil && rt.Access.Shared != nil && (prev == nil || prev.Access == nil || prev.Access.Shared != rt.Access.Shared) {
-			rt.Access.Shared.Close()
-		}
+		rt.Discard(prev)
 		slices.SortStableFunc(c.errs, func(a, b config.Error) int { return a.Line - b.Line })
 		return nil, c.errs
 	}
@@ -248,6 +245,39 @@ func (rt *Runtime) Close() {
 	}
 	for _, m := range rt.mirrors {
 		m.Close()
+	}
+}
+
+// Discard releases what rt, a runtime that will never serve (a refused
+// reload), holds of its own: what it shares with prev, the runtime that
+// serves on, is prev's and stays open. Closing a shared upstream client
+// would break every request of the running config to its pool (the
+// HTTP/2 client refuses all requests once closed).
+func (rt *Runtime) Discard(prev *Runtime) {
+	if prev == nil {
+		rt.Close()
+		if rt.Access != nil && rt.Access.Shared != nil {
+			rt.Access.Shared.Close()
+		}
+		return
+	}
+	lent := make(map[upstreamClient]bool, len(prev.upstreams))
+	for _, u := range prev.upstreams {
+		lent[u] = true
+	}
+	for _, u := range rt.upstreams {
+		if !lent[u] {
+			u.Close()
+		}
+	}
+	if rt.authTransport != nil && rt.authTransport != prev.authTransport {
+		rt.authTransport.CloseIdleConnections()
+	}
+	for _, m := range rt.mirrors {
+		m.Close() // never shared: each runtime makes its own
+	}
+	if rt.Access != nil && rt.Access.Shared != nil && (prev.Access == nil || prev.Access.Shared != rt.Access.Shared) {
+		rt.Access.Shared.Close()
 	}
 }
 
@@ -413,6 +443,11 @@ func (rt *Runtime) tlsListeners() map[string]*certs.Listener {
 // ACMENames are the host names whose certificates the ACME manager must
 // obtain for this runtime.
 func (rt *Runtime) ACMENames() []string { return acme.NamesFor(rt.Config, rt.tlsListeners()) }
+
+// ACMENamesOn are the ACME host names listener serves.
+func (rt *Runtime) ACMENamesOn(listener string) []string {
+	return acme.NamesOn(rt.Config, rt.tlsListeners(), listener)
+}
 
 // proxyListeners builds what the request path needs per listener: its
 // routing table and what it answers before any route.

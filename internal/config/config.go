@@ -80,6 +80,11 @@ type Admin struct {
 	Token string `yaml:"token"`
 	// ReadyRoutes lists the routes /readyz counts. Default: all routes.
 	ReadyRoutes []string `yaml:"ready_routes"`
+	// ExpiredCertificateNotReady makes /readyz answer 503 while a served
+	// certificate is expired. Default false: an expired certificate is
+	// usually the whole fleet's, and readiness would then take every
+	// instance out at once (docs/tls.md).
+	ExpiredCertificateNotReady bool `yaml:"expired_certificate_not_ready"`
 }
 
 // Webhook posts events to a URL.

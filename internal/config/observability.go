@@ -46,6 +46,7 @@ func EventTypes() []string {
 		event.StaleStarted, event.StaleEnded,
 		event.ReloadApplied, event.ReloadRefused,
 		event.CertObtained, event.CertRenewed, event.CertFailed, event.CertRevoked,
+		event.CertExpiring, event.CertExpired,
 		event.SharedLimitsDown, event.SharedLimitsUp,
 		event.DNSFailed, event.DNSRecovered, event.DNSChanged, event.DNSExpired,
 		event.ResourceExhausted, event.ResourceRecovered,

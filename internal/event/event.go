@@ -44,7 +44,9 @@ const (
 	CertRenewed      = "certificate_renewed"
 	CertFailed       = "certificate_failed" // an order or renewal failed; retried with backoff
 	CertRevoked      = "certificate_revoked"
-	SharedLimitsDown = "shared_limits_down" // the shared rate-limit store is unreachable; local buckets
+	CertExpiring     = "certificate_expiring" // a served certificate nears its end and was not replaced in time
+	CertExpired      = "certificate_expired"  // a served certificate is past its end: clients refuse it
+	SharedLimitsDown = "shared_limits_down"   // the shared rate-limit store is unreachable; local buckets
 	SharedLimitsUp   = "shared_limits_up"
 	// ResourceExhausted: sturdy itself ran out of file descriptors,
 	// socket buffers, memory or local ports (never a backend's doing);

@@ -2,7 +2,9 @@ package server
 
 import (
 	"fmt"
+	"slices"
 	"strings"
+	"time"
 
 	"github.com/sturdyproxy/sturdy/internal/edge/acme"
 	"github.com/sturdyproxy/sturdy/internal/event"
@@ -44,21 +46,36 @@ func (s *Server) certEvent(e acme.Event) {
 	s.bus.Emit(ev)
 }
 
-// certificates lists every certificate served, with its end of validity.
+// certificates lists every certificate served, with its validity and
+// state: files per listener, ACME ones once per listener with tls.acme
+// that serves their name.
 func (s *Server) certificates() []view.Certificate {
 	rt := s.cur.Load()
+	now := time.Now()
 	var out []view.Certificate
+	add := func(c view.Certificate) {
+		c.State = certState(c, now)
+		out = append(out, c)
+	}
+	var held []acme.Certificate
+	if s.acme != nil {
+		held = s.acme.Certificates()
+	}
 	for _, l := range rt.Listeners {
 		if l.TLS == nil {
 			continue
 		}
 		for _, c := range l.TLS.Store.Certificates() {
-			out = append(out, view.Certificate{Listener: l.Name, Names: strings.Join(c.Names, ","), NotAfter: c.NotAfter, Source: "file"})
+			add(view.Certificate{Listener: l.Name, Names: strings.Join(c.Names, ","), NotBefore: c.NotBefore, NotAfter: c.NotAfter, Source: "file"})
 		}
-	}
-	if s.acme != nil {
-		for _, c := range s.acme.Certificates() {
-			out = append(out, view.Certificate{Names: c.Name, NotAfter: c.NotAfter, Source: "acme"})
+		if len(held) == 0 || !l.Listener.TLS.ACME {
+			continue
+		}
+		names := rt.ACMENamesOn(l.Name)
+		for _, c := range held {
+			if slices.Contains(names, c.Name) {
+				add(view.Certificate{Listener: l.Name, Names: c.Name, NotBefore: c.NotBefore, NotAfter: c.NotAfter, Source: "acme"})
+			}
 		}
 	}
 	return out

@@ -202,6 +202,10 @@ func (ts *tapSockets) Listen(network, addr string) (net.Listener, error) {
 	return tapListener{l, ts.served}, nil
 }
 
+func (ts *tapSockets) ListenPacket(network, addr string) (net.PacketConn, error) {
+	return net.ListenPacket(network, addr)
+}
+
 type tapListener struct {
 	net.Listener
 	served chan struct{}

@@ -47,7 +47,7 @@ func (s *Server) bindHTTP3(lc config.Listener, tcp net.Addr) (*h3Serving, error)
 	if addr == lc.Listen {
 		addr = tcp.String() // the same port number as the TCP socket, also for port 0
 	}
-	pc, err := net.ListenPacket("udp", addr)
+	pc, err := s.listenPacket(addr)
 	if err != nil {
 		return nil, fmt.Errorf("listener %s: cannot listen for HTTP/3 on udp %s: %w", lc.Name, addr, err)
 	}
@@ -75,6 +75,15 @@ func (s *Server) bindHTTP3(lc config.Listener, tcp net.Addr) (*h3Serving, error)
 		Logger:         s.log,
 	}
 	return &h3Serving{cfg: *hc, pc: pc, srv: srv}, nil
+}
+
+// listenPacket opens the UDP socket for addr: inherited from the previous
+// process across a binary upgrade, as the TCP sockets are.
+func (s *Server) listenPacket(addr string) (net.PacketConn, error) {
+	if s.sockets != nil {
+		return s.sockets.ListenPacket("udp", addr)
+	}
+	return net.ListenPacket("udp", addr)
 }
 
 // port is the UDP port HTTP/3 is served on, for Alt-Svc.

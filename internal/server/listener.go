@@ -417,6 +417,9 @@ func errnoName(err error) string {
 // inherited from a previous sturdy process (binary upgrade).
 type socketSource interface {
 	Listen(network, addr string) (net.Listener, error)
+	// ListenPacket opens a UDP socket (HTTP/3's): a new process of a
+	// binary upgrade cannot bind the port the old one serves on.
+	ListenPacket(network, addr string) (net.PacketConn, error)
 }
 
 // keepable returns the running listener whose socket lc can keep: the

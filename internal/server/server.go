@@ -302,6 +302,7 @@ func (s *Server) Start() error {
 	s.group.Go("webhooks", s.alerts.Run)
 	s.group.Go("access log", s.access.Run)
 	s.group.Go("resource exhaustion", s.local.Run)
+	s.group.Go("certificate expiry", s.watchCertificates)
 	if s.acme != nil {
 		s.acme.SetNames(rt.ACMENames())
 		s.group.Go("acme", s.acme.Run)
@@ -405,8 +406,11 @@ func (s *Server) Reload(cfg *config.Config) error {
 		if err != nil {
 			for _, b := range bound {
 				b.sock.Close()
+				if b.h3 != nil {
+					b.h3.pc.Close()
+				}
 			}
-			rt.Close()
+			rt.Discard(old)
 			s.reloadFailedLocked(err)
 			return err
 		}
@@ -486,6 +490,10 @@ func (s *Server) reloadFailedLocked(err error) {
 		Evidence: map[string]any{"error": err.Error(), "serving_hash": s.cur.Load().Hash},
 	})
 }
+
+// ReopenLogs reopens the access log file (SIGUSR1, after logrotate
+// renamed it); sturdy's own log is standard error.
+func (s *Server) ReopenLogs() error { return s.access.Reopen() }
 
 // Shutdown stops accepting, lets in-flight requests finish until ctx ends,
 // then closes what is left and stops every background component. It

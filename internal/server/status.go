@@ -117,6 +117,13 @@ func (s *Server) Status() view.Status {
 	if localReason != "" {
 		st.NotReady = append(st.NotReady, localReason)
 	}
+	if cfg.Admin.ExpiredCertificateNotReady {
+		for _, c := range st.Certificates {
+			if c.State == view.CertExpired {
+				st.NotReady = append(st.NotReady, fmt.Sprintf("certificate of listener %s (%s) expired at %s", c.Listener, c.Names, c.NotAfter.UTC().Format(time.RFC3339)))
+			}
+		}
+	}
 	if ready := s.opts.ready; ready != nil {
 		if ok, why := ready(); !ok {
 			st.NotReady = append([]string{why}, st.NotReady...)

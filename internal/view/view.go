@@ -320,15 +320,25 @@ type DNSName struct {
 
 // Certificate is one certificate sturdy serves.
 type Certificate struct {
-	// Listener serves it ("" for ACME certificates: every listener with
-	// tls.acme).
+	// Listener serves it (an ACME certificate is listed once per listener
+	// with tls.acme that serves its name).
 	Listener string `json:"listener,omitempty"`
 	// Names are its DNS names, comma-separated.
-	Names    string    `json:"names"`
-	NotAfter time.Time `json:"not_after"`
+	Names     string    `json:"names"`
+	NotBefore time.Time `json:"not_before"`
+	NotAfter  time.Time `json:"not_after"`
 	// Source is "file" or "acme".
 	Source string `json:"source"`
+	// State is "ok", "expiring" (docs/tls.md says when) or "expired".
+	State string `json:"state"`
 }
+
+// Certificate states.
+const (
+	CertOK       = "ok"
+	CertExpiring = "expiring"
+	CertExpired  = "expired"
+)
 
 // Access is what the routes' access controls decided, since start.
 type Access struct {

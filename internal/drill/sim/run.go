@@ -161,6 +161,11 @@ type listenFunc func(network, addr string) (net.Listener, error)
 
 func (f listenFunc) Listen(network, addr string) (net.Listener, error) { return f(network, addr) }
 
+// ListenPacket is the kernel's: the simulated worlds serve no HTTP/3.
+func (listenFunc) ListenPacket(network, addr string) (net.PacketConn, error) {
+	return net.ListenPacket(network, addr)
+}
+
 func (in *injector) sockets(nw network) listenFunc {
 	return func(network, addr string) (net.Listener, error) {
 		var ln net.Listener

@@ -372,3 +372,31 @@ func intermediate(t *testing.T, p *pebble) (*x509.Certificate, crypto.Signer) {
 	}
 	return cert, key.(crypto.Signer)
 }
+
+// Without a RenewCheck of the test's, the manager looks for renewals on
+// a schedule derived from the certificates it holds, not every 10
+// minutes: a 20-second certificate is renewed before it expires, and
+// handshakes are answered throughout.
+func TestRenewalScheduleFollowsTheLifetime(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits for a real renewal (about 25s)")
+	}
+	s := listen(t)
+	p := startPebble(t, pebbleOpts{httpPort: portOf(s.plain), tlsPort: portOf(s.secure), validity: 20 * time.Second})
+	ev := newEvents()
+	m := newManager(t, p, filepath.Join(t.TempDir(), "acme"), ev, func(o *Options) {
+		o.HTTP01, o.HTTPAddr = true, s.plain.Addr().String()
+		o.RenewCheck = 0 // the default, 10 minutes
+	})
+	s.serve(t, m, p.directory)
+	m.SetNames([]string{"short.test"})
+	ev.wait(t, 60*time.Second, "first certificate", func() bool { return ev.count(Loaded, "short.test") > 0 })
+	first := fetch(t, s, p, "short.test")
+	deadline := time.Now().Add(19 * time.Second)
+	for fetch(t, s, p, "short.test") == first {
+		if time.Now().After(deadline) {
+			t.Fatalf("the 20s certificate was not replaced within 19s of the first handshake (renewed events: %d)", ev.count(Renewed, "short.test"))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}

@@ -126,17 +126,63 @@ func (m *Manager) Run(ctx context.Context) error {
 	if err := checkStorage(o.Storage); err != nil {
 		return fmt.Errorf("acme: %w", err)
 	}
+	// certmagic looks for certificates to renew every RenewCheck, fixed
+	// when its cache is made: longer than the whole life of a short
+	// certificate. Once the certificates held call for a shorter look, the
+	// cache is made again with it (their files are loaded before the new
+	// cache serves, so no handshake goes without).
+	every := o.RenewCheck
+	var prev *running
+	for {
+		r, managed, err := m.start(ctx, every, prev)
+		if err != nil {
+			if prev != nil {
+				m.live.Store(nil)
+				prev.cache.Stop()
+			}
+			return err
+		}
+		next, err := m.follow(ctx, r, managed, every)
+		if next == 0 || err != nil {
+			m.live.Store(nil)
+			r.cache.Stop()
+			return err
+		}
+		if m.opts.Log != nil {
+			m.opts.Log.Info("acme: the certificates held are short-lived; renewals are now looked for more often", "every", next)
+		}
+		every, prev = next, r
+	}
+}
+
+// renewCheckFor is how often to look for renewals of certs: a twentieth
+// of the shortest lifetime (certmagic renews at a third of it left, or at
+// the CA's suggested window (ARI), or when less than 5 looks are left),
+// at least a second, at most RenewCheck.
+func (m *Manager) renewCheckFor(certs []Certificate) time.Duration {
+	d := m.opts.RenewCheck
+	for _, c := range certs {
+		d = min(d, c.NotAfter.Sub(c.NotBefore)/20)
+	}
+	return max(d, time.Second)
+}
+
+// start builds the ACME library's cache and config for a look every
+// every. With prev (a restart), the names prev had are loaded from
+// storage first and prev's cache is stopped once the new one serves.
+func (m *Manager) start(ctx context.Context, every time.Duration, prev *running) (*running, []string, error) {
+	o := m.opts
 	log := newZap(o.Log)
 	var cfg *certmagic.Config
 	cache := certmagic.NewCache(certmagic.CacheOptions{
 		GetConfigForCert:   func(certmagic.Certificate) (*certmagic.Config, error) { return cfg, nil },
-		RenewCheckInterval: o.RenewCheck,
+		RenewCheckInterval: every,
 		Logger:             log,
 	})
-	defer cache.Stop()
 	cfg = certmagic.New(cache, certmagic.Config{
 		// Renew at about two thirds of the lifetime, with a little jitter
-		// so that instances sharing storage do not all try at once.
+		// so that instances sharing storage do not all try at once; where
+		// the CA suggests a window (ARI), in that window.
 		RenewalWindowRatio: (1.0 / 3.0) * (0.9 + 0.2*rand.Float64()),
 		Storage:            &certmagic.FileStorage{Path: o.Storage},
 		OnEvent:            m.onEvent,
@@ -156,10 +202,29 @@ func (m *Manager) Run(ctx context.Context) error {
 	pointAt(issuer, o.HTTPAddr, &issuer.AltHTTPPort)
 	pointAt(issuer, o.TLSAddr, &issuer.AltTLSALPNPort)
 	cfg.Issuers = []certmagic.Issuer{issuer}
-	m.live.Store(&running{cfg: cfg, issuer: issuer, cache: cache})
-	defer m.live.Store(nil)
-
+	r := &running{cfg: cfg, issuer: issuer, cache: cache}
 	var managed []string
+	if prev != nil {
+		managed = sortedKeys(*m.ready.Load())
+		if err := cfg.ManageSync(ctx, managed); err != nil {
+			cache.Stop()
+			return nil, nil, fmt.Errorf("acme: %w", err)
+		}
+	}
+	m.live.Store(r)
+	if prev != nil {
+		prev.cache.Stop()
+	}
+	return r, managed, nil
+}
+
+// follow manages the names SetNames gives until ctx ends (0), or until
+// the certificates held call for looking for renewals more often than
+// every (that interval).
+func (m *Manager) follow(ctx context.Context, r *running, managed []string, every time.Duration) (time.Duration, error) {
+	lookEvery := min(every, 10*time.Second)
+	look := time.NewTicker(lookEvery)
+	defer look.Stop()
 	for {
 		m.mu.Lock()
 		want := m.names
@@ -180,21 +245,29 @@ func (m *Manager) Run(ctx context.Context) error {
 			for i, n := range removed {
 				subjects[i] = certmagic.SubjectIssuer{Subject: n}
 			}
-			cache.RemoveManaged(subjects)
+			r.cache.RemoveManaged(subjects)
 			m.setReady(removed, false)
 		}
 		if len(added) > 0 {
 			// Asynchronous: one name's failure (retried with backoff for
 			// up to 30 days) does not hold up the others.
-			if err := cfg.ManageAsync(ctx, added); err != nil {
-				return fmt.Errorf("acme: %w", err)
+			if err := r.cfg.ManageAsync(ctx, added); err != nil {
+				return 0, fmt.Errorf("acme: %w", err)
 			}
 		}
 		managed = want
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-m.changed:
+		for {
+			select {
+			case <-ctx.Done():
+				return 0, nil
+			case <-m.changed:
+			case <-look.C:
+				if next := m.renewCheckFor(m.Certificates()); next < every*9/10 {
+					return next, nil
+				}
+				continue
+			}
+			break
 		}
 	}
 }
@@ -234,8 +307,8 @@ func (m *Manager) setReady(names []string, on bool) {
 
 // Certificate is one managed certificate's validity, for a metric.
 type Certificate struct {
-	Name     string
-	NotAfter time.Time
+	Name                string
+	NotBefore, NotAfter time.Time
 }
 
 // Certificates returns the certificates held now, by name.
@@ -248,7 +321,7 @@ func (m *Manager) Certificates() []Certificate {
 	for _, n := range sortedKeys(*m.ready.Load()) {
 		for _, c := range r.cache.AllMatchingCertificates(n) {
 			if c.Leaf != nil {
-				out = append(out, Certificate{Name: n, NotAfter: c.Leaf.NotAfter})
+				out = append(out, Certificate{Name: n, NotBefore: c.Leaf.NotBefore, NotAfter: c.Leaf.NotAfter})
 				break
 			}
 		}

@@ -13,10 +13,13 @@ import (
 // routes served on listeners with tls.acme that no certificate file of
 // that listener covers (ls from certs.Compile). Wildcards are left out:
 // they need DNS-01, which sturdy does not do.
-func NamesFor(c *config.Config, ls map[string]*certs.Listener) []string {
+func NamesFor(c *config.Config, ls map[string]*certs.Listener) []string { return NamesOn(c, ls, "") }
+
+// NamesOn is NamesFor for one listener (all with tls.acme when "").
+func NamesOn(c *config.Config, ls map[string]*certs.Listener, listener string) []string {
 	var names []string
 	for _, l := range c.Listeners {
-		if l.TLS == nil || !l.TLS.ACME {
+		if l.TLS == nil || !l.TLS.ACME || (listener != "" && l.Name != listener) {
 			continue
 		}
 		cl := ls[l.Name]

@@ -48,6 +48,8 @@ var conditions = map[string]condition{
 	"SturdyDNSFailed":           {"warning", hostKeys},
 	"SturdyDNSExpired":          {"critical", hostKeys},
 	"SturdyCertificateFailing":  {"warning", []string{"host"}},
+	"SturdyCertificateExpiring": {"warning", []string{"host"}},
+	"SturdyCertificateExpired":  {"critical", []string{"host"}},
 	"SturdySharedLimitsDown":    {"warning", []string{"host"}},
 	"SturdyResourcesExhausted":  {"critical", nil},
 }
@@ -88,8 +90,10 @@ var transitions = map[string]transition{
 	event.DNSChanged:        {}, // news, not a condition: the hosts follow
 	event.CertFailed:        {fire: "SturdyCertificateFailing"},
 	event.CertRevoked:       {fire: "SturdyCertificateFailing"},
-	event.CertObtained:      {resolve: []string{"SturdyCertificateFailing"}},
-	event.CertRenewed:       {resolve: []string{"SturdyCertificateFailing"}},
+	event.CertObtained:      {resolve: []string{"SturdyCertificateFailing", "SturdyCertificateExpiring", "SturdyCertificateExpired"}},
+	event.CertRenewed:       {resolve: []string{"SturdyCertificateFailing", "SturdyCertificateExpiring", "SturdyCertificateExpired"}},
+	event.CertExpiring:      {fire: "SturdyCertificateExpiring"},
+	event.CertExpired:       {fire: "SturdyCertificateExpired", resolve: []string{"SturdyCertificateExpiring"}},
 	event.SharedLimitsDown:  {fire: "SturdySharedLimitsDown"},
 	event.SharedLimitsUp:    {resolve: []string{"SturdySharedLimitsDown"}},
 	event.ResourceExhausted: {fire: "SturdyResourcesExhausted"},

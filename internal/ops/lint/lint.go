@@ -110,6 +110,9 @@ func (l *linter) pools() {
 			used[r.Mirror.Pool] = true
 		}
 		used[r.Fallback.Pool] = true // a fallback pool serves its route while the route's own is empty
+		if r.ForwardAuth != nil {
+			used[r.ForwardAuth.Pool] = true // the auth service's hosts
+		}
 	}
 	for i, p := range l.c.Pools {
 		pp := fmt.Sprintf("pools[%d]", i)

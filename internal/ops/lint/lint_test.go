@@ -23,6 +23,7 @@ routes:
     pool: shop
     hosts: [ shop.example.com ]
     fallback: { pool: backup }
+    forward_auth: { url: "http://auth.internal/check", pool: auth }
 pools:
   - { name: web, hosts: [ { addr: 127.0.0.1:9001 }, { addr: 127.0.0.1:9002 } ] }
   - name: shop
@@ -32,6 +33,7 @@ pools:
     hosts: [ { addr: 127.0.0.1:9005 }, { addr: 127.0.0.1:9006 } ]
     health: { active: { path: /healthz } }
   - { name: spare, hosts: [ { addr: 127.0.0.1:9007 }, { addr: 127.0.0.1:9008 } ], health: { active: { path: /healthz } } }
+  - { name: auth, hosts: [ { addr: 127.0.0.1:9009 }, { addr: 127.0.0.1:9010 } ], health: { active: { path: /healthz } } }
 `), "risky.yaml")
 	if err != nil {
 		t.Fatal(err)
@@ -46,18 +48,21 @@ pools:
 		"risky.yaml:8: routes[0].retry.tries: 4 tries but pool \"web\" has 2 hosts",
 		"risky.yaml:9: routes[0].cache.stale_if_error_max: stale copies may hide a failing origin for 24h0m0s",
 		"risky.yaml:9: routes[0].cache.bypass_paths: the list replaces the default and names no health path",
-		"risky.yaml:15: pools[0].health: pool \"web\" ejects hosts on passive evidence alone",
-		"risky.yaml:18: pools[1].health.passive.max_ejected: max_ejected 100% lets passive evidence take every host of pool \"shop\" out",
-		"risky.yaml:18: pools[1].health.passive.min_clients: min_clients 1 lets one client's failures make a host of pool \"shop\" an outlier",
+		"risky.yaml:16: pools[0].health: pool \"web\" ejects hosts on passive evidence alone",
+		"risky.yaml:19: pools[1].health.passive.max_ejected: max_ejected 100% lets passive evidence take every host of pool \"shop\" out",
+		"risky.yaml:19: pools[1].health.passive.min_clients: min_clients 1 lets one client's failures make a host of pool \"shop\" an outlier",
 		"pools[3].name: pool \"spare\" is not used by any route",
 	} {
 		if !strings.Contains(all, want) {
 			t.Errorf("missing warning %q in:\n%s", want, all)
 		}
 	}
-	// A fallback pool is used: by the routes it stands in for.
-	if strings.Contains(all, `pool "backup" is not used`) {
-		t.Errorf("the fallback pool is reported unused:\n%s", all)
+	// A fallback pool is used: by the routes it stands in for; so is the
+	// pool of a forward_auth service.
+	for _, p := range []string{"backup", "auth"} {
+		if strings.Contains(all, `pool "`+p+`" is not used`) {
+			t.Errorf("pool %s is reported unused:\n%s", p, all)
+		}
 	}
 }
 

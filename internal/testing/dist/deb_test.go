@@ -148,6 +148,7 @@ func TestDebInstallsAndPurges(t *testing.T) {
 		{"/usr/share/bash-completion/completions/sturdy", 0o644, "0", "0"},
 		{"/usr/share/doc/sturdy/LICENSE", 0o644, "0", "0"},
 		{"/usr/share/doc/sturdy/NOTICE", 0o644, "0", "0"},
+		{"/etc/logrotate.d/sturdy", 0o644, "0", "0"},
 	} {
 		fi, err := os.Stat(tc.path)
 		if err != nil {
@@ -159,7 +160,7 @@ func TestDebInstallsAndPurges(t *testing.T) {
 			t.Errorf("%s: %v %d:%d; want %v %s:%s", tc.path, fi.Mode(), st.Uid, st.Gid, tc.mode, tc.uid, tc.gid)
 		}
 	}
-	if conf := run(t, "dpkg-query", "-W", "-f=${Conffiles}", "sturdy"); !strings.Contains(conf, "/etc/sturdy/sturdy.yaml") {
+	if conf := run(t, "dpkg-query", "-W", "-f=${Conffiles}", "sturdy"); !strings.Contains(conf, "/etc/sturdy/sturdy.yaml") || !strings.Contains(conf, "/etc/logrotate.d/sturdy") {
 		t.Errorf("the config is not a conffile (an upgrade would overwrite edits): %q", conf)
 	}
 	// The installed unit, as it is, with the man page its Documentation= names.
@@ -176,7 +177,7 @@ func TestDebInstallsAndPurges(t *testing.T) {
 
 	// Purge now, and check that nothing is left behind.
 	run(t, "dpkg", "--purge", "sturdy")
-	for _, p := range []string{"/usr/bin/sturdy", "/etc/sturdy", "/var/lib/sturdy", "/usr/lib/systemd/system/sturdy.service", "/usr/share/doc/sturdy"} {
+	for _, p := range []string{"/usr/bin/sturdy", "/etc/sturdy", "/var/lib/sturdy", "/usr/lib/systemd/system/sturdy.service", "/usr/share/doc/sturdy", "/etc/logrotate.d/sturdy"} {
 		if _, err := os.Stat(p); err == nil {
 			t.Errorf("%s is left after dpkg --purge", p)
 		}
@@ -207,7 +208,7 @@ func checkRPM(t *testing.T, dist string) {
 	if got := run(t, "rpm", "-qp", "--qf", "%{NAME} %{VERSION} %{RELEASE} %{LICENSE}\\n", rpm); got != want {
 		t.Errorf("rpm metadata %q, want %q", got, want)
 	}
-	if got := run(t, "rpm", "-qp", "--configfiles", rpm); got != "/etc/sturdy/sturdy.yaml\n" {
+	if got := run(t, "rpm", "-qp", "--configfiles", rpm); got != "/etc/logrotate.d/sturdy\n/etc/sturdy/sturdy.yaml\n" {
 		t.Errorf("rpm config files %q", got)
 	}
 	dump := run(t, "rpm", "-qp", "--dump", rpm)

@@ -133,6 +133,7 @@ func TestSystemdUnitVerifies(t *testing.T) {
 	}
 	for _, want := range []string{"Type=notify", "User=sturdy", "AmbientCapabilities=CAP_NET_BIND_SERVICE", "ProtectSystem=strict",
 		"ProtectHome=yes", "PrivateTmp=yes", "NoNewPrivileges=yes", "ReadWritePaths=/var/lib/sturdy", "LimitNOFILE=1048576",
+		"LogsDirectory=sturdy", "RuntimeDirectory=sturdy",
 		"ExecStartPre=/usr/bin/sturdy check -q -c /etc/sturdy/sturdy.yaml", "ExecReload=/usr/bin/sturdy reload -c /etc/sturdy/sturdy.yaml"} {
 		if !strings.Contains(string(unit), "\n"+want+"\n") {
 			t.Errorf("the unit lacks %s", want)
@@ -148,5 +149,82 @@ func TestSystemdUnitVerifies(t *testing.T) {
 	out, err = exec.Command(analyze, "security", "--offline=yes", "--threshold=25", f).CombinedOutput()
 	if err != nil {
 		t.Errorf("systemd-analyze security: exposure above 2.5 (25 on its scale of 100): %v\n%s", err, out)
+	}
+}
+
+// The image's HEALTHCHECK asks /livez of the admin listener the image's
+// config sets: a container marked unhealthy is replaced, and /readyz is
+// 503 whenever the backends are down, when restarting sturdy mends nothing.
+func TestDockerHealthcheckAsksLiveness(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join(repo, "Dockerfile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(strings.ReplaceAll(string(b), "\\\n", " "), "\nHEALTHCHECK ")
+	if !ok {
+		t.Fatal("the Dockerfile has no HEALTHCHECK")
+	}
+	line, _, _ := strings.Cut(rest, "\n")
+	_, cmd, ok := strings.Cut(line, "CMD ")
+	if !ok {
+		t.Fatalf("HEALTHCHECK without CMD: %s", line)
+	}
+	var argv []string
+	if err := json.Unmarshal([]byte(cmd), &argv); err != nil {
+		t.Fatalf("HEALTHCHECK CMD is not an exec form: %v: %s", err, cmd)
+	}
+	cfg, err := config.Load(filepath.Join(repo, "contrib/docker/sturdy.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"/usr/bin/sturdy", "healthcheck", "-q", "-url", "http://" + cfg.Admin.Listen + "/livez"}
+	if strings.Join(argv, " ") != strings.Join(want, " ") {
+		t.Errorf("HEALTHCHECK CMD %q, want %q", argv, want)
+	}
+}
+
+// The packages' logrotate file is one logrotate accepts, rotates the
+// unit's log directory, and has sturdy reopen its files (SIGUSR1) rather
+// than copy and truncate them.
+func TestLogrotateFile(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join(repo, "contrib/logrotate/sturdy"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"/var/log/sturdy/*.log {", "su sturdy sturdy", "--signal=USR1", "sturdy.service"} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("the logrotate file lacks %q", want)
+		}
+	}
+	if strings.Contains(string(b), "copytruncate") {
+		t.Error("copytruncate loses the lines written between the copy and the truncation")
+	}
+	nfpm, _ := os.ReadFile(filepath.Join(repo, "packaging/nfpm.yaml"))
+	if !strings.Contains(string(nfpm), "src: ./contrib/logrotate/sturdy\n    dst: /etc/logrotate.d/sturdy\n") {
+		t.Error("packaging/nfpm.yaml does not install the logrotate file as /etc/logrotate.d/sturdy")
+	}
+	lr, err := exec.LookPath("logrotate")
+	if err != nil {
+		t.Skip("logrotate is not installed (apt-get install logrotate); the file's syntax is not checked")
+	}
+	// A real rotation, in a directory of the test's and as this user
+	// (no sturdy user here); the postrotate's systemctl fails quietly.
+	dir := t.TempDir()
+	logs := filepath.Join(dir, "log")
+	os.Mkdir(logs, 0o750)
+	os.WriteFile(filepath.Join(logs, "access.log"), []byte("{}\n"), 0o640)
+	conf := strings.ReplaceAll(string(b), "/var/log/sturdy", logs)
+	conf = strings.ReplaceAll(conf, "sturdy sturdy", "root root")
+	f := filepath.Join(dir, "sturdy")
+	os.WriteFile(f, []byte(conf), 0o644)
+	out, err := exec.Command(lr, "--force", "--verbose", "--state", filepath.Join(dir, "state"), f).CombinedOutput()
+	if err != nil || strings.Contains(string(out), "error:") {
+		t.Fatalf("logrotate: %v\n%s", err, out)
+	}
+	if b, err := os.ReadFile(filepath.Join(logs, "access.log.1")); err != nil || string(b) != "{}\n" {
+		t.Errorf("access.log.1 after the rotation: %q %v\n%s", b, err, out)
+	}
+	if fi, err := os.Stat(filepath.Join(logs, "access.log")); err != nil || fi.Size() != 0 || fi.Mode().Perm() != 0o640 {
+		t.Errorf("a new, empty access.log (0640) after the rotation: %v %v", fi, err)
 	}
 }

@@ -104,6 +104,10 @@ function problems(st) {
   const clients = st.attributed_clients || [];
   if (clients.length) add("info", clients.length + (clients.length === 1 ? " client" : " clients") + " attributed",
     "their failures are theirs, not the hosts'; " + clients.filter((c) => c.shed).length + " shed");
+  for (const c of st.certificates || []) {
+    if (c.state === "expired") add("critical", "Certificate expired: " + c.names, "listener " + c.listener + " (" + c.source + "): clients refuse it since " + c.not_after, c.not_after);
+    else if (c.state === "expiring") add("warning", "Certificate expiring: " + c.names, "listener " + c.listener + " (" + c.source + "): valid until " + c.not_after + (c.source === "acme" ? "; its renewal is late" : "; replace it"));
+  }
   if (st.reloads && st.reloads.last_error) add("warning", "Last config reload refused", st.reloads.last_error, st.reloads.last);
   for (const w of st.webhooks || []) {
     if (w.last_error) add("warning", "Webhook " + w.name + " failing", w.last_error, w.last_error_time);
