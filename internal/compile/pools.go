@@ -27,7 +27,7 @@ func (c *compiler) pool(i int, attr *health.Attributing) *health.Pool {
 		Scheme:       "http",
 		MaxInFlight:  int64(pc.MaxConnsPerHost),
 		FailStatuses: pc.Health.FailStatuses,
-		Passive:      pc.Health.Passive,
+		Passive:      passive(pc.Health.Passive),
 	}
 	hc.Hosts = c.hosts(pc)
 	if pc.UsesHTTP2() {
@@ -235,4 +235,27 @@ func fallbackTransport(k upstreamKey, pt poolTLS, dial func(ctx context.Context,
 		t.DialTLSContext = pt.names.dialTLS(pt.config, dial)
 	}
 	return t
+}
+
+// passive is a pool's passive health settings as the health model takes
+// them: plain durations and shares, with the config's defaults applied.
+func passive(ps config.Passive) health.Passive {
+	return health.Passive{
+		Off:                        !ps.On(),
+		Window:                     ps.Window.D(),
+		MinRequests:                ps.MinRequests,
+		MinClients:                 ps.MinClients,
+		FailureRate:                float64(ps.FailureRate),
+		ConsecutiveConnectFailures: ps.ConsecutiveConnectFailures,
+		MaxEjected:                 float64(ps.MaxEjected),
+		EjectTime:                  ps.EjectTime.D(),
+		MaxEjectTime:               ps.MaxEjectTime.D(),
+		SlowStart:                  ps.SlowStart.D(),
+		TrialInterval:              ps.TrialInterval.D(),
+		GrayFailure: health.GrayFailure{
+			Off:           !ps.GrayFailure.On(),
+			Disagreements: ps.GrayFailure.Disagreements,
+			Within:        ps.GrayFailure.Within.D(),
+		},
+	}
 }

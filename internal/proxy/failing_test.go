@@ -7,7 +7,6 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/sturdyproxy/sturdy/internal/config"
 	"github.com/sturdyproxy/sturdy/internal/event"
 	"github.com/sturdyproxy/sturdy/internal/health"
 )
@@ -22,7 +21,7 @@ func TestAFailingPoolAnswersFromTheChainWithTrials(t *testing.T) {
 		for range 1000 {
 			up.steps = append(up.steps, slow)
 		}
-		f := newFixture(t, 3, up, func(pc *health.PoolConfig, _ *Route) { pc.Passive.TrialInterval = config.Duration(5 * time.Second) })
+		f := newFixture(t, 3, up, func(pc *health.PoolConfig, _ *Route) { pc.Passive.TrialInterval = 5 * time.Second })
 		send := func(i int) int {
 			req := httptest.NewRequest("GET", fmt.Sprintf("http://example.com/x/%d", i), nil)
 			req.RemoteAddr = fmt.Sprintf("192.0.2.%d:5000", 1+i%5)
