@@ -14,6 +14,7 @@ package compile
 
 import (
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/netip"
 	"net/textproto"
@@ -65,9 +66,16 @@ type Env struct {
 	// path; nil drops it.
 	Local proxy.LocalErrors
 	// ACME supplies the certificates of listeners with tls.acme and
-	// answers HTTP-01 challenges; nil gets a private, never-run manager
-	// when the config has an acme section (for check).
+	// answers HTTP-01 challenges. nil: the compile makes one from the acme
+	// section (Runtime.ACME), started by whoever runs it (check never
+	// does); OnACME and ACMELog go into it.
 	ACME *acme.Manager
+	// OnACME receives what a manager made by the compile reports; nil
+	// drops it.
+	OnACME func(acme.Event)
+	// ACMELog receives the ACME library's messages of a manager made by
+	// the compile; nil discards them.
+	ACMELog *slog.Logger
 }
 
 // Runtime is one compiled config. It must not change once published.
@@ -91,6 +99,9 @@ type Runtime struct {
 	Webhooks []alert.Webhook
 	// Access is every route's access controls and the zones they share.
 	Access *access.Compiled
+	// ACME is the manager of the listeners with tls.acme: Env.ACME, or the
+	// one made from the config's acme section; nil when neither.
+	ACME *acme.Manager
 	// Warnings are problems that do not stop the config from serving
 	// (certificates expiring soon, names no certificate covers, ...).
 	Warnings []config.Error
@@ -154,9 +165,13 @@ func Compile(cfg *config.Config, prev *Runtime, env Env) (*Runtime, error) {
 	rt.Health = &health.Set{Pools: rt.Pools, Attributing: attr}
 	c.poolHosts()
 	trusted := c.prefixes("trusted_proxies", cfg.TrustedProxies)
-	if _, err := acme.Compile(cfg); err != nil {
+	if ao, err := acme.Compile(cfg); err != nil {
 		c.errs = append(c.errs, err.(config.ErrorList)...)
+	} else if ao != nil && c.env.ACME == nil {
+		ao.OnEvent, ao.Log = env.OnACME, env.ACMELog
+		c.env.ACME = acme.New(*ao)
 	}
+	rt.ACME = c.env.ACME
 	rt.Listeners = c.listeners()
 	rt.Webhooks = webhooks(cfg)
 	for i := range cfg.Routes {

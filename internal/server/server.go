@@ -186,14 +186,6 @@ func New(cfg *config.Config, log *slog.Logger, opts ...Option) (*Server, error) 
 		Current:  s.healthSet,
 		Panicked: s.group.Recovered,
 	})
-	ao, err := acme.Compile(cfg)
-	if err != nil {
-		return nil, err
-	}
-	if ao != nil {
-		ao.OnEvent, ao.Log = s.certEvent, log
-		s.acme = acme.New(*ao)
-	}
 	// Names are looked up before the compile, so that each address of a
 	// name is a host of its own from the first request on.
 	s.dns.Prepare(hostAddrs(cfg))
@@ -201,6 +193,7 @@ func New(cfg *config.Config, log *slog.Logger, opts ...Option) (*Server, error) 
 	if err != nil {
 		return nil, err
 	}
+	s.acme = rt.ACME // made from the acme section; reloads share it
 	for _, w := range rt.Warnings {
 		log.Warn("config", "warning", w.Error())
 	}
@@ -211,7 +204,7 @@ func New(cfg *config.Config, log *slog.Logger, opts ...Option) (*Server, error) 
 
 // env is what every compile of this server builds on.
 func (s *Server) env() compile.Env {
-	return compile.Env{Monitor: s.monitor, Cache: s.cache, Agg: s.agg, Access: s.access, Edge: s.edge, Dial: s.dial, Names: s.dns, ACME: s.acme, OnShared: s.sharedLimitsEvent,
+	return compile.Env{Monitor: s.monitor, Cache: s.cache, Agg: s.agg, Access: s.access, Edge: s.edge, Dial: s.dial, Names: s.dns, ACME: s.acme, OnACME: s.certEvent, ACMELog: s.log, OnShared: s.sharedLimitsEvent,
 		Instance: s.instance, Local: s.local}
 }
 
