@@ -66,3 +66,34 @@ func TestAFailingPoolAnswersFromTheChainWithTrials(t *testing.T) {
 		}
 	})
 }
+
+// The status names the step of the chain that answers: the pool while it
+// has hosts, the fallback pool or the sorry page once it has none.
+func TestServingNamesTheStepOfTheChainThatAnswers(t *testing.T) {
+	for _, withFallback := range []bool{false, true} {
+		f := newFixture(t, 2, &script{}, func(_ *health.PoolConfig, r *Route) {
+			if withFallback {
+				r.Fallback = fallbackPool()
+			}
+		})
+		if m, since := f.rt.Serving(); m != ServingNormal || !since.IsZero() {
+			t.Errorf("fallback=%v, hosts in rotation: %s since %v", withFallback, m, since)
+		}
+		drainAll(f.pool)
+		f.settle()
+		want := ServingSorry
+		if withFallback {
+			want = ServingFallback
+		}
+		if m, since := f.rt.Serving(); m != want || since.IsZero() {
+			t.Errorf("fallback=%v, no host: %s since %v; want %s with a time", withFallback, m, since, want)
+		}
+		req := httptest.NewRequest("GET", "http://example.com/", nil)
+		req.RemoteAddr = "192.0.2.7:5000"
+		w := httptest.NewRecorder()
+		f.h.ServeHTTP(w, req)
+		if got := w.Code == 503; got == withFallback {
+			t.Errorf("fallback=%v: the request was answered %d", withFallback, w.Code)
+		}
+	}
+}

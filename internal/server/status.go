@@ -10,6 +10,7 @@ import (
 	"github.com/sturdyproxy/sturdy/internal/health"
 	"github.com/sturdyproxy/sturdy/internal/ops/admin"
 	"github.com/sturdyproxy/sturdy/internal/outcome"
+	"github.com/sturdyproxy/sturdy/internal/proxy"
 	"github.com/sturdyproxy/sturdy/internal/view"
 )
 
@@ -46,7 +47,7 @@ func (s *Server) Status() view.Status {
 	}
 	for i, rc := range cfg.Routes {
 		pr := rt.Routes[i]
-		r := view.Route{Name: rc.Name, Pool: rc.Pool, Default: rc.Default, Serving: "normal"}
+		r := view.Route{Name: rc.Name, Pool: rc.Pool, Default: rc.Default, Serving: proxy.ServingNormal}
 		if r.Pool == "" && pr.Pool != nil {
 			r.Pool = pr.Pool.Name // a split route: its first weighted pool
 		}
@@ -67,23 +68,8 @@ func (s *Server) Status() view.Status {
 				r.Serving, r.ServingSince = "stale", cs.MaskingSince
 			}
 		}
-		hp := pr.Pool // nil for a route that only serves files
-		if hp != nil && hp.Failing() && r.Serving == "normal" {
-			r.Serving = "sorry"
-			if pr.Fallback != nil && pr.Fallback.AvailableCount() > 0 && !pr.Fallback.Failing() {
-				r.Serving = "fallback"
-			}
-		}
-		if empty, since, _ := hp.Empty(); hp != nil && empty && r.Serving == "normal" {
-			switch {
-			case hp.InPanic():
-				r.Serving = "panic"
-			case pr.Fallback != nil && pr.Fallback.AvailableCount() > 0:
-				r.Serving = "fallback"
-			default:
-				r.Serving = "sorry"
-			}
-			r.ServingSince = since
+		if r.Serving == proxy.ServingNormal { // stale answers from the cache come first
+			r.Serving, r.ServingSince = pr.Serving()
 		}
 		st.Routes = append(st.Routes, r)
 	}
