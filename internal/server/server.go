@@ -102,6 +102,7 @@ type options struct {
 	dial       health.Dialer
 	ready      func() (bool, string)
 	components []component
+	version    string
 }
 
 type component struct {
@@ -140,13 +141,16 @@ func WithNotifier(n *sdnotify.Notifier) Option { return func(o *options) { o.not
 // previous process across a binary upgrade) instead of the system's.
 func WithSockets(src socketSource) Option { return func(o *options) { o.sockets = src } }
 
+// WithVersion sets the version the status reports; "dev" without it.
+func WithVersion(v string) Option { return func(o *options) { o.version = v } }
+
 // WithDemo serves the demo's controls on the admin listener under
 // /api/demo (see admin.Options.Demo): sturdy demo only.
 func WithDemo(h http.Handler) Option { return func(o *options) { o.demo = h } }
 
 // New compiles cfg. Nothing listens and nothing runs until Start.
 func New(cfg *config.Config, log *slog.Logger, opts ...Option) (*Server, error) {
-	var o options
+	o := options{version: "dev"}
 	for _, opt := range opts {
 		opt(&o)
 	}

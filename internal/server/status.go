@@ -14,9 +14,6 @@ import (
 	"github.com/sturdyproxy/sturdy/internal/view"
 )
 
-// Version is reported in the status; the CLI sets it.
-var Version = "dev"
-
 // Status takes one snapshot of everything operators see. It reads atomics
 // and takes the server's lock briefly; the request path never waits on it.
 func (s *Server) Status() view.Status {
@@ -27,7 +24,7 @@ func (s *Server) Status() view.Status {
 	s.mu.Unlock()
 	now := time.Now()
 	st := view.Status{
-		Time: now, Started: s.started, Version: Version,
+		Time: now, Started: s.started, Version: s.opts.version,
 		ConfigFile: cfg.File, ConfigHash: rt.Hash,
 		Draining: s.draining.Load(),
 		Events:   s.bus.Recent(50),
