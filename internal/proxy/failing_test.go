@@ -9,6 +9,7 @@ import (
 
 	"github.com/sturdyproxy/sturdy/internal/event"
 	"github.com/sturdyproxy/sturdy/internal/health"
+	"github.com/sturdyproxy/sturdy/internal/view"
 )
 
 // A pool whose every host fails everything, for several clients, is known
@@ -76,14 +77,14 @@ func TestServingNamesTheStepOfTheChainThatAnswers(t *testing.T) {
 				r.Fallback = fallbackPool()
 			}
 		})
-		if m, since := f.rt.Serving(); m != ServingNormal || !since.IsZero() {
+		if m, since := f.rt.Serving(); m != view.ServingNormal || !since.IsZero() {
 			t.Errorf("fallback=%v, hosts in rotation: %s since %v", withFallback, m, since)
 		}
 		drainAll(f.pool)
 		f.settle()
-		want := ServingSorry
+		want := view.ServingSorry
 		if withFallback {
-			want = ServingFallback
+			want = view.ServingFallback
 		}
 		if m, since := f.rt.Serving(); m != want || since.IsZero() {
 			t.Errorf("fallback=%v, no host: %s since %v; want %s with a time", withFallback, m, since, want)

@@ -17,6 +17,7 @@ import (
 	"github.com/sturdyproxy/sturdy/internal/health/balance"
 	"github.com/sturdyproxy/sturdy/internal/outcome"
 	"github.com/sturdyproxy/sturdy/internal/route/subst"
+	"github.com/sturdyproxy/sturdy/internal/view"
 	"github.com/sturdyproxy/sturdy/internal/wire/h1client"
 )
 
@@ -151,41 +152,33 @@ func (f *forwarder) fetch() (*http.Response, *health.Host, failure) {
 // the fallback pool.
 func (b *Backend) fallsBack() bool { return b.Fallback != nil && !b.Fallback.Failing() }
 
-// The steps of a route's chain, as Route.Serving names them.
-const (
-	ServingNormal   = "normal"   // the route's pool
-	ServingPanic    = "panic"    // hosts out on passive evidence, tried anyway
-	ServingFallback = "fallback" // the fallback pool
-	ServingSorry    = "sorry"    // the route's own answer: sorry page or error
-)
-
-// Serving names the step of the chain fetch walks that answers the
-// route's requests now (for its pool, not a split's other backends), and
+// Serving names (view.Serving*) the step of the chain fetch walks that
+// answers the route's requests now (for its pool, not a split's other backends), and
 // since when the pool has had no host, zero when it is failing or has
 // hosts. The fallback counts only while it has hosts of its own.
 func (r *Route) Serving() (mode string, since time.Time) {
 	b := &Backend{Pool: r.Pool, Fallback: r.Fallback}
 	p := b.Pool
 	if p == nil {
-		return ServingNormal, time.Time{} // files only
+		return view.ServingNormal, time.Time{} // files only
 	}
 	fallback := b.fallsBack() && b.Fallback.AvailableCount() > 0
 	if p.Failing() { // exchange gives up at once: the chain answers
 		if fallback {
-			return ServingFallback, time.Time{}
+			return view.ServingFallback, time.Time{}
 		}
-		return ServingSorry, time.Time{}
+		return view.ServingSorry, time.Time{}
 	}
 	empty, since, _ := p.Empty()
 	switch {
 	case !empty:
-		return ServingNormal, time.Time{}
+		return view.ServingNormal, time.Time{}
 	case p.InPanic():
-		return ServingPanic, since
+		return view.ServingPanic, since
 	case fallback:
-		return ServingFallback, since
+		return view.ServingFallback, since
 	}
-	return ServingSorry, since
+	return view.ServingSorry, since
 }
 
 // exchange runs the attempts on one pool: the balancing policy's order,

@@ -10,7 +10,6 @@ import (
 	"github.com/sturdyproxy/sturdy/internal/health"
 	"github.com/sturdyproxy/sturdy/internal/ops/admin"
 	"github.com/sturdyproxy/sturdy/internal/outcome"
-	"github.com/sturdyproxy/sturdy/internal/proxy"
 	"github.com/sturdyproxy/sturdy/internal/view"
 )
 
@@ -44,7 +43,7 @@ func (s *Server) Status() view.Status {
 	}
 	for i, rc := range cfg.Routes {
 		pr := rt.Routes[i]
-		r := view.Route{Name: rc.Name, Pool: rc.Pool, Default: rc.Default, Serving: proxy.ServingNormal}
+		r := view.Route{Name: rc.Name, Pool: rc.Pool, Default: rc.Default, Serving: view.ServingNormal}
 		if r.Pool == "" && pr.Pool != nil {
 			r.Pool = pr.Pool.Name // a split route: its first weighted pool
 		}
@@ -62,10 +61,10 @@ func (s *Server) Status() view.Status {
 			r.Cache = map[string]uint64{"hit": cs.Hits, "miss": cs.Misses, "stale": cs.Stale, "bypass": cs.Bypasses, "revalidated": cs.Revalidated}
 			r.OriginErrors, r.HiddenErrors, r.OriginRequests = cs.OriginErrors, cs.ErrorsHidden, cs.OriginRequests
 			if cs.Masking {
-				r.Serving, r.ServingSince = "stale", cs.MaskingSince
+				r.Serving, r.ServingSince = view.ServingStale, cs.MaskingSince
 			}
 		}
-		if r.Serving == proxy.ServingNormal { // stale answers from the cache come first
+		if r.Serving == view.ServingNormal { // stale answers from the cache come first
 			r.Serving, r.ServingSince = pr.Serving()
 		}
 		st.Routes = append(st.Routes, r)
