@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/sturdyproxy/sturdy/internal/access"
+	"github.com/sturdyproxy/sturdy/internal/config"
 	"github.com/sturdyproxy/sturdy/internal/edge"
 	"github.com/sturdyproxy/sturdy/internal/health"
 	"github.com/sturdyproxy/sturdy/internal/health/balance"
@@ -20,9 +21,6 @@ import (
 	"github.com/sturdyproxy/sturdy/internal/view"
 	"github.com/sturdyproxy/sturdy/internal/wire/h1client"
 )
-
-// maxTries bounds Route.Tries; it sizes the per-request failure list.
-const maxTries = 10
 
 // failure is why an exchange produced no response to pass on.
 type failure uint8
@@ -79,7 +77,7 @@ type forwarder struct {
 
 	clientKey string
 	clientBit uint64
-	fails     [maxTries]health.Failure
+	fails     [config.MaxTries]health.Failure
 	nfails    int
 	sameTwice bool
 	noResend  bool // the outbound request may not be sent again after the keep-alive race
