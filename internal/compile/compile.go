@@ -202,7 +202,7 @@ func Compile(cfg *config.Config, prev *Runtime, env Env) (*Runtime, error) {
 	// After the warnings of the routes (static files, hidden routes).
 	rt.Warnings = append(rt.Warnings, certs.Warnings(cfg, rt.tlsListeners(), time.Now())...)
 	rt.Warnings = append(rt.Warnings, acme.Warnings(cfg)...)
-	rt.Hash = contentHash(cfg)
+	rt.Hash = c.contentHash()
 	rt.Proxy = &proxy.Snapshot{
 		Listeners:    c.proxyListeners(),
 		Trusted:      trusted,
@@ -290,16 +290,40 @@ type compiler struct {
 	poolHost []*subst.Template  // by pool index: host_header
 	built    map[string]*route.Table[*proxy.Route]
 	cutters  map[string]*cutter // by pool name
+	files    map[string]file    // by name: what read returned
+	read1    []string           // the names in files, in the order first read
 }
 
 func (c *compiler) errorf(path, format string, args ...any) {
 	c.errs = append(c.errs, c.cfg.Errorf(path, format, args...))
 }
 
+// read returns the content of a file the config names, reading it on the
+// first call only: the compile reads each file once and hashes the bytes it
+// compiled (hash.go).
+func (c *compiler) read(name string) ([]byte, error) {
+	if f, ok := c.files[name]; ok {
+		return f.b, f.err
+	}
+	b, err := os.ReadFile(name)
+	if c.files == nil {
+		c.files = map[string]file{}
+	}
+	c.files[name] = file{b, err}
+	c.read1 = append(c.read1, name)
+	return b, err
+}
+
+// file is a file's content as the compile read it, or why it could not.
+type file struct {
+	b   []byte
+	err error
+}
+
 // readFile reads a file the config names at key path p; a failure is an
 // error positioned there.
 func (c *compiler) readFile(p, what, name string) ([]byte, bool) {
-	b, err := os.ReadFile(name)
+	b, err := c.read(name)
 	if err != nil {
 		c.errorf(p, "cannot read %s: %v", what, err)
 		return nil, false

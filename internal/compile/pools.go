@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"net"
 	"net/http"
-	"os"
 	"strconv"
 	"time"
 
@@ -129,7 +128,7 @@ func named(hosts []health.HostSpec) bool {
 // settings and the files' content, so that upstream clients are shared
 // only by equal settings.
 func (c *compiler) upstreamTLS(p string, t *config.UpstreamTLS) (*tls.Config, string) {
-	tc, err := certs.UpstreamConfig(t, p)
+	tc, err := certs.UpstreamConfig(t, p, c.read)
 	if err != nil {
 		c.errs = append(c.errs, config.Error{File: c.cfg.File, Line: c.cfg.Line(p), Msg: err.Error()}) // the message starts with the key path
 		return nil, ""
@@ -138,7 +137,7 @@ func (c *compiler) upstreamTLS(p string, t *config.UpstreamTLS) (*tls.Config, st
 	id.Write([]byte(t.ServerName + "\x00" + strconv.FormatBool(t.InsecureSkipVerify) + "\x00"))
 	for _, f := range []string{t.CA, t.Cert, t.Key} {
 		if f != "" {
-			b, _ := os.ReadFile(f) // read a moment ago by UpstreamConfig
+			b, _ := c.read(f) // the bytes UpstreamConfig compiled
 			id.Write(b)
 		}
 		id.Write([]byte{0})
