@@ -103,6 +103,7 @@ type options struct {
 	ready      func() (bool, string)
 	components []component
 	version    string
+	now        func() time.Time
 }
 
 type component struct {
@@ -141,6 +142,11 @@ func WithNotifier(n *sdnotify.Notifier) Option { return func(o *options) { o.not
 // previous process across a binary upgrade) instead of the system's.
 func WithSockets(src socketSource) Option { return func(o *options) { o.sockets = src } }
 
+// WithClock sets the clock of the cache (freshness, stale bounds) and of
+// the log aggregator (its windows); time.Now without it. Tests move it to
+// cross those bounds without waiting for them.
+func WithClock(now func() time.Time) Option { return func(o *options) { o.now = now } }
+
 // WithVersion sets the version the status reports; "dev" without it.
 func WithVersion(v string) Option { return func(o *options) { o.version = v } }
 
@@ -161,10 +167,10 @@ func New(cfg *config.Config, log *slog.Logger, opts ...Option) (*Server, error) 
 	bus := event.NewBus(log, 200, nil)
 	s := &Server{
 		log: log, listeners: map[string]*listener{}, bus: bus,
-		cache:    newCache(cfg.Cache, bus),
+		cache:    newCache(cfg.Cache, bus, o.now),
 		edge:     new(edge.Counters),
 		instance: newInstance(),
-		agg:      logagg.New(log, logagg.Options{Interval: cfg.Log.AggregateInterval.D()}),
+		agg:      logagg.New(log, logagg.Options{Interval: cfg.Log.AggregateInterval.D(), Now: o.now}),
 		access:   access,
 		group:    supervise.New(log),
 		upgrades: new(proxy.Upgrades),
@@ -237,8 +243,9 @@ func openAccessLog(a config.AccessLog, log *slog.Logger) (*accesslog.Logger, err
 // newCache makes the shared cache; its stale-masking episodes become events.
 // Its size is fixed for the process: a reload that changes cache.max_bytes
 // takes effect on restart.
-func newCache(c config.Cache, bus *event.Bus) *cache.Cache {
+func newCache(c config.Cache, bus *event.Bus, now func() time.Time) *cache.Cache {
 	return cache.New(cache.Options{
+		Now:            now,
 		MaxBytes:       int64(c.MaxBytes),
 		MaxObjectBytes: int64(c.MaxObjectBytes),
 		OnEvent: func(e cache.Event) {
