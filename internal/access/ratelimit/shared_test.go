@@ -207,14 +207,14 @@ func BenchmarkSharedDecide(b *testing.B) {
 	}
 	defer func() { cmd.Process.Kill(); cmd.Wait() }()
 	addr := "127.0.0.1:" + strconv.Itoa(port)
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		if c, err := net.Dial("tcp", addr); err == nil {
+	if !testutil.Eventually(10*time.Second, func() bool {
+		c, err := net.Dial("tcp", addr)
+		if err == nil {
 			c.Close()
-			break
 		}
-		if time.Now().After(deadline) {
-			b.Fatal("redis-server did not start")
-		}
+		return err == nil
+	}) {
+		b.Fatal("redis-server did not start")
 	}
 	sh := NewShared(&config.SharedLimits{Redis: addr, Timeout: config.Duration(time.Second)}, nil)
 	defer sh.Close()
