@@ -28,6 +28,7 @@ import (
 	"github.com/sturdyproxy/sturdy/internal/access/connlimit"
 	"github.com/sturdyproxy/sturdy/internal/access/forwardauth"
 	"github.com/sturdyproxy/sturdy/internal/access/ratelimit"
+	"github.com/sturdyproxy/sturdy/internal/wire/plain"
 )
 
 // Policy is one route's compiled access controls. It is immutable.
@@ -169,11 +170,5 @@ func (p *Policy) refuse(w http.ResponseWriter, status int, retry time.Duration, 
 		h["Retry-After"] = []string{strconv.FormatInt(int64((retry+time.Second-1)/time.Second), 10)}
 	}
 	body := strconv.Itoa(status) + " " + http.StatusText(status) + ": route " + strconv.Quote(p.route) + ": " + why + ".\n"
-	h["Content-Type"] = []string{"text/plain; charset=utf-8"}
-	h["X-Content-Type-Options"] = []string{"nosniff"}
-	h["Cache-Control"] = []string{"no-store"}
-	h["Content-Length"] = []string{strconv.Itoa(len(body))}
-	w.WriteHeader(status)
-	_, _ = w.Write([]byte(body))
-	return status
+	return plain.Write(w, status, body)
 }

@@ -6,28 +6,25 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/sturdyproxy/sturdy/internal/testing/testutil"
 )
 
 // waitFollowers blocks until n requests wait on key's flight. It polls the
 // flight table (synchronisation, not a timing assertion).
 func waitFollowers(t *testing.T, c *Cache, key string, n int) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	got := 0
+	if !testutil.Eventually(10*time.Second, func() bool {
 		c.mu.Lock()
-		f := c.flights[key]
-		got := 0
-		if f != nil {
+		defer c.mu.Unlock()
+		got = 0
+		if f := c.flights[key]; f != nil {
 			got = f.waiters
 		}
-		c.mu.Unlock()
-		if got >= n {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d followers on %q, want %d", got, key, n)
-		}
-		time.Sleep(time.Millisecond)
+		return got >= n
+	}) {
+		t.Fatalf("%d followers on %q, want %d", got, key, n)
 	}
 }
 

@@ -138,7 +138,6 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, load func(
 // serveWith runs the server that build makes (with the process's options:
 // systemd notification, inherited sockets) until ctx ends.
 func serveWith(ctx context.Context, cfg *config.Config, log *slog.Logger, build func([]server.Option) (*server.Server, error)) int {
-	server.Version = version
 	// go-redis has one logger per process; this is where the process
 	// starts serving, before any Redis client exists.
 	ratelimit.LogRedisTo(log)
@@ -148,7 +147,7 @@ func serveWith(ctx context.Context, cfg *config.Config, log *slog.Logger, build 
 		return exitFail
 	}
 	defer endProfile()
-	opts := []server.Option{server.WithNotifier(sdnotify.FromEnv())}
+	opts := []server.Option{server.WithNotifier(sdnotify.FromEnv()), server.WithVersion(version)}
 	upg, err := tableflip.New(tableflip.Options{PIDFile: cfg.PIDFile})
 	if err != nil {
 		log.Debug("binary upgrades are off", "err", err)

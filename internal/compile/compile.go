@@ -14,6 +14,7 @@ package compile
 
 import (
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/netip"
 	"net/textproto"
@@ -66,9 +67,16 @@ type Env struct {
 	// path; nil drops it.
 	Local proxy.LocalErrors
 	// ACME supplies the certificates of listeners with tls.acme and
-	// answers HTTP-01 challenges; nil gets a private, never-run manager
-	// when the config has an acme section (for check).
+	// answers HTTP-01 challenges. nil: the compile makes one from the acme
+	// section (Runtime.ACME), started by whoever runs it (check never
+	// does); OnACME and ACMELog go into it.
 	ACME *acme.Manager
+	// OnACME receives what a manager made by the compile reports; nil
+	// drops it.
+	OnACME func(acme.Event)
+	// ACMELog receives the ACME library's messages of a manager made by
+	// the compile; nil discards them.
+	ACMELog *slog.Logger
 }
 
 // Runtime is one compiled config. It must not change once published.
@@ -92,6 +100,9 @@ type Runtime struct {
 	Webhooks []alert.Webhook
 	// Access is every route's access controls and the zones they share.
 	Access *access.Compiled
+	// ACME is the manager of the listeners with tls.acme: Env.ACME, or the
+	// one made from the config's acme section; nil when neither.
+	ACME *acme.Manager
 	// Warnings are problems that do not stop the config from serving
 	// (certificates expiring soon, names no certificate covers, ...).
 	Warnings []config.Error
@@ -179,9 +190,13 @@ func Compile(cfg *config.Config, prev *Runtime, env Env) (*Runtime, error) {
 	rt.Health = &health.Set{Pools: rt.Pools, Attributing: attr}
 	c.poolHosts()
 	trusted := c.prefixes("trusted_proxies", cfg.TrustedProxies)
-	if _, err := acme.Compile(cfg); err != nil {
+	if ao, err := acme.Compile(cfg); err != nil {
 		c.errs = append(c.errs, err.(config.ErrorList)...)
+	} else if ao != nil && c.env.ACME == nil {
+		ao.OnEvent, ao.Log = env.OnACME, env.ACMELog
+		c.env.ACME = acme.New(*ao)
 	}
+	rt.ACME = c.env.ACME
 	rt.Listeners = c.listeners()
 	rt.Webhooks = webhooks(cfg)
 	rt.spool = c.spool()
@@ -210,7 +225,7 @@ func Compile(cfg *config.Config, prev *Runtime, env Env) (*Runtime, error) {
 	// After the warnings of the routes (static files, hidden routes).
 	rt.Warnings = append(rt.Warnings, certs.Warnings(cfg, rt.tlsListeners(), time.Now())...)
 	rt.Warnings = append(rt.Warnings, acme.Warnings(cfg)...)
-	rt.Hash = contentHash(cfg)
+	rt.Hash = c.contentHash()
 	rt.Proxy = &proxy.Snapshot{
 		Listeners:    c.proxyListeners(),
 		Trusted:      trusted,
@@ -331,16 +346,40 @@ type compiler struct {
 	poolHost []*subst.Template  // by pool index: host_header
 	built    map[string]*route.Table[*proxy.Route]
 	cutters  map[string]*cutter // by pool name
+	files    map[string]file    // by name: what read returned
+	read1    []string           // the names in files, in the order first read
 }
 
 func (c *compiler) errorf(path, format string, args ...any) {
 	c.errs = append(c.errs, c.cfg.Errorf(path, format, args...))
 }
 
+// read returns the content of a file the config names, reading it on the
+// first call only: the compile reads each file once and hashes the bytes it
+// compiled (hash.go).
+func (c *compiler) read(name string) ([]byte, error) {
+	if f, ok := c.files[name]; ok {
+		return f.b, f.err
+	}
+	b, err := os.ReadFile(name)
+	if c.files == nil {
+		c.files = map[string]file{}
+	}
+	c.files[name] = file{b, err}
+	c.read1 = append(c.read1, name)
+	return b, err
+}
+
+// file is a file's content as the compile read it, or why it could not.
+type file struct {
+	b   []byte
+	err error
+}
+
 // readFile reads a file the config names at key path p; a failure is an
 // error positioned there.
 func (c *compiler) readFile(p, what, name string) ([]byte, bool) {
-	b, err := os.ReadFile(name)
+	b, err := c.read(name)
 	if err != nil {
 		c.errorf(p, "cannot read %s: %v", what, err)
 		return nil, false

@@ -138,13 +138,14 @@ func TestSorryPageFromFileAndItsContentType(t *testing.T) {
 // list or sorry page is a new hash with the same config bytes.
 func TestHashCoversTheFilesTheConfigNames(t *testing.T) {
 	dir := t.TempDir()
-	deny, sorry := filepath.Join(dir, "deny.txt"), filepath.Join(dir, "sorry.html")
+	deny, sorry, page := filepath.Join(dir, "deny.txt"), filepath.Join(dir, "sorry.html"), filepath.Join(dir, "50x.html")
 	os.WriteFile(deny, []byte("192.0.2.1\n"), 0o600)
 	os.WriteFile(sorry, []byte("<h1>back soon</h1>"), 0o600)
+	os.WriteFile(page, []byte("<h1>oops</h1>"), 0o600)
 	cfg := parse(t, `
 listeners: [ { name: web, listen: "127.0.0.1:0" } ]
 edge: { deny_file: "`+deny+`" }
-routes: [ { name: a, default: true, pool: p, sorry: { body_file: "`+sorry+`" } } ]
+routes: [ { name: a, default: true, pool: p, sorry: { body_file: "`+sorry+`" }, error_pages: [ { codes: [502], file: "`+page+`" } ] } ]
 pools: [ { name: p, hosts: [ { addr: "127.0.0.1:9001" }, { addr: "127.0.0.1:9002" } ] } ]
 `)
 	hash := func() string {
@@ -163,7 +164,9 @@ pools: [ { name: p, hosts: [ { addr: "127.0.0.1:9001" }, { addr: "127.0.0.1:9002
 	h1 := hash()
 	os.WriteFile(sorry, []byte("<h1>back later</h1>"), 0o600)
 	h2 := hash()
-	if h1 == h0 || h2 == h1 {
-		t.Fatalf("hashes %s %s %s: a changed deny list or sorry page did not change it", h0, h1, h2)
+	os.WriteFile(page, []byte("<h1>oops, again</h1>"), 0o600)
+	h3 := hash()
+	if h1 == h0 || h2 == h1 || h3 == h2 {
+		t.Fatalf("hashes %s %s %s %s: a changed deny list, sorry page or error page did not change it", h0, h1, h2, h3)
 	}
 }

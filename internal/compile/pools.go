@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"net"
 	"net/http"
-	"os"
 	"strconv"
 	"time"
 
@@ -27,7 +26,7 @@ func (c *compiler) pool(i int, attr *health.Attributing) *health.Pool {
 		Scheme:       "http",
 		MaxInFlight:  int64(pc.MaxConnsPerHost),
 		FailStatuses: pc.Health.FailStatuses,
-		Passive:      pc.Health.Passive,
+		Passive:      passive(pc.Health.Passive),
 	}
 	hc.Hosts = c.hosts(pc)
 	if pc.UsesHTTP2() {
@@ -129,7 +128,7 @@ func named(hosts []health.HostSpec) bool {
 // settings and the files' content, so that upstream clients are shared
 // only by equal settings.
 func (c *compiler) upstreamTLS(p string, t *config.UpstreamTLS) (*tls.Config, string) {
-	tc, err := certs.UpstreamConfig(t, p)
+	tc, err := certs.UpstreamConfig(t, p, c.read)
 	if err != nil {
 		c.errs = append(c.errs, config.Error{File: c.cfg.File, Line: c.cfg.Line(p), Msg: err.Error()}) // the message starts with the key path
 		return nil, ""
@@ -138,7 +137,7 @@ func (c *compiler) upstreamTLS(p string, t *config.UpstreamTLS) (*tls.Config, st
 	id.Write([]byte(t.ServerName + "\x00" + strconv.FormatBool(t.InsecureSkipVerify) + "\x00"))
 	for _, f := range []string{t.CA, t.Cert, t.Key} {
 		if f != "" {
-			b, _ := os.ReadFile(f) // read a moment ago by UpstreamConfig
+			b, _ := c.read(f) // the bytes UpstreamConfig compiled
 			id.Write(b)
 		}
 		id.Write([]byte{0})
@@ -235,4 +234,27 @@ func fallbackTransport(k upstreamKey, pt poolTLS, dial func(ctx context.Context,
 		t.DialTLSContext = pt.names.dialTLS(pt.config, dial)
 	}
 	return t
+}
+
+// passive is a pool's passive health settings as the health model takes
+// them: plain durations and shares, with the config's defaults applied.
+func passive(ps config.Passive) health.Passive {
+	return health.Passive{
+		Off:                        !ps.On(),
+		Window:                     ps.Window.D(),
+		MinRequests:                ps.MinRequests,
+		MinClients:                 ps.MinClients,
+		FailureRate:                float64(ps.FailureRate),
+		ConsecutiveConnectFailures: ps.ConsecutiveConnectFailures,
+		MaxEjected:                 float64(ps.MaxEjected),
+		EjectTime:                  ps.EjectTime.D(),
+		MaxEjectTime:               ps.MaxEjectTime.D(),
+		SlowStart:                  ps.SlowStart.D(),
+		TrialInterval:              ps.TrialInterval.D(),
+		GrayFailure: health.GrayFailure{
+			Off:           !ps.GrayFailure.On(),
+			Disagreements: ps.GrayFailure.Disagreements,
+			Within:        ps.GrayFailure.Within.D(),
+		},
+	}
 }

@@ -191,6 +191,10 @@ const (
 	DefaultMinFailures       = 5
 )
 
+// MaxTries is the most retry.tries allows; the proxy sizes each request's
+// list of failed attempts by it.
+const MaxTries = 10
+
 func (c *Config) setHealthDefaults() {
 	a := &c.Attribution
 	if a.ClientKey == "" {
@@ -326,8 +330,8 @@ func (v *validator) health() {
 	}
 	for i, r := range c.Routes {
 		p := fmt.Sprintf("routes[%d].retry", i)
-		if r.Retry.Tries < 1 || r.Retry.Tries > 10 {
-			v.errorf(p+".tries", "tries %d out of range; expected 1 (no retries) to 10", r.Retry.Tries)
+		if r.Retry.Tries < 1 || r.Retry.Tries > MaxTries {
+			v.errorf(p+".tries", "tries %d out of range; expected 1 (no retries) to %d", r.Retry.Tries, MaxTries)
 		}
 	}
 }

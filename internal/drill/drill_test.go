@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sturdyproxy/sturdy/internal/testing/testutil"
 )
 
 // short is the test mode: every scenario runs for a couple of seconds.
@@ -93,13 +95,9 @@ func checkScenario(t *testing.T, r *Result) {
 // scenario must stop what it starts.
 func noLeaks(t *testing.T, before int) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for runtime.NumGoroutine() > before {
-		if time.Now().After(deadline) {
-			var b bytes.Buffer
-			pprof.Lookup("goroutine").WriteTo(&b, 1)
-			t.Fatalf("%d goroutines before the scenario, %d after:\n%s", before, runtime.NumGoroutine(), b.String())
-		}
-		time.Sleep(20 * time.Millisecond)
+	if !testutil.Eventually(5*time.Second, func() bool { return runtime.NumGoroutine() <= before }) {
+		var b bytes.Buffer
+		pprof.Lookup("goroutine").WriteTo(&b, 1)
+		t.Fatalf("%d goroutines before the scenario, %d after:\n%s", before, runtime.NumGoroutine(), b.String())
 	}
 }

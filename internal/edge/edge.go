@@ -12,6 +12,8 @@ import (
 	"net/http"
 	"net/netip"
 	"strings"
+
+	"github.com/sturdyproxy/sturdy/internal/wire/httphead"
 )
 
 // Edge is one config's edge rules. It is immutable.
@@ -260,7 +262,7 @@ func unescape(s string) (string, error) {
 			if i+2 >= len(s) || !ishex(s[i+1]) || !ishex(s[i+2]) {
 				return "", errBadEscape
 			}
-			b = append(b, unhex(s[i+1])<<4|unhex(s[i+2]))
+			b = append(b, byte(httphead.Unhex(s[i+1])<<4|httphead.Unhex(s[i+2])))
 			i += 2
 			continue
 		}
@@ -274,16 +276,6 @@ type escapeError struct{}
 func (escapeError) Error() string { return "invalid percent-encoding" }
 
 var errBadEscape error = escapeError{}
-
-func unhex(c byte) byte {
-	switch {
-	case '0' <= c && c <= '9':
-		return c - '0'
-	case 'a' <= c && c <= 'f':
-		return c - 'a' + 10
-	}
-	return c - 'A' + 10
-}
 
 // ClientIP is the client's address: the peer, or, when the peer is a
 // trusted proxy, the nearest untrusted address in X-Forwarded-For.

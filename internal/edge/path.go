@@ -1,6 +1,10 @@
 package edge
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/sturdyproxy/sturdy/internal/wire/httphead"
+)
 
 // The normalised path. Check computes it once per request, on both front
 // ends, before anything looks at the path: routing, access controls, rate
@@ -39,7 +43,7 @@ func decodeUnreserved(p string) string {
 	last := 0
 	for i := strings.IndexByte(p, '%'); i >= 0 && i+2 < len(p); {
 		if ishex(p[i+1]) && ishex(p[i+2]) {
-			if c := unhex(p[i+1])<<4 | unhex(p[i+2]); unreserved(c) {
+			if c := byte(httphead.Unhex(p[i+1])<<4 | httphead.Unhex(p[i+2])); unreserved(c) {
 				if b == nil {
 					b = make([]byte, 0, len(p))
 				}

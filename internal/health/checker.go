@@ -218,7 +218,7 @@ func (p *Pool) checkResult(h *Host, ok bool, detail string, now time.Time) {
 			if int(n) >= a.Rise && h.transition(Down, Healthy, "readiness probes passed", detail, now) {
 				h.window.Reset()
 				h.connectFailures.Store(0)
-				h.slowStart(now, p.cfg.Passive.SlowStart.D())
+				h.slowStart(now, p.cfg.Passive.SlowStart)
 				p.m.emit(event.Event{
 					Type: event.HostUp, Pool: p.Name, Host: h.Addr,
 					Message:  fmt.Sprintf("host up: %d readiness probes passed", n),
@@ -283,7 +283,7 @@ func (p *Pool) probeDisagrees(h *Host, detail string, now time.Time) bool {
 		Message: fmt.Sprintf("the readiness probe passes but real traffic fails: %d times in %s; taking the host out", n, g.Within),
 		Evidence: map[string]any{
 			"traffic": reason + ": " + traffic, "probe": fmt.Sprintf("%s %s: %s", p.cfg.Probe.Method, p.cfg.Probe.Path, detail),
-			"disagreements": n, "within_seconds": g.Within.D().Seconds(),
+			"disagreements": n, "within_seconds": g.Within.Seconds(),
 		},
 	})
 	p.eject(h, "the readiness probe passes but real traffic fails", traffic, now)

@@ -32,7 +32,7 @@ func (p *Pool) trackFailing(now time.Time) {
 		return
 	}
 	ns := now.UnixNano()
-	quiet := int64(failingSlices) * int64(ps.Window.D()) / windowBuckets
+	quiet := int64(failingSlices) * int64(ps.Window) / windowBuckets
 	for _, h := range p.Hosts {
 		// When a host last succeeded is read from its running success
 		// count, at ticks: the request path pays nothing for it.
@@ -53,7 +53,7 @@ func (p *Pool) trackFailing(now time.Time) {
 		// only those of the last failingSlices: few requests, each
 		// waiting its timeout (a loaded machine, few clients), put fewer
 		// than min_requests in any fifth of the window.
-		t := h.window.SumRecent(now, slicesSince(ns, h.quietSince.Load(), ps.Window.D()))
+		t := h.window.SumRecent(now, slicesSince(ns, h.quietSince.Load(), ps.Window))
 		if t.Bad == 0 {
 			// No failure lately may mean no traffic lately: a suspect host
 			// gets requests only when no healthy one is left, so while one
@@ -84,7 +84,7 @@ func (p *Pool) trackFailing(now time.Time) {
 		Message: fmt.Sprintf("every host of the pool fails everything: no success for %s; answering from the empty-pool chain, one trial request per host every %s", d, ps.TrialInterval),
 		Evidence: map[string]any{
 			"failures": bad, "clients": Count(clients), "hosts": describeModes(p),
-			"quiet_seconds": d.Seconds(), "trial_seconds": ps.TrialInterval.D().Seconds(),
+			"quiet_seconds": d.Seconds(), "trial_seconds": ps.TrialInterval.Seconds(),
 		},
 	})
 	// Requests already waiting on these hosts are not left to time out.

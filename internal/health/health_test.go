@@ -53,7 +53,7 @@ pools: [ { name: p, hosts: [ { addr: "10.0.0.1:80" } ], health: { passive: %s } 
 	}
 	rec := &recorder{}
 	m := NewMonitor(Options{Bus: rec}) // ticks are driven by the test
-	pc := PoolConfig{Name: "p", Balance: "round_robin", FailStatuses: []int{502, 503, 504}, Passive: cfg.Pools[0].Health.Passive, Probe: probe}
+	pc := PoolConfig{Name: "p", Balance: "round_robin", FailStatuses: []int{502, 503, 504}, Passive: passiveOf(cfg.Pools[0].Health.Passive), Probe: probe}
 	for i := range n {
 		pc.Hosts = append(pc.Hosts, HostSpec{Addr: fmt.Sprintf("10.0.0.%d:80", i+1), Weight: 1})
 	}
@@ -62,6 +62,18 @@ pools: [ { name: p, hosts: [ { addr: "10.0.0.1:80" } ], health: { passive: %s } 
 		t.Fatal(err)
 	}
 	return m, p, rec
+}
+
+// passiveOf is compile's conversion (compile/pools.go), repeated here: the
+// tests write passive settings in YAML so that the config's defaults apply.
+func passiveOf(ps config.Passive) Passive {
+	return Passive{
+		Off: !ps.On(), Window: ps.Window.D(), MinRequests: ps.MinRequests, MinClients: ps.MinClients,
+		FailureRate: float64(ps.FailureRate), ConsecutiveConnectFailures: ps.ConsecutiveConnectFailures,
+		MaxEjected: float64(ps.MaxEjected), EjectTime: ps.EjectTime.D(), MaxEjectTime: ps.MaxEjectTime.D(),
+		SlowStart: ps.SlowStart.D(), TrialInterval: ps.TrialInterval.D(),
+		GrayFailure: GrayFailure{Off: !ps.GrayFailure.On(), Disagreements: ps.GrayFailure.Disagreements, Within: ps.GrayFailure.Within.D()},
+	}
 }
 
 var testAttributing = &Attributing{Window: 10 * time.Second, ClientMinFailures: 5, RouteMinFailures: 5}

@@ -7,7 +7,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/sturdyproxy/sturdy/internal/config"
 	"github.com/sturdyproxy/sturdy/internal/event"
 	"github.com/sturdyproxy/sturdy/internal/health/balance"
 )
@@ -31,7 +30,7 @@ type PoolConfig struct {
 	MaxInFlight int64
 	// FailStatuses are the 5xx statuses that count as failed attempts.
 	FailStatuses []int
-	Passive      config.Passive
+	Passive      Passive
 	// Probe is the active readiness check; nil means none.
 	Probe *Probe
 	// Cut, when set, ends the requests waiting for a response from the
@@ -184,7 +183,7 @@ func NewPool(m *Monitor, attr *Attributing, cfg PoolConfig, prev *Pool) (*Pool, 
 		}
 		if st == nil {
 			st = &hostState{pool: p.shared}
-			st.window.SetSpan(cfg.Passive.Window.D())
+			st.window.SetSpan(cfg.Passive.Window)
 			st.quietSince.Store(time.Now().UnixNano()) // no success yet, since now
 		}
 		target := hs.Target
@@ -204,7 +203,7 @@ func NewPool(m *Monitor, attr *Attributing, cfg PoolConfig, prev *Pool) (*Pool, 
 // calls it once the config serves.
 func (p *Pool) adopt() {
 	for _, h := range p.Hosts {
-		h.window.SetSpan(p.cfg.Passive.Window.D())
+		h.window.SetSpan(p.cfg.Passive.Window)
 	}
 }
 

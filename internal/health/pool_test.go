@@ -5,13 +5,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sturdyproxy/sturdy/internal/config"
 	"github.com/sturdyproxy/sturdy/internal/health/balance"
 )
 
 func newTestPool(t testing.TB, balanceKind string, weights []int, prev *Pool) *Pool {
 	t.Helper()
-	pc := PoolConfig{Name: "p", Balance: balanceKind, Passive: config.Passive{Window: config.Duration(10 * time.Second)}}
+	pc := PoolConfig{Name: "p", Balance: balanceKind, Passive: Passive{Window: 10 * time.Second}}
 	for i, w := range weights {
 		pc.Hosts = append(pc.Hosts, HostSpec{Addr: fmt.Sprintf("10.0.0.%d:80", i+1), Weight: w})
 	}

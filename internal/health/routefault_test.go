@@ -31,7 +31,7 @@ func siteTraffic(p *Pool, site testRoute, h *Host, n int) {
 // second (no active checks).
 func tickTwice(p *Pool) {
 	p.tick(time.Now())
-	time.Sleep(time.Second)
+	time.Sleep(time.Second) // fake: its callers run inside synctest
 	p.tick(time.Now())
 }
 

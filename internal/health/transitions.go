@@ -45,11 +45,11 @@ func (p *Pool) eject(h *Host, reason, evidence string, now time.Time) {
 		}
 	}
 	n := h.ejections.Load() + 1
-	d := ps.EjectTime.D()
-	for i := uint64(1); i < n && d < ps.MaxEjectTime.D(); i++ {
+	d := ps.EjectTime
+	for i := uint64(1); i < n && d < ps.MaxEjectTime; i++ {
 		d *= 2
 	}
-	d = min(d, ps.MaxEjectTime.D())
+	d = min(d, ps.MaxEjectTime)
 	h.ejectUntil.Store(now.Add(d).UnixNano())
 	allowed := int(float64(ps.MaxEjected)*float64(len(p.Hosts)) + 1e-9)
 	if out+1 > allowed {
@@ -88,7 +88,7 @@ func (p *Pool) restore(h *Host, why string, now time.Time) {
 	h.grayHeld = false
 	h.mu.Unlock()
 	if from == Ejected {
-		h.slowStart(now, p.cfg.Passive.SlowStart.D())
+		h.slowStart(now, p.cfg.Passive.SlowStart)
 	}
 	p.m.emit(event.Event{
 		Type: event.HostRestored, Pool: p.Name, Host: h.Addr,

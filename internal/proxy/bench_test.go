@@ -67,9 +67,8 @@ func BenchmarkHandler1KiBParallel(b *testing.B) {
 // and on: the cost of the attribution bookkeeping on a successful request.
 func BenchmarkHealthModelCost(b *testing.B) {
 	up := cannedUpstream{body: bytes.Repeat([]byte("x"), 1024)}
-	off := false
 	b.Run("passive=off", func(b *testing.B) {
-		benchHandler(b, newFixture(b, 2, up, func(pc *health.PoolConfig, _ *Route) { pc.Passive.Enabled = &off }).h)
+		benchHandler(b, newFixture(b, 2, up, func(pc *health.PoolConfig, _ *Route) { pc.Passive.Off = true }).h)
 	})
 	b.Run("passive=on", func(b *testing.B) { benchHandler(b, newBenchHandler(b, up)) })
 }

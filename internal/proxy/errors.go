@@ -5,6 +5,7 @@ import (
 	"strconv"
 
 	"github.com/sturdyproxy/sturdy/internal/outcome"
+	"github.com/sturdyproxy/sturdy/internal/wire/plain"
 )
 
 // Error bodies are short plain text for people: they name the route and the
@@ -17,14 +18,7 @@ func writeText(w http.ResponseWriter, status int, body string) int {
 	if asGRPC(w) != nil {
 		return writeGRPCStatus(w, status, grpcCodeFor(status), body)
 	}
-	h := w.Header()
-	h["Content-Type"] = []string{"text/plain; charset=utf-8"}
-	h["X-Content-Type-Options"] = []string{"nosniff"}
-	h["Cache-Control"] = []string{"no-store"}
-	h["Content-Length"] = []string{strconv.Itoa(len(body))}
-	w.WriteHeader(status)
-	_, _ = w.Write([]byte(body))
-	return status
+	return plain.Write(w, status, body)
 }
 
 func writeNoRoute(w http.ResponseWriter) int {

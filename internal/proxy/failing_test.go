@@ -7,9 +7,9 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/sturdyproxy/sturdy/internal/config"
 	"github.com/sturdyproxy/sturdy/internal/event"
 	"github.com/sturdyproxy/sturdy/internal/health"
+	"github.com/sturdyproxy/sturdy/internal/view"
 )
 
 // A pool whose every host fails everything, for several clients, is known
@@ -22,7 +22,7 @@ func TestAFailingPoolAnswersFromTheChainWithTrials(t *testing.T) {
 		for range 1000 {
 			up.steps = append(up.steps, slow)
 		}
-		f := newFixture(t, 3, up, func(pc *health.PoolConfig, _ *Route) { pc.Passive.TrialInterval = config.Duration(5 * time.Second) })
+		f := newFixture(t, 3, up, func(pc *health.PoolConfig, _ *Route) { pc.Passive.TrialInterval = 5 * time.Second })
 		send := func(i int) int {
 			req := httptest.NewRequest("GET", fmt.Sprintf("http://example.com/x/%d", i), nil)
 			req.RemoteAddr = fmt.Sprintf("192.0.2.%d:5000", 1+i%5)
@@ -66,4 +66,35 @@ func TestAFailingPoolAnswersFromTheChainWithTrials(t *testing.T) {
 			t.Fatalf("the next request: %d", code)
 		}
 	})
+}
+
+// The status names the step of the chain that answers: the pool while it
+// has hosts, the fallback pool or the sorry page once it has none.
+func TestServingNamesTheStepOfTheChainThatAnswers(t *testing.T) {
+	for _, withFallback := range []bool{false, true} {
+		f := newFixture(t, 2, &script{}, func(_ *health.PoolConfig, r *Route) {
+			if withFallback {
+				r.Fallback = fallbackPool()
+			}
+		})
+		if m, since := f.rt.Serving(); m != view.ServingNormal || !since.IsZero() {
+			t.Errorf("fallback=%v, hosts in rotation: %s since %v", withFallback, m, since)
+		}
+		drainAll(f.pool)
+		f.settle()
+		want := view.ServingSorry
+		if withFallback {
+			want = view.ServingFallback
+		}
+		if m, since := f.rt.Serving(); m != want || since.IsZero() {
+			t.Errorf("fallback=%v, no host: %s since %v; want %s with a time", withFallback, m, since, want)
+		}
+		req := httptest.NewRequest("GET", "http://example.com/", nil)
+		req.RemoteAddr = "192.0.2.7:5000"
+		w := httptest.NewRecorder()
+		f.h.ServeHTTP(w, req)
+		if got := w.Code == 503; got == withFallback {
+			t.Errorf("fallback=%v: the request was answered %d", withFallback, w.Code)
+		}
+	}
 }

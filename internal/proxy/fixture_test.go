@@ -39,14 +39,14 @@ func (e *events) count(typ string) int {
 }
 
 // defaultPassive is the pool's passive health as the config defaults it.
-func defaultPassive() config.Passive {
-	return config.Passive{
-		Window: config.Duration(config.DefaultWindow), MinRequests: config.DefaultMinRequests,
-		MinClients: config.DefaultMinClients, FailureRate: config.DefaultFailureRate,
-		ConsecutiveConnectFailures: config.DefaultConsecutive, MaxEjected: config.DefaultMaxEjected,
-		EjectTime: config.Duration(config.DefaultEjectTime), MaxEjectTime: config.Duration(config.DefaultMaxEjectTime),
-		TrialInterval: config.Duration(config.DefaultTrialInterval),
-		GrayFailure:   config.GrayFailure{Disagreements: config.DefaultDisagreements, Within: config.Duration(config.DefaultDisagreeWithin)},
+func defaultPassive() health.Passive {
+	return health.Passive{
+		Window: config.DefaultWindow, MinRequests: config.DefaultMinRequests,
+		MinClients: config.DefaultMinClients, FailureRate: float64(config.DefaultFailureRate),
+		ConsecutiveConnectFailures: config.DefaultConsecutive, MaxEjected: float64(config.DefaultMaxEjected),
+		EjectTime: config.DefaultEjectTime, MaxEjectTime: config.DefaultMaxEjectTime,
+		TrialInterval: config.DefaultTrialInterval,
+		GrayFailure:   health.GrayFailure{Disagreements: config.DefaultDisagreements, Within: config.DefaultDisagreeWithin},
 	}
 }
 

@@ -12,17 +12,16 @@ import (
 	"time"
 
 	"github.com/sturdyproxy/sturdy/internal/access"
+	"github.com/sturdyproxy/sturdy/internal/config"
 	"github.com/sturdyproxy/sturdy/internal/edge"
 	"github.com/sturdyproxy/sturdy/internal/health"
 	"github.com/sturdyproxy/sturdy/internal/health/balance"
 	"github.com/sturdyproxy/sturdy/internal/outcome"
 	"github.com/sturdyproxy/sturdy/internal/proxy/spool"
 	"github.com/sturdyproxy/sturdy/internal/route/subst"
+	"github.com/sturdyproxy/sturdy/internal/view"
 	"github.com/sturdyproxy/sturdy/internal/wire/h1client"
 )
-
-// maxTries bounds Route.Tries; it sizes the per-request failure list.
-const maxTries = 10
 
 // failure is why an exchange produced no response to pass on.
 type failure uint8
@@ -84,7 +83,7 @@ type forwarder struct {
 
 	clientKey string
 	clientBit uint64
-	fails     [maxTries]health.Failure
+	fails     [config.MaxTries]health.Failure
 	nfails    int
 	sameTwice bool
 	noResend  bool // the outbound request may not be sent again after the keep-alive race
@@ -150,13 +149,46 @@ func (f *forwarder) fetch() (*http.Response, *health.Host, failure) {
 		return nil, nil, fl
 	}
 	resp, host, fl := f.exchange(be.Pool)
-	if fl == failNoHost && be.Fallback != nil && !be.Fallback.Failing() {
+	if fl == failNoHost && be.fallsBack() {
 		f.answered(AnswerFallback)
 		be.Pool.EpisodeAnswer(health.ByFallback)
 		f.tried = balance.Tried{}
 		resp, host, fl = f.exchange(be.Fallback)
 	}
 	return resp, host, fl
+}
+
+// fallsBack reports whether a request the pool has no host for goes to
+// the fallback pool.
+func (b *Backend) fallsBack() bool { return b.Fallback != nil && !b.Fallback.Failing() }
+
+// Serving names (view.Serving*) the step of the chain fetch walks that
+// answers the route's requests now (for its pool, not a split's other backends), and
+// since when the pool has had no host, zero when it is failing or has
+// hosts. The fallback counts only while it has hosts of its own.
+func (r *Route) Serving() (mode string, since time.Time) {
+	b := &Backend{Pool: r.Pool, Fallback: r.Fallback}
+	p := b.Pool
+	if p == nil {
+		return view.ServingNormal, time.Time{} // files only
+	}
+	fallback := b.fallsBack() && b.Fallback.AvailableCount() > 0
+	if p.Failing() { // exchange gives up at once: the chain answers
+		if fallback {
+			return view.ServingFallback, time.Time{}
+		}
+		return view.ServingSorry, time.Time{}
+	}
+	empty, since, _ := p.Empty()
+	switch {
+	case !empty:
+		return view.ServingNormal, time.Time{}
+	case p.InPanic():
+		return view.ServingPanic, since
+	case fallback:
+		return view.ServingFallback, since
+	}
+	return view.ServingSorry, since
 }
 
 // exchange runs the attempts on one pool: the balancing policy's order,

@@ -49,8 +49,8 @@ type Route struct {
 	// Total bounds the whole exchange; 0 means no limit.
 	Total time.Duration
 	// Tries bounds attempts per request, the first one included (1 to
-	// maxTries). A request that reached a backend is tried again only when
-	// its method is idempotent and its body could be replayed.
+	// config.MaxTries). A request that reached a backend is tried again
+	// only when its method is idempotent and its body could be replayed.
 	Tries int
 	// RetryBudget is the share of the pool's recent requests retries may
 	// add; MinRetries lets that many through at low traffic.

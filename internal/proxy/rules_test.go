@@ -247,11 +247,11 @@ func TestRequestPathRules(t *testing.T) {
 		{
 			name: "with every host ejected on passive evidence, panic routing tries the least recently failed",
 			before: func(f *fixture) {
-				for _, h := range f.pool.Hosts {
-					for range 3 {
-						f.pool.Record(h, outcome.ConnectRefused, nil, time.Now())
+				at := time.Now()
+				for i, h := range f.pool.Hosts {
+					for range 3 { // the first host failed least recently
+						f.pool.Record(h, outcome.ConnectRefused, nil, at.Add(time.Duration(i)*time.Millisecond))
 					}
-					time.Sleep(time.Millisecond) // the first host failed least recently
 				}
 			},
 			tune:  func(pc *health.PoolConfig, _ *Route) { pc.Passive.MaxEjected = 1 },

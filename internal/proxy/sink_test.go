@@ -37,7 +37,7 @@ func (c *pacedConn) ReadFrom(r io.Reader) (int64, error) {
 	for {
 		k, err := r.Read(buf)
 		if k > 0 {
-			time.Sleep(time.Duration(int64(k) * int64(time.Second) / c.rate))
+			time.Sleep(time.Duration(int64(k) * int64(time.Second) / c.rate)) // fake: used inside synctest
 			if !c.deadline.IsZero() && time.Now().After(c.deadline) {
 				return n, os.ErrDeadlineExceeded
 			}

@@ -19,7 +19,11 @@ const (
 	numAnswers
 )
 
-var answerNames = [numAnswers]string{"panic", "fallback", "stale", "sorry", "shed"}
+// answerNames are the kinds' names, owned by the status's vocabulary.
+var answerNames = view.AnswerKinds
+
+// The kinds and their names agree in number, or this does not compile.
+var _ = [1]struct{}{}[numAnswers-len(view.AnswerKinds)]
 
 // DurationBounds are the request duration histogram's upper bounds, seconds.
 var DurationBounds = []float64{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60}

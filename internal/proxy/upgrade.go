@@ -57,8 +57,8 @@ func (f *forwarder) upgrade(resp *http.Response) int {
 		defer f.h.Upgrades.remove(u)
 	}
 	ended := make(chan struct{}, 2)
-	go func() { io.Copy(backend, brw); ended <- struct{}{} }()
-	go func() { u.toClient(); ended <- struct{}{} }()
+	go u.copyToBackend(brw, ended)
+	go u.copyFromBackend(ended)
 	<-ended // when either side ends, the deferred closes end the other
 	close(u.done)
 	return http.StatusSwitchingProtocols
@@ -150,6 +150,19 @@ type upgraded struct {
 // goingAway is a WebSocket close frame, code 1001 ("going away"), as a
 // server sends it (unmasked).
 var goingAway = []byte{0x88, 0x02, 0x03, 0xe9}
+
+// copyToBackend and copyFromBackend are the splice's two directions, as
+// named functions so that a goroutine dump says which one is stuck. Each
+// says on ended when it stops.
+func (u *upgraded) copyToBackend(from io.Reader, ended chan<- struct{}) {
+	io.Copy(u.backend, from)
+	ended <- struct{}{}
+}
+
+func (u *upgraded) copyFromBackend(ended chan<- struct{}) {
+	u.toClient()
+	ended <- struct{}{}
+}
 
 // goAway ends the connection: a close frame to a WebSocket client when one
 // can be sent between frames within a second, a moment for the client to

@@ -10,6 +10,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"sync"
@@ -228,6 +229,14 @@ func TestWebSocketUpgradeEcho(t *testing.T) {
 		buf := make([]byte, len(msg))
 		if _, err := io.ReadFull(br, buf); err != nil || string(buf) != msg {
 			t.Fatalf("echo %q: got %q, %v", msg, buf, err)
+		}
+	}
+	// A goroutine dump says which direction of the splice is where.
+	var stacks strings.Builder
+	pprof.Lookup("goroutine").WriteTo(&stacks, 1)
+	for _, f := range []string{"proxy.(*upgraded).copyToBackend", "proxy.(*upgraded).copyFromBackend"} {
+		if !strings.Contains(stacks.String(), f) {
+			t.Errorf("no goroutine in %s while the splice runs", f)
 		}
 	}
 }

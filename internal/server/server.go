@@ -105,6 +105,8 @@ type options struct {
 	dial       health.Dialer
 	ready      func() (bool, string)
 	components []component
+	version    string
+	now        func() time.Time
 }
 
 type component struct {
@@ -143,13 +145,21 @@ func WithNotifier(n *sdnotify.Notifier) Option { return func(o *options) { o.not
 // previous process across a binary upgrade) instead of the system's.
 func WithSockets(src socketSource) Option { return func(o *options) { o.sockets = src } }
 
+// WithClock sets the clock of the cache (freshness, stale bounds) and of
+// the log aggregator (its windows); time.Now without it. Tests move it to
+// cross those bounds without waiting for them.
+func WithClock(now func() time.Time) Option { return func(o *options) { o.now = now } }
+
+// WithVersion sets the version the status reports; "dev" without it.
+func WithVersion(v string) Option { return func(o *options) { o.version = v } }
+
 // WithDemo serves the demo's controls on the admin listener under
 // /api/demo (see admin.Options.Demo): sturdy demo only.
 func WithDemo(h http.Handler) Option { return func(o *options) { o.demo = h } }
 
 // New compiles cfg. Nothing listens and nothing runs until Start.
 func New(cfg *config.Config, log *slog.Logger, opts ...Option) (*Server, error) {
-	var o options
+	o := options{version: "dev"}
 	for _, opt := range opts {
 		opt(&o)
 	}
@@ -160,10 +170,10 @@ func New(cfg *config.Config, log *slog.Logger, opts ...Option) (*Server, error) 
 	bus := event.NewBus(log, 200, nil)
 	s := &Server{
 		log: log, listeners: map[string]*listener{}, bus: bus,
-		cache:    newCache(cfg.Cache, bus),
+		cache:    newCache(cfg.Cache, bus, o.now),
 		edge:     new(edge.Counters),
 		instance: newInstance(),
-		agg:      logagg.New(log, logagg.Options{Interval: cfg.Log.AggregateInterval.D()}),
+		agg:      logagg.New(log, logagg.Options{Interval: cfg.Log.AggregateInterval.D(), Now: o.now}),
 		access:   access,
 		group:    supervise.New(log),
 		upgrades: new(proxy.Upgrades),
@@ -189,14 +199,6 @@ func New(cfg *config.Config, log *slog.Logger, opts ...Option) (*Server, error) 
 		Current:  s.healthSet,
 		Panicked: s.group.Recovered,
 	})
-	ao, err := acme.Compile(cfg)
-	if err != nil {
-		return nil, err
-	}
-	if ao != nil {
-		ao.OnEvent, ao.Log = s.certEvent, log
-		s.acme = acme.New(*ao)
-	}
 	// Names are looked up before the compile, so that each address of a
 	// name is a host of its own from the first request on.
 	s.dns.Prepare(hostAddrs(cfg))
@@ -204,6 +206,7 @@ func New(cfg *config.Config, log *slog.Logger, opts ...Option) (*Server, error) 
 	if err != nil {
 		return nil, err
 	}
+	s.acme = rt.ACME // made from the acme section; reloads share it
 	for _, w := range rt.Warnings {
 		log.Warn("config", "warning", w.Error())
 	}
@@ -214,7 +217,7 @@ func New(cfg *config.Config, log *slog.Logger, opts ...Option) (*Server, error) 
 
 // env is what every compile of this server builds on.
 func (s *Server) env() compile.Env {
-	return compile.Env{Monitor: s.monitor, Cache: s.cache, Agg: s.agg, Access: s.access, Edge: s.edge, Dial: s.dial, Names: s.dns, ACME: s.acme, OnShared: s.sharedLimitsEvent,
+	return compile.Env{Monitor: s.monitor, Cache: s.cache, Agg: s.agg, Access: s.access, Edge: s.edge, Dial: s.dial, Names: s.dns, ACME: s.acme, OnACME: s.certEvent, ACMELog: s.log, OnShared: s.sharedLimitsEvent,
 		Instance: s.instance, Local: s.local}
 }
 
@@ -243,8 +246,9 @@ func openAccessLog(a config.AccessLog, log *slog.Logger) (*accesslog.Logger, err
 // newCache makes the shared cache; its stale-masking episodes become events.
 // Its size is fixed for the process: a reload that changes cache.max_bytes
 // takes effect on restart.
-func newCache(c config.Cache, bus *event.Bus) *cache.Cache {
+func newCache(c config.Cache, bus *event.Bus, now func() time.Time) *cache.Cache {
 	return cache.New(cache.Options{
+		Now:            now,
 		MaxBytes:       int64(c.MaxBytes),
 		MaxObjectBytes: int64(c.MaxObjectBytes),
 		OnEvent: func(e cache.Event) {

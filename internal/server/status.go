@@ -13,9 +13,6 @@ import (
 	"github.com/sturdyproxy/sturdy/internal/view"
 )
 
-// Version is reported in the status; the CLI sets it.
-var Version = "dev"
-
 // Status takes one snapshot of everything operators see. It reads atomics
 // and takes the server's lock briefly; the request path never waits on it.
 func (s *Server) Status() view.Status {
@@ -26,7 +23,7 @@ func (s *Server) Status() view.Status {
 	s.mu.Unlock()
 	now := time.Now()
 	st := view.Status{
-		Time: now, Started: s.started, Version: Version,
+		Time: now, Started: s.started, Version: s.opts.version,
 		ConfigFile: cfg.File, ConfigHash: rt.Hash,
 		Draining: s.draining.Load(),
 		Events:   s.bus.Recent(50),
@@ -47,7 +44,7 @@ func (s *Server) Status() view.Status {
 	}
 	for i, rc := range cfg.Routes {
 		pr := rt.Routes[i]
-		r := view.Route{Name: rc.Name, Pool: rc.Pool, Default: rc.Default, Serving: "normal"}
+		r := view.Route{Name: rc.Name, Pool: rc.Pool, Default: rc.Default, Serving: view.ServingNormal}
 		if r.Pool == "" && pr.Pool != nil {
 			r.Pool = pr.Pool.Name // a split route: its first weighted pool
 		}
@@ -65,26 +62,11 @@ func (s *Server) Status() view.Status {
 			r.Cache = map[string]uint64{"hit": cs.Hits, "miss": cs.Misses, "stale": cs.Stale, "bypass": cs.Bypasses, "revalidated": cs.Revalidated}
 			r.OriginErrors, r.HiddenErrors, r.OriginRequests = cs.OriginErrors, cs.ErrorsHidden, cs.OriginRequests
 			if cs.Masking {
-				r.Serving, r.ServingSince = "stale", cs.MaskingSince
+				r.Serving, r.ServingSince = view.ServingStale, cs.MaskingSince
 			}
 		}
-		hp := pr.Pool // nil for a route that only serves files
-		if hp != nil && hp.Failing() && r.Serving == "normal" {
-			r.Serving = "sorry"
-			if pr.Fallback != nil && pr.Fallback.AvailableCount() > 0 && !pr.Fallback.Failing() {
-				r.Serving = "fallback"
-			}
-		}
-		if empty, since, _ := hp.Empty(); hp != nil && empty && r.Serving == "normal" {
-			switch {
-			case hp.InPanic():
-				r.Serving = "panic"
-			case pr.Fallback != nil && pr.Fallback.AvailableCount() > 0:
-				r.Serving = "fallback"
-			default:
-				r.Serving = "sorry"
-			}
-			r.ServingSince = since
+		if r.Serving == view.ServingNormal { // stale answers from the cache come first
+			r.Serving, r.ServingSince = pr.Serving()
 		}
 		st.Routes = append(st.Routes, r)
 	}

@@ -183,8 +183,7 @@ type Route struct {
 	// DegradedReason explains Degraded, e.g. "response_timeout on 2 hosts".
 	DegradedReason string    `json:"degraded_reason,omitempty"`
 	DegradedSince  time.Time `json:"degraded_since,omitzero"`
-	// Serving is how the route answers right now: "normal", "panic",
-	// "fallback", "stale" or "sorry".
+	// Serving is how the route answers right now: one of ServingModes.
 	Serving      string    `json:"serving"`
 	ServingSince time.Time `json:"serving_since,omitzero"`
 	InFlight     int64     `json:"in_flight"`
@@ -201,8 +200,8 @@ type Route struct {
 	Verdict Verdict `json:"verdict"`
 	// Duration is the request duration histogram, since start.
 	Duration Histogram `json:"duration"`
-	// Answers counts requests answered by each degraded path: "panic",
-	// "fallback", "stale", "sorry", "shed" (limit reached), since start.
+	// Answers counts requests answered by each degraded path, by the
+	// names of AnswerKinds, since start.
 	Answers map[string]uint64 `json:"answers"`
 	// Cache counts cache results: "hit", "miss", "stale", "bypass",
 	// "revalidated"; OriginErrors counts origin failures on cached routes,
@@ -219,6 +218,26 @@ type Route struct {
 	// only on routes that mirror.
 	Mirror map[string]uint64 `json:"mirror,omitempty"`
 }
+
+// The ways a route answers now (Route.Serving): its pool; hosts out on
+// passive evidence, tried anyway; the fallback pool; stale copies from the
+// cache; the route's own answer (sorry page or error).
+const (
+	ServingNormal   = "normal"
+	ServingPanic    = "panic"
+	ServingFallback = "fallback"
+	ServingStale    = "stale"
+	ServingSorry    = "sorry"
+)
+
+// ServingModes are Route.Serving's values, in the order metrics list them.
+var ServingModes = [...]string{ServingNormal, ServingPanic, ServingFallback, ServingStale, ServingSorry}
+
+// AnswerKinds name the degraded paths a request can be answered by (the
+// keys of Route.Answers), in the order of the proxy's Answer constants:
+// panic routing, the fallback pool, a stale copy, the sorry page, shed at
+// once (a limit was full or the client is shed).
+var AnswerKinds = [...]string{"panic", "fallback", "stale", "sorry", "shed"}
 
 // RouteRecent is a route's answers over the last minute or so.
 type RouteRecent struct {

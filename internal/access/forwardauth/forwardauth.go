@@ -28,6 +28,7 @@ import (
 	"time"
 
 	"github.com/sturdyproxy/sturdy/internal/config"
+	"github.com/sturdyproxy/sturdy/internal/wire/plain"
 )
 
 // Upstream sends the sub-request: an *http.Transport, or the proxy's
@@ -239,8 +240,7 @@ func (a *Auth) Check(r *http.Request, o Origin) Verdict {
 
 func (a *Auth) failed(status int, why string) Verdict {
 	body := strconv.Itoa(status) + " " + http.StatusText(status) + ": route " + strconv.Quote(a.route) + ": " + why + "; the request was not passed on.\n"
-	return Verdict{Status: status, Body: []byte(body), Header: http.Header{
-		"Content-Type":           {"text/plain; charset=utf-8"},
-		"X-Content-Type-Options": {"nosniff"},
-	}}
+	h := http.Header{}
+	plain.Header(h, len(body))
+	return Verdict{Status: status, Body: []byte(body), Header: h}
 }

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/sturdyproxy/sturdy/internal/config"
+
+	"github.com/sturdyproxy/sturdy/internal/testing/testutil"
 )
 
 // redisServer starts Debian's redis-server on a free loopback port, without
@@ -40,24 +42,21 @@ func startRedis(t *testing.T, port int) *redisServer {
 	}
 	s := &redisServer{t: t, port: port, cmd: cmd}
 	t.Cleanup(s.stop)
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	if !testutil.Eventually(10*time.Second, func() bool {
 		c, err := net.Dial("tcp", s.addr())
-		if err == nil {
-			c.Write([]byte("PING\r\n"))
-			buf := make([]byte, 7)
-			c.SetReadDeadline(time.Now().Add(time.Second))
-			n, _ := c.Read(buf)
-			c.Close()
-			if string(buf[:n]) == "+PONG\r\n" {
-				return s
-			}
+		if err != nil {
+			return false
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("redis-server on %s did not answer PING within 10s", s.addr())
-		}
-		time.Sleep(20 * time.Millisecond)
+		defer c.Close()
+		c.Write([]byte("PING\r\n"))
+		buf := make([]byte, 7)
+		c.SetReadDeadline(time.Now().Add(time.Second))
+		n, _ := c.Read(buf)
+		return string(buf[:n]) == "+PONG\r\n"
+	}) {
+		t.Fatalf("redis-server on %s did not answer PING within 10s", s.addr())
 	}
+	return s
 }
 
 func (s *redisServer) addr() string { return "127.0.0.1:" + strconv.Itoa(s.port) }
@@ -208,14 +207,14 @@ func BenchmarkSharedDecide(b *testing.B) {
 	}
 	defer func() { cmd.Process.Kill(); cmd.Wait() }()
 	addr := "127.0.0.1:" + strconv.Itoa(port)
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		if c, err := net.Dial("tcp", addr); err == nil {
+	if !testutil.Eventually(10*time.Second, func() bool {
+		c, err := net.Dial("tcp", addr)
+		if err == nil {
 			c.Close()
-			break
 		}
-		if time.Now().After(deadline) {
-			b.Fatal("redis-server did not start")
-		}
+		return err == nil
+	}) {
+		b.Fatal("redis-server did not start")
 	}
 	sh := NewShared(&config.SharedLimits{Redis: addr, Timeout: config.Duration(time.Second)}, nil)
 	defer sh.Close()

@@ -56,41 +56,262 @@ type nginx struct {
 // is often an access rule or an auth check).
 var snippets = []string{"server-snippet", "configuration-snippet", "stream-snippet", "auth-snippet", "modsecurity-snippet"}
 
-// ignored are annotations whose job sturdy does its own way: they are
-// reported once, as information, not translated.
+// ignored are annotations whose job sturdy does its own way, reported
+// once as information ("" for none), and companions of translated ones
+// (read by them).
 var ignored = map[string]string{
 	"proxy-send-timeout":        "sturdy bounds a request by connect, response_header and total timeouts; proxy-send-timeout has no counterpart and is ignored",
 	"proxy-buffering":           "sturdy streams responses; proxy-buffering is ignored",
 	"proxy-buffer-size":         "sturdy streams responses; proxy-buffer-size is ignored",
 	"proxy-next-upstream":       "sturdy retries by its own attribution and budget; proxy-next-upstream is ignored",
 	"proxy-next-upstream-tries": "sturdy retries by its own attribution and budget; proxy-next-upstream-tries is ignored",
-	"session-cookie-name":       "",
 	"session-cookie-max-age":    "",
 	"session-cookie-expires":    "",
 	"session-cookie-path":       "",
-	"auth-response-headers":     "",
 	"limit-burst-multiplier":    "",
-	"canary":                    "",
-	"canary-weight":             "",
-	"canary-weight-total":       "",
 	"enable-cors":               "enable-cors is not translated: sturdy does not answer CORS preflight requests itself; the application must, or set the headers with an HTTPRoute's ResponseHeaderModifier",
 	"permanent-redirect-code":   "",
 	"temporal-redirect-code":    "",
-	"ssl-redirect":              "",
-	"force-ssl-redirect":        "",
-	"proxy-body-size":           "",
-	"proxy-connect-timeout":     "",
-	"proxy-read-timeout":        "",
-	"limit-rps":                 "",
-	"limit-rpm":                 "",
-	"whitelist-source-range":    "",
-	"allowlist-source-range":    "",
-	"auth-url":                  "",
-	"backend-protocol":          "",
-	"affinity":                  "",
 }
 
-// parseNginx reads the ingress-nginx annotations of an Ingress.
+// annotation is one annotation's value to read.
+type annotation struct {
+	key, name, v string            // the full key, its name after the prefix, the trimmed value
+	all          map[string]string // the Ingress's annotations, for companions
+}
+
+// readAnnotation reads a translated annotation into n. It returns why a
+// value is not used ("is not true or false"; the annotation is then
+// ignored, with an event), or "" when it is; a value that makes the
+// Ingress unservable sets n.refuse instead.
+type readAnnotation func(n *nginx, a annotation) string
+
+// translated are the annotations sturdy translates, by name.
+var translated = map[string]readAnnotation{
+	"ssl-redirect":       boolean(func(n *nginx, b bool) { n.sslRedirect = b }),
+	"force-ssl-redirect": boolean(func(n *nginx, b bool) { n.forceSSLRedirect = b }),
+	"canary":             boolean(func(n *nginx, b bool) { n.canary = b }),
+	"use-regex":          boolean(func(n *nginx, b bool) { n.regex = n.regex || b }),
+	"proxy-body-size": func(n *nginx, a annotation) string {
+		s, err := nginxSize(a.v)
+		if err != nil {
+			return "is not a size like 8m or 1g"
+		}
+		n.maxBody = s
+		return ""
+	},
+	"proxy-connect-timeout":  seconds(func(n *nginx, d config.Duration) { n.connect = d }),
+	"proxy-read-timeout":     seconds(func(n *nginx, d config.Duration) { n.read = d }),
+	"limit-rps":              perTime(func(n *nginx, r int64) { n.rps = r }),
+	"limit-rpm":              perTime(func(n *nginx, r int64) { n.rpm = r }),
+	"whitelist-source-range": sourceRange,
+	"allowlist-source-range": sourceRange,
+	"auth-url": func(n *nginx, a annotation) string {
+		u, err := url.Parse(a.v)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return "is not an http or https URL"
+		}
+		n.authURL = a.v
+		return ""
+	},
+	"auth-response-headers": func(n *nginx, a annotation) string {
+		for _, h := range strings.Split(a.v, ",") {
+			if h = strings.TrimSpace(h); h != "" {
+				n.authHeaders = append(n.authHeaders, h)
+			}
+		}
+		return ""
+	},
+	"backend-protocol": func(n *nginx, a annotation) string {
+		switch strings.ToUpper(a.v) {
+		case "HTTP":
+		case "HTTPS":
+			n.upstreamTLS = true
+		case "GRPC":
+			n.upstreamProto = config.ProtocolH2C
+		case "GRPCS":
+			n.upstreamTLS, n.upstreamProto = true, config.ProtocolH2
+		default:
+			n.refuse = fmt.Sprintf("%s %s is not supported: sturdy speaks HTTP, HTTPS, GRPC (h2c) and GRPCS (HTTP/2 over TLS) to backends", a.key, a.v)
+		}
+		return ""
+	},
+	"affinity": func(n *nginx, a annotation) string {
+		if a.v != "cookie" {
+			return "is not cookie"
+		}
+		n.hashCookie = "INGRESSCOOKIE"
+		return ""
+	},
+	"session-cookie-name": func(n *nginx, a annotation) string {
+		if a.v != "" {
+			n.hashCookie = a.v
+		}
+		return ""
+	},
+	"canary-weight":       weight(func(n *nginx, w int32) { n.canaryWeight = w }),
+	"canary-weight-total": weight(func(n *nginx, w int32) { n.canaryTotal = w }),
+	"rewrite-target": func(n *nginx, a annotation) string {
+		switch {
+		case !strings.HasPrefix(a.v, "/") && !strings.HasPrefix(a.v, "$"):
+			n.refuse = fmt.Sprintf("%s %q is not a path: a rewrite to another host is a redirect (permanent-redirect)", a.key, a.v)
+		case strings.ContainsAny(a.v, "?#"):
+			n.refuse = fmt.Sprintf("%s %q holds a query: sturdy keeps the client's query and rewrites only the path", a.key, a.v)
+		default:
+			n.rewriteTarget, n.regex = a.v, true
+		}
+		return ""
+	},
+	"permanent-redirect": redirect(http.StatusMovedPermanently),
+	"temporal-redirect":  redirect(http.StatusFound),
+	"app-root": func(n *nginx, a annotation) string {
+		if !strings.HasPrefix(a.v, "/") || strings.ContainsAny(a.v, "?#") {
+			return "is not a path like /app"
+		}
+		n.appRoot = a.v
+		return ""
+	},
+	"upstream-vhost": func(n *nginx, a annotation) string {
+		if a.v == "" {
+			return "is empty"
+		}
+		n.upstreamVhost = a.v
+		return ""
+	},
+	"server-alias": func(n *nginx, a annotation) string {
+		for _, h := range strings.Split(a.v, ",") {
+			if h = strings.ToLower(strings.TrimSpace(h)); h != "" {
+				n.aliases = append(n.aliases, h)
+			}
+		}
+		return ""
+	},
+	"custom-headers": func(n *nginx, a annotation) string {
+		if a.v == "" || strings.Count(a.v, "/") > 1 {
+			return "is not a ConfigMap's NAMESPACE/NAME"
+		}
+		n.customHeaders = a.v
+		return ""
+	},
+	"x-forwarded-prefix": func(n *nginx, a annotation) string {
+		if strings.ContainsAny(a.v, "\r\n\x00") {
+			return "holds a line break"
+		}
+		n.forwardPrefix = a.v
+		return ""
+	},
+	"canary-by-header": func(n *nginx, a annotation) string {
+		if config.RuleHeaderProblem(a.v) != "" && !strings.EqualFold(a.v, "Host") {
+			return "is not a header name"
+		}
+		n.canaryHeader = a.v
+		return ""
+	},
+	"canary-by-header-value": func(n *nginx, a annotation) string {
+		n.canaryHeaderValue = a.v
+		return ""
+	},
+	"canary-by-header-pattern": func(n *nginx, a annotation) string {
+		if _, err := regexp.Compile(a.v); err != nil {
+			return "is not an RE2 regular expression"
+		}
+		n.canaryHeaderPattern = a.v
+		return ""
+	},
+	"canary-by-cookie": func(n *nginx, a annotation) string {
+		if a.v == "" || strings.ContainsAny(a.v, "=; \t") {
+			return "is not a cookie name"
+		}
+		n.canaryCookie = a.v
+		return ""
+	},
+}
+
+func boolean(set func(*nginx, bool)) readAnnotation {
+	return func(n *nginx, a annotation) string {
+		b, err := strconv.ParseBool(a.v)
+		if err != nil {
+			return "is not true or false"
+		}
+		set(n, b)
+		return ""
+	}
+}
+
+func seconds(set func(*nginx, config.Duration)) readAnnotation {
+	return func(n *nginx, a annotation) string {
+		d, err := nginxSeconds(a.v)
+		if err != nil {
+			return "is not a number of seconds"
+		}
+		set(n, d)
+		return ""
+	}
+}
+
+// perTime reads a rate limit's count of requests.
+func perTime(set func(*nginx, int64)) readAnnotation {
+	return func(n *nginx, a annotation) string {
+		r, err := strconv.ParseInt(a.v, 10, 64)
+		if err != nil || r < 1 || r > 1_000_000 {
+			return "is not a positive number of requests"
+		}
+		set(n, r)
+		return ""
+	}
+}
+
+func weight(set func(*nginx, int32)) readAnnotation {
+	return func(n *nginx, a annotation) string {
+		w, err := strconv.ParseInt(a.v, 10, 32)
+		if err != nil || w < 0 {
+			return "is not a non-negative number"
+		}
+		set(n, int32(w))
+		return ""
+	}
+}
+
+// sourceRange reads an allow list; one bad entry drops the whole list.
+func sourceRange(n *nginx, a annotation) string {
+	for _, c := range strings.Split(a.v, ",") {
+		c = strings.TrimSpace(c)
+		if _, err := config.ParsePrefix(c); err != nil {
+			n.allow = nil
+			return fmt.Sprintf("holds %q, which is not an address or CIDR", c)
+		}
+		n.allow = append(n.allow, c)
+	}
+	return ""
+}
+
+// redirect reads permanent-redirect or temporal-redirect, with its -code
+// companion; temporal-redirect wins, as in ingress-nginx.
+func redirect(def int) readAnnotation {
+	return func(n *nginx, a annotation) string {
+		if !strings.Contains(a.v, "://") && !strings.HasPrefix(a.v, "/") {
+			return "is not a URL like https://example.com/new"
+		}
+		code, status := a.name+"-code", def
+		if c := strings.TrimSpace(a.all[nginxPrefix+code]); c != "" {
+			switch s, _ := strconv.Atoi(c); s {
+			case 301, 302, 303, 307, 308:
+				status = s
+			default:
+				n.events = append(n.events, fmt.Sprintf("%s%s: %q is not a redirect status (301, 302, 303, 307, 308); %d is used", nginxPrefix, code, c, status))
+			}
+		}
+		if n.redirect != nil && a.name == "permanent-redirect" {
+			return ""
+		}
+		// The URL is nginx's: its variables ($host, $request_uri) are sturdy's too.
+		n.redirect = &config.Redirect{URL: a.v, Status: status}
+		return ""
+	}
+}
+
+// parseNginx reads the ingress-nginx annotations of an Ingress, in the
+// order of their keys.
 func parseNginx(ann map[string]string) *nginx {
 	n := &nginx{sslRedirect: true, canaryTotal: 100}
 	keys := make([]string, 0, len(ann))
@@ -101,219 +322,24 @@ func parseNginx(ann map[string]string) *nginx {
 	}
 	slices.Sort(keys)
 	for _, k := range keys {
-		name, v := strings.TrimPrefix(k, nginxPrefix), strings.TrimSpace(ann[k])
-		bad := func(format string, args ...any) {
-			n.events = append(n.events, fmt.Sprintf("%s: %q %s; ignored", k, v, fmt.Sprintf(format, args...)))
-		}
-		if slices.Contains(snippets, name) {
+		a := annotation{key: k, name: strings.TrimPrefix(k, nginxPrefix), v: strings.TrimSpace(ann[k]), all: ann}
+		if slices.Contains(snippets, a.name) {
 			n.refuse = fmt.Sprintf("%s holds nginx configuration, which sturdy does not run; express it as sturdy config (docs/kubernetes.md) and remove the annotation", k)
 			continue
 		}
-		switch name {
-		case "ssl-redirect", "force-ssl-redirect":
-			b, err := strconv.ParseBool(v)
-			if err != nil {
-				bad("is not true or false")
-				continue
+		if read, ok := translated[a.name]; ok {
+			if why := read(n, a); why != "" {
+				n.events = append(n.events, fmt.Sprintf("%s: %q %s; ignored", k, a.v, why))
 			}
-			if name == "ssl-redirect" {
-				n.sslRedirect = b
-			} else {
-				n.forceSSLRedirect = b
-			}
-		case "proxy-body-size":
-			s, err := nginxSize(v)
-			if err != nil {
-				bad("is not a size like 8m or 1g")
-				continue
-			}
-			n.maxBody = s
-		case "proxy-connect-timeout", "proxy-read-timeout":
-			d, err := nginxSeconds(v)
-			if err != nil {
-				bad("is not a number of seconds")
-				continue
-			}
-			if name == "proxy-connect-timeout" {
-				n.connect = d
-			} else {
-				n.read = d
-			}
-		case "limit-rps", "limit-rpm":
-			r, err := strconv.ParseInt(v, 10, 64)
-			if err != nil || r < 1 || r > 1_000_000 {
-				bad("is not a positive number of requests")
-				continue
-			}
-			if name == "limit-rps" {
-				n.rps = r
-			} else {
-				n.rpm = r
-			}
-		case "whitelist-source-range", "allowlist-source-range":
-			for _, c := range strings.Split(v, ",") {
-				c = strings.TrimSpace(c)
-				if _, err := config.ParsePrefix(c); err != nil {
-					bad("holds %q, which is not an address or CIDR", c)
-					n.allow = nil
-					break
-				}
-				n.allow = append(n.allow, c)
-			}
-		case "auth-url":
-			u, err := url.Parse(v)
-			if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-				bad("is not an http or https URL")
-				continue
-			}
-			n.authURL = v
-		case "auth-response-headers":
-			for _, h := range strings.Split(v, ",") {
-				if h = strings.TrimSpace(h); h != "" {
-					n.authHeaders = append(n.authHeaders, h)
-				}
-			}
-		case "backend-protocol":
-			switch strings.ToUpper(v) {
-			case "HTTP":
-			case "HTTPS":
-				n.upstreamTLS = true
-			case "GRPC":
-				n.upstreamProto = config.ProtocolH2C
-			case "GRPCS":
-				n.upstreamTLS, n.upstreamProto = true, config.ProtocolH2
-			default:
-				n.refuse = fmt.Sprintf("%s %s is not supported: sturdy speaks HTTP, HTTPS, GRPC (h2c) and GRPCS (HTTP/2 over TLS) to backends", k, v)
-			}
-		case "affinity":
-			if v != "cookie" {
-				bad("is not cookie")
-				continue
-			}
-			n.hashCookie = "INGRESSCOOKIE"
-		case "session-cookie-name":
-			if v != "" {
-				n.hashCookie = v
-			}
-		case "canary":
-			b, err := strconv.ParseBool(v)
-			if err != nil {
-				bad("is not true or false")
-				continue
-			}
-			n.canary = b
-		case "canary-weight", "canary-weight-total":
-			w, err := strconv.ParseInt(v, 10, 32)
-			if err != nil || w < 0 {
-				bad("is not a non-negative number")
-				continue
-			}
-			if name == "canary-weight" {
-				n.canaryWeight = int32(w)
-			} else {
-				n.canaryTotal = int32(w)
-			}
-		case "use-regex":
-			b, err := strconv.ParseBool(v)
-			if err != nil {
-				bad("is not true or false")
-				continue
-			}
-			n.regex = n.regex || b
-		case "rewrite-target":
-			switch {
-			case !strings.HasPrefix(v, "/") && !strings.HasPrefix(v, "$"):
-				n.refuse = fmt.Sprintf("%s %q is not a path: a rewrite to another host is a redirect (permanent-redirect)", k, v)
-			case strings.ContainsAny(v, "?#"):
-				n.refuse = fmt.Sprintf("%s %q holds a query: sturdy keeps the client's query and rewrites only the path", k, v)
-			default:
-				n.rewriteTarget, n.regex = v, true
-			}
-		case "permanent-redirect", "temporal-redirect":
-			if !strings.Contains(v, "://") && !strings.HasPrefix(v, "/") {
-				bad("is not a URL like https://example.com/new")
-				continue
-			}
-			code, status := name+"-code", http.StatusMovedPermanently
-			if name == "temporal-redirect" {
-				status = http.StatusFound
-			}
-			if c := strings.TrimSpace(ann[nginxPrefix+code]); c != "" {
-				switch s, _ := strconv.Atoi(c); s {
-				case 301, 302, 303, 307, 308:
-					status = s
-				default:
-					n.events = append(n.events, fmt.Sprintf("%s%s: %q is not a redirect status (301, 302, 303, 307, 308); %d is used", nginxPrefix, code, c, status))
-				}
-			}
-			if n.redirect != nil && name == "permanent-redirect" {
-				continue // temporal-redirect wins, as in ingress-nginx
-			}
-			// The URL is nginx's: its variables ($host, $request_uri) are sturdy's too.
-			n.redirect = &config.Redirect{URL: v, Status: status}
-		case "app-root":
-			if !strings.HasPrefix(v, "/") || strings.ContainsAny(v, "?#") {
-				bad("is not a path like /app")
-				continue
-			}
-			n.appRoot = v
-		case "upstream-vhost":
-			if v == "" {
-				bad("is empty")
-				continue
-			}
-			n.upstreamVhost = v
-		case "server-alias":
-			for _, h := range strings.Split(v, ",") {
-				if h = strings.ToLower(strings.TrimSpace(h)); h != "" {
-					n.aliases = append(n.aliases, h)
-				}
-			}
-		case "custom-headers":
-			if v == "" || strings.Count(v, "/") > 1 {
-				bad("is not a ConfigMap's NAMESPACE/NAME")
-				continue
-			}
-			n.customHeaders = v
-		case "x-forwarded-prefix":
-			if strings.ContainsAny(v, "\r\n\x00") {
-				bad("holds a line break")
-				continue
-			}
-			n.forwardPrefix = v
-		case "canary-by-header", "canary-by-header-value", "canary-by-header-pattern", "canary-by-cookie":
-			switch {
-			case name == "canary-by-cookie" && (v == "" || strings.ContainsAny(v, "=; \t")):
-				bad("is not a cookie name")
-				continue
-			case name == "canary-by-header" && config.RuleHeaderProblem(v) != "" && !strings.EqualFold(v, "Host"):
-				bad("is not a header name")
-				continue
-			case name == "canary-by-header-pattern":
-				if _, err := regexp.Compile(v); err != nil {
-					bad("is not an RE2 regular expression")
-					continue
-				}
-			}
-			switch name {
-			case "canary-by-header":
-				n.canaryHeader = v
-			case "canary-by-header-value":
-				n.canaryHeaderValue = v
-			case "canary-by-header-pattern":
-				n.canaryHeaderPattern = v
-			default:
-				n.canaryCookie = v
-			}
-		default:
-			if why, ok := ignored[name]; ok {
-				if why != "" {
-					n.events = append(n.events, why)
-				}
-				continue
-			}
-			n.events = append(n.events, fmt.Sprintf("%s is not understood by sturdy and is ignored", k))
+			continue
 		}
+		if why, ok := ignored[a.name]; ok {
+			if why != "" {
+				n.events = append(n.events, why)
+			}
+			continue
+		}
+		n.events = append(n.events, fmt.Sprintf("%s is not understood by sturdy and is ignored", k))
 	}
 	if n.hashCookie != "" && ann[nginxPrefix+"affinity"] != "cookie" {
 		n.hashCookie = ""

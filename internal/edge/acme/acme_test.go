@@ -22,6 +22,8 @@ import (
 	"github.com/sturdyproxy/sturdy/internal/config"
 	"github.com/sturdyproxy/sturdy/internal/edge/certs"
 	"github.com/sturdyproxy/sturdy/internal/edge/forcehttps"
+
+	"github.com/sturdyproxy/sturdy/internal/testing/testutil"
 )
 
 // site is a plain and a TLS listener on loopback, as sturdy would run them
@@ -198,12 +200,8 @@ func TestHTTP01IssuesThroughThePlainListener(t *testing.T) {
 
 	// A name no route uses any more stops being served (and renewed).
 	m.SetNames(nil)
-	deadline := time.Now().Add(5 * time.Second)
-	for m.Manages("shop.test") {
-		if time.Now().After(deadline) {
-			t.Fatal("shop.test still managed after SetNames(nil)")
-		}
-		time.Sleep(10 * time.Millisecond)
+	if !testutil.Eventually(5*time.Second, func() bool { return !m.Manages("shop.test") }) {
+		t.Fatal("shop.test still managed after SetNames(nil)")
 	}
 	if _, err := tls.Dial("tcp", s.secure.Addr().String(), &tls.Config{ServerName: "shop.test", RootCAs: p.issuer}); err == nil {
 		t.Error("a name removed from the manager is still served")
@@ -243,12 +241,8 @@ func TestRenewalReplacesTheCertificate(t *testing.T) {
 	first := fetch(t, s, p, "short.test")
 	ev.wait(t, 60*time.Second, "renewal", func() bool { return ev.count(Renewed, "short.test") > 0 })
 	// The renewed certificate is swapped into the cache just after the event.
-	deadline := time.Now().Add(10 * time.Second)
-	for fetch(t, s, p, "short.test") == first {
-		if time.Now().After(deadline) {
-			t.Fatal("handshakes still get the first certificate after the renewal")
-		}
-		time.Sleep(100 * time.Millisecond)
+	if !testutil.Eventually(10*time.Second, func() bool { return fetch(t, s, p, "short.test") != first }) {
+		t.Fatal("handshakes still get the first certificate after the renewal")
 	}
 }
 

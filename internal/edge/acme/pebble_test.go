@@ -101,25 +101,24 @@ func startPebble(t *testing.T, o pebbleOpts) *pebble {
 	}
 	cl := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: ca.Pool()}}}
 	p.mgmt, p.client = fmt.Sprintf("https://127.0.0.1:%d", mgmtPort), cl
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		resp, err := cl.Get(p.mgmt + "/roots/0")
-		if err == nil {
-			body, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				p.issuer = x509.NewCertPool()
-				if !p.issuer.AppendCertsFromPEM(body) {
-					t.Fatalf("pebble's root is not PEM: %q", body)
-				}
-				return p
-			}
+	var body []byte
+	var err error
+	if !testutil.Eventually(15*time.Second, func() bool {
+		var resp *http.Response
+		if resp, err = cl.Get(p.mgmt + "/roots/0"); err != nil {
+			return false
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("pebble did not start within 15s: %v", err)
-		}
-		time.Sleep(50 * time.Millisecond)
+		defer resp.Body.Close()
+		body, _ = io.ReadAll(resp.Body)
+		return resp.StatusCode == 200
+	}) {
+		t.Fatalf("pebble did not start within 15s: %v", err)
 	}
+	p.issuer = x509.NewCertPool()
+	if !p.issuer.AppendCertsFromPEM(body) {
+		t.Fatalf("pebble's root is not PEM: %q", body)
+	}
+	return p
 }
 
 // run starts a process for the test's lifetime and stops it by its PID.

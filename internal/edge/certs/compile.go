@@ -223,8 +223,11 @@ func loadCert(e config.Certificate, path string) (*Cert, error) {
 }
 
 // ReadPool reads a PEM bundle of CA certificates.
-func ReadPool(file string) (*x509.CertPool, error) {
-	b, err := os.ReadFile(file)
+func ReadPool(file string) (*x509.CertPool, error) { return readPool(os.ReadFile, file) }
+
+// readPool is ReadPool reading through read.
+func readPool(read func(string) ([]byte, error), file string) (*x509.CertPool, error) {
+	b, err := read(file)
 	if err != nil {
 		return nil, fmt.Errorf("cannot read the CA file: %v", err)
 	}

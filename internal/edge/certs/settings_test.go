@@ -7,6 +7,7 @@ import (
 	"log"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -161,7 +162,7 @@ func TestUpstreamClientCertificate(t *testing.T) {
 	cert, key := clientCA.Write(t, dir, "sturdy", testpki.Leaf{CommonName: "sturdy-edge", Client: true})
 
 	try := func(u *config.UpstreamTLS) (string, error) {
-		cfg, err := UpstreamConfig(u, "pools[0].tls")
+		cfg, err := UpstreamConfig(u, "pools[0].tls", os.ReadFile)
 		if err != nil {
 			return "", err
 		}
@@ -181,10 +182,10 @@ func TestUpstreamClientCertificate(t *testing.T) {
 	if _, err := try(&config.UpstreamTLS{CA: caFile, ServerName: "backend.internal"}); err == nil {
 		t.Error("without a client certificate the backend should refuse")
 	}
-	if _, err := UpstreamConfig(&config.UpstreamTLS{CA: caFile, Cert: cert, Key: caFile}, "pools[3].tls"); err == nil || !strings.HasPrefix(err.Error(), "pools[3].tls.cert: cannot load client certificate") {
+	if _, err := UpstreamConfig(&config.UpstreamTLS{CA: caFile, Cert: cert, Key: caFile}, "pools[3].tls", os.ReadFile); err == nil || !strings.HasPrefix(err.Error(), "pools[3].tls.cert: cannot load client certificate") {
 		t.Errorf("bad key: %v", err)
 	}
-	if _, err := UpstreamConfig(&config.UpstreamTLS{CA: key}, "pools[3].tls"); err == nil || !strings.HasPrefix(err.Error(), "pools[3].tls.ca: no PEM certificate") {
+	if _, err := UpstreamConfig(&config.UpstreamTLS{CA: key}, "pools[3].tls", os.ReadFile); err == nil || !strings.HasPrefix(err.Error(), "pools[3].tls.ca: no PEM certificate") {
 		t.Errorf("bad CA: %v", err)
 	}
 }

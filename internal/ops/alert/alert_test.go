@@ -318,16 +318,11 @@ func TestRetriesThenGivesUp(t *testing.T) {
 	d.Notify(event.Event{Type: event.PoolEmpty})
 	// Stop waits for the queued event; no new retries start once stopping,
 	// so wait for the tries to finish first.
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	if !testutil.Eventually(10*time.Second, func() bool {
 		st := d.Stats()
-		if st[0].Failed == 1 && st[1].Failed == 1 && st[2].Failed == 1 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("stats %+v", st)
-		}
-		time.Sleep(time.Millisecond)
+		return st[0].Failed == 1 && st[1].Failed == 1 && st[2].Failed == 1
+	}) {
+		t.Fatalf("stats %+v", d.Stats())
 	}
 	stop(t, d)
 	st := d.Stats()

@@ -124,13 +124,13 @@ func (c *Collector) route(e emitter, r *view.Route, started time.Time) {
 	e.gauge(d.routeDegraded, b2f(r.Degraded), r.Name)
 	serving := r.Serving
 	if serving == "" {
-		serving = "normal"
+		serving = view.ServingNormal
 	}
-	for _, mode := range withExtra(servingModes, serving) {
+	for _, mode := range withExtra(view.ServingModes[:], serving) {
 		e.gauge(d.routeServing, b2f(mode == serving), r.Name, mode)
 	}
 	e.timestamp(d.routeServingSince, orStart(r.ServingSince, started), r.Name)
-	for _, kind := range withKeys(answerKinds, r.Answers) {
+	for _, kind := range withKeys(view.AnswerKinds[:], r.Answers) {
 		e.counter(d.answers, float64(r.Answers[kind]), r.Name, kind)
 	}
 	if r.Mirror != nil {

@@ -7,9 +7,7 @@ import "github.com/prometheus/client_golang/prometheus"
 // first occurrence. Values outside these lists (a newer producer) are
 // emitted too; the lists only add zeros.
 var (
-	answerKinds   = []string{"panic", "fallback", "stale", "sorry", "shed"}
 	cacheResults  = []string{"hit", "miss", "stale", "bypass", "revalidated"}
-	servingModes  = []string{"normal", "panic", "fallback", "stale", "sorry"}
 	attributions  = []string{"host", "client", "request", "route"}
 	edgeDecisions = []string{"denied", "rejected", "reencoded", "normalized"}
 )

@@ -68,7 +68,7 @@ func (h *Handler) list(w http.ResponseWriter, r *http.Request, root *os.Root, na
 	}
 	hdr := w.Header()
 	hdr["Content-Type"] = []string{"text/html; charset=utf-8"}
-	hdr["X-Content-Type-Options"] = nosniff
+	hdr["X-Content-Type-Options"] = []string{"nosniff"}
 	hdr["Content-Length"] = []string{strconv.Itoa(b.Len())}
 	w.WriteHeader(http.StatusOK)
 	if r.Method != http.MethodHead {

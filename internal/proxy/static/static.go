@@ -35,6 +35,7 @@ import (
 
 	"github.com/sturdyproxy/sturdy/internal/config"
 	"github.com/sturdyproxy/sturdy/internal/proxy/compress"
+	"github.com/sturdyproxy/sturdy/internal/wire/plain"
 )
 
 // Handler serves one route's files. It is immutable once compiled and safe
@@ -338,16 +339,9 @@ func statusFor(err error) int {
 
 // writeStatus answers with a status and a one-line body.
 func writeStatus(w http.ResponseWriter, code int) {
-	h := w.Header()
-	h["Content-Type"] = textPlain
-	h["X-Content-Type-Options"] = nosniff
-	w.WriteHeader(code)
-	if code >= 200 && code != http.StatusNoContent && code != http.StatusNotModified {
-		w.Write([]byte(strconv.Itoa(code) + " " + http.StatusText(code) + "\n"))
+	if code < 200 || code == http.StatusNoContent || code == http.StatusNotModified {
+		w.WriteHeader(code) // no body
+		return
 	}
+	plain.Write(w, code, strconv.Itoa(code)+" "+http.StatusText(code)+"\n")
 }
-
-var (
-	textPlain = []string{"text/plain; charset=utf-8"}
-	nosniff   = []string{"nosniff"}
-)

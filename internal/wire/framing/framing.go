@@ -420,7 +420,7 @@ func (p *parser) chunkSize(line []byte, bareLF bool) {
 	var size int64
 	i := 0
 	for ; i < len(line); i++ {
-		d := unhex(line[i])
+		d := httphead.Unhex(line[i])
 		if d < 0 {
 			break
 		}
@@ -484,18 +484,6 @@ func (p *parser) bodyBad(why string) {
 	p.c.body.Store(p.req)
 	p.c.bad.Store(p.req + 1)
 	p.st = stStopped
-}
-
-func unhex(c byte) int {
-	switch {
-	case '0' <= c && c <= '9':
-		return int(c - '0')
-	case 'a' <= c && c <= 'f':
-		return int(c - 'a' + 10)
-	case 'A' <= c && c <= 'F':
-		return int(c - 'A' + 10)
-	}
-	return -1
 }
 
 func asciiEqualFold(b []byte, s string) bool {

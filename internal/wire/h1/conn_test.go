@@ -80,7 +80,7 @@ func TestIdleConnectionHoldsNoBuffers(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatal("the connection never became idle")
 		}
-		time.Sleep(5 * time.Millisecond)
+		time.Sleep(5 * time.Millisecond) // real: polls for a real socket's connection to go idle
 	}
 }
 
@@ -187,7 +187,7 @@ func TestRetiredServerGoroutineIsReplaced(t *testing.T) {
 		if _, body := roundTrip(t, c, br, "GET /again HTTP/1.1\r\nHost: x\r\n\r\n"); body != `GET /again host=x body=""` {
 			t.Fatalf("request %d after a retirement: %q", i, body)
 		}
-		time.Sleep(50 * time.Millisecond) // past the park time: retired
+		time.Sleep(50 * time.Millisecond) // real: past the park time, a timer of the server goroutine serving a real socket
 	}
 }
 
@@ -197,7 +197,7 @@ func TestRetiredServerGoroutineIsReplaced(t *testing.T) {
 func TestHandlerDeadlineThenCloseLeavesNothingBehind(t *testing.T) {
 	addr, s := start(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.(interface{ SetReadDeadline(time.Time) error }).SetReadDeadline(time.Now().Add(20 * time.Millisecond))
-		time.Sleep(100 * time.Millisecond)
+		time.Sleep(100 * time.Millisecond) // real: past the socket's read deadline, which only the kernel's clock moves
 		io.WriteString(w, "late")
 	}), nil)
 	c, br := dialRaw(t, addr)
@@ -237,7 +237,7 @@ func TestHandlerWriteDeadlineDoesNotReachTheHandoff(t *testing.T) {
 	}), nil)
 	c, br := dialRaw(t, addr)
 	roundTrip(t, c, br, "GET /arm HTTP/1.1\r\nHost: x\r\n\r\n")
-	time.Sleep(100 * time.Millisecond) // past the armed deadline
+	time.Sleep(100 * time.Millisecond) // real: past the socket's armed write deadline
 	resp, body := roundTrip(t, c, br, "POST /chunked HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n")
 	if body != "/chunked" || resp.Header.Get("X-Served-By") != "net/http" {
 		t.Fatalf("after the hand-off: %q by %s", body, resp.Header.Get("X-Served-By"))

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/sturdyproxy/sturdy/internal/outcome"
+
+	"github.com/sturdyproxy/sturdy/internal/testing/testutil"
 )
 
 // rawServer is a loopback TCP server whose connections a test serves by
@@ -135,12 +137,8 @@ func idleCount(c *Client, url string) int {
 // eventually polls cond until it holds or a few seconds passed.
 func eventually(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(2 * time.Millisecond)
+	if !testutil.Eventually(5*time.Second, cond) {
+		t.Fatalf("timed out waiting for %s", what)
 	}
 }
 

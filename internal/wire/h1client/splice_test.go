@@ -53,7 +53,7 @@ func TestSpliceAfterTheBackendClosedInOrderIsTheClientsFailure(t *testing.T) {
 				}
 				fmt.Fprintf(c, "HTTP/1.1 200 OK\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s", size, strings.Repeat("x", n))
 				if reset {
-					time.Sleep(50 * time.Millisecond)
+					time.Sleep(50 * time.Millisecond) // real: let the client read the half body before the reset
 					c.(*net.TCPConn).SetLinger(0)
 				}
 				c.Close()
@@ -66,7 +66,7 @@ func TestSpliceAfterTheBackendClosedInOrderIsTheClientsFailure(t *testing.T) {
 			}
 			defer resp.Body.Close()
 			<-sent
-			time.Sleep(50 * time.Millisecond) // the FIN or RST has arrived
+			time.Sleep(50 * time.Millisecond) // real: the kernel delivers the FIN or RST; nothing to poll without reading
 			sp := resp.Body.(interface {
 				SpliceTo(io.Writer, int64) (int64, error, error, bool)
 			})

@@ -155,7 +155,7 @@ func rawPathEncodes(raw, path string) bool {
 			if i+2 >= len(raw) {
 				return false
 			}
-			h, l := unhex(raw[i+1]), unhex(raw[i+2])
+			h, l := httphead.Unhex(raw[i+1]), httphead.Unhex(raw[i+2])
 			if h < 0 || l < 0 {
 				return false
 			}
@@ -168,18 +168,6 @@ func rawPathEncodes(raw, path string) bool {
 		j++
 	}
 	return j == len(path)
-}
-
-func unhex(c byte) int {
-	switch {
-	case '0' <= c && c <= '9':
-		return int(c - '0')
-	case 'a' <= c && c <= 'f':
-		return int(c - 'a' + 10)
-	case 'A' <= c && c <= 'F':
-		return int(c - 'A' + 10)
-	}
-	return -1
 }
 
 // needsEscape reports whether path holds a byte that url.URL.EscapedPath

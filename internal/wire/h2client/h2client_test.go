@@ -15,6 +15,8 @@ import (
 
 	"github.com/sturdyproxy/sturdy/internal/outcome"
 	"golang.org/x/net/http2"
+
+	"github.com/sturdyproxy/sturdy/internal/testing/testutil"
 )
 
 func h2cServer(t *testing.T, h http.Handler) (*httptest.Server, *atomic.Int32) {
@@ -129,11 +131,8 @@ func TestStreamAndConnectionLimits(t *testing.T) {
 			resp.Body.Close()
 		}()
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for inFlight.Load() < 4 && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
-	time.Sleep(50 * time.Millisecond) // a fifth stream, if the limits leaked, would show now
+	testutil.Eventually(5*time.Second, func() bool { return inFlight.Load() >= 4 })
+	time.Sleep(50 * time.Millisecond) // real: a fifth stream, if the limits leaked, would be on the wire now; absence has no condition to wait for
 	if n := inFlight.Load(); n != 4 {
 		t.Errorf("%d requests in flight; want 4 (2 connections of 2 streams)", n)
 	}

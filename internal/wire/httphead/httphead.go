@@ -293,3 +293,17 @@ func KeepAliveTimeout(v []byte) int {
 	}
 	return -1
 }
+
+// Unhex is the value of the hexadecimal digit c (either case), or -1: for
+// chunk sizes and percent-encodings.
+func Unhex(c byte) int {
+	switch {
+	case '0' <= c && c <= '9':
+		return int(c - '0')
+	case 'a' <= c && c <= 'f':
+		return int(c - 'a' + 10)
+	case 'A' <= c && c <= 'F':
+		return int(c - 'A' + 10)
+	}
+	return -1
+}
