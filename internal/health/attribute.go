@@ -16,6 +16,11 @@ type Failure struct {
 	Host   *Host
 	Class  outcome.Class
 	Status int // for outcome.Status5xx
+	// Stale marks a failure on a reused connection before any of the
+	// answer arrived: the keep-alive race as much as the host's fault. It
+	// counts for "failed the same way on two hosts" but is never held
+	// against the host alone.
+	Stale bool
 }
 
 // Request is what attribution needs to know about a request.
@@ -33,18 +38,33 @@ type Request struct {
 	RequestID string
 }
 
+// FailedElsewhere reports whether f, a failed attempt, failed the same
+// way (class and status) as one of prev on a different host: the only
+// evidence that the request, not the host, is the cause. The same host
+// twice (a keep-alive resend, a config reload's copy of it) is one
+// opinion, not two.
+func FailedElsewhere(prev []Failure, f Failure) bool {
+	for _, o := range prev {
+		if o.Class == f.Class && o.Status == f.Status && o.Host.hostState != f.Host.hostState {
+			return true
+		}
+	}
+	return false
+}
+
 // Settle attributes the failed attempts of one request on this pool,
 // records them, and returns the attribution of the last one. sameTwice
-// reports that the request failed the same way on two hosts. Precedence: a
-// client already known to cause its own failures, then a degraded route,
-// then the request, and only then the host.
+// reports that the request failed the same way on two hosts; it is
+// believed only when fails shows two different hosts failing that way.
+// Precedence: a client already known to cause its own failures, then a
+// degraded route, then the request, and only then the host.
 func (p *Pool) Settle(r *Request, fails []Failure, sameTwice bool, now time.Time) Attribution {
 	m := p.m
 	ns, span := now.UnixNano(), nowSpan(p.attr.Window)
 	// The same failure on two hosts is the request's only while those
 	// hosts still serve other requests; when they fail everything, the
 	// request merely met a failure everyone has.
-	byRequest := sameTwice
+	byRequest := sameTwice && onTwoHosts(fails)
 	for _, f := range fails {
 		if f.Class == outcome.BodyError {
 			continue
@@ -59,8 +79,9 @@ func (p *Pool) Settle(r *Request, fails []Failure, sameTwice bool, now time.Time
 		h := f.Host
 		h.attempts[f.Class].Add(1)
 		h.lastFailure.Store(ns)
-		if f.Class == outcome.BodyError {
-			// Headers came, the body broke: counted, not held against anyone.
+		if f.Class == outcome.BodyError || f.Stale && !byRequest {
+			// Headers came, the body broke; or a reused connection was
+			// found closed: counted, not held against anyone.
 			h.window.Attempt(now, r.ClientBit)
 			continue
 		}
@@ -85,6 +106,17 @@ func (p *Pool) Settle(r *Request, fails []Failure, sameTwice bool, now time.Time
 		last = a
 	}
 	return last
+}
+
+// onTwoHosts reports whether two of fails, on different hosts, failed
+// the same way.
+func onTwoHosts(fails []Failure) bool {
+	for i := 1; i < len(fails); i++ {
+		if fails[i].Class != outcome.BodyError && FailedElsewhere(fails[:i], fails[i]) {
+			return true
+		}
+	}
+	return false
 }
 
 // Attributed reports whether client key k is currently held responsible

@@ -164,6 +164,7 @@ func (f *forwarder) exchange(p *health.Pool) (*http.Response, *health.Host, fail
 	var held *http.Response // a failing answer kept to pass on if nothing better comes
 	var heldHost *health.Host
 	cut := false
+	stale, staleUsed := false, false // the last failure was the keep-alive race; one was
 	for attempt := 0; attempt < rt.Tries; attempt++ {
 		host := p.Next(key, &f.tried, f.now)
 		if host == nil && p.Failing() {
@@ -181,8 +182,9 @@ func (f *forwarder) exchange(p *health.Pool) (*http.Response, *health.Host, fail
 		}
 		// A retry after a failure that reached a backend spends the retry
 		// budget; one after a refused or timed-out connection costs the
-		// backends nothing and is always made.
-		if attempt > 0 && f.nfails > 0 && !budget.Allow(f.now, rt.RetryBudget, rt.MinRetries) {
+		// backends nothing and is always made, and so is one after the
+		// keep-alive race (stale).
+		if attempt > 0 && f.nfails > 0 && !stale && !budget.Allow(f.now, rt.RetryBudget, rt.MinRetries) {
 			break
 		}
 		if held != nil {
@@ -258,21 +260,25 @@ func (f *forwarder) exchange(p *health.Pool) (*http.Response, *health.Host, fail
 			status = resp.StatusCode
 			held, heldHost = resp, host
 		}
-		for _, prev := range f.fails[:f.nfails] {
-			if prev.Class == class && prev.Status == status {
-				f.sameTwice = true
-			}
-		}
-		f.fails[f.nfails] = health.Failure{Host: host, Class: class, Status: status}
-		f.nfails++
+		fl := health.Failure{Host: host, Class: class, Status: status}
 		var ue *h1client.Error
-		if errors.As(err, &ue) && ue.Resent {
-			// Sent twice already, after the keep-alive race and on a new
-			// connection, and no answer either time: as good as the same
-			// failure on two hosts, and a third send would give a request
-			// that kills backends a third one.
-			f.sameTwice = true
+		stale = false
+		if f.noResend && !staleUsed && errors.As(err, &ue) && ue.Reused && (class == outcome.EOFBeforeResponse || class == outcome.Reset) {
+			// A reused connection closed before any of the answer: the
+			// keep-alive race, which h1client would have resent to the
+			// same host. It goes to another host instead, once, free of
+			// the retry budget, and is evidence against this host only
+			// with another host's agreement.
+			fl.Stale, stale, staleUsed = true, true, true
 		}
+		// Only another backend's agreement makes it the request's: a
+		// resend to the same host after the keep-alive race (h1client's,
+		// reported as Resent) asked that host twice, and a dying host
+		// answers both the same way. The retry below goes to a different
+		// host, once (WithoutResend).
+		f.sameTwice = f.sameTwice || health.FailedElsewhere(f.fails[:f.nfails], fl)
+		f.fails[f.nfails] = fl
+		f.nfails++
 		replayable := f.body == nil
 		if f.sameTwice || !idempotent || !replayable || rt.Tracker.Degraded() || rt.Monitor.Attributed(f.clientKey) {
 			// Failed the same way twice: it is the request, not the hosts.

@@ -43,6 +43,13 @@ var (
 	// cutWait is a request that was waiting on a host when the host was
 	// found dead (its probe failed, or the pool was found failing).
 	cutWait = step{err: &h1client.Error{Phase: h1client.PhaseHeader, Err: h1client.ErrCut}, readBody: true}
+	// resentHangUp is a host that hung up on a reused connection and,
+	// sent the request again on a new one, hung up again: one host asked
+	// twice (a dying host under keep-alive load).
+	resentHangUp = step{err: &h1client.Error{Phase: h1client.PhaseHeader, Resent: true, Err: io.ErrUnexpectedEOF}, readBody: true}
+	// staleHangUp is a reused connection found closed before any of the
+	// answer: the keep-alive race, or a host going down.
+	staleHangUp = step{err: &h1client.Error{Phase: h1client.PhaseHeader, Reused: true, Err: io.ErrUnexpectedEOF}, readBody: true}
 )
 
 type timeoutErr struct{}
@@ -117,11 +124,14 @@ type rule struct {
 	before func(*fixture) // e.g. take hosts out
 	steps  []step         // what attempt 1, 2, ... meet
 
-	tries      int // attempts made, each on a different host
-	status     int
-	bodyHas    string                // a part of the client's answer body
-	hostFails  map[int]outcome.Class // the host of attempt i is charged with it
-	retries    uint64                // retries counted against the budget
+	tries     int // attempts made, each on a different host
+	status    int
+	bodyHas   string                // a part of the client's answer body
+	hostFails map[int]outcome.Class // the host of attempt i is charged with it
+	retries   uint64                // retries counted against the budget
+	// charged, when -1, says that hostFails are counted attempts only:
+	// nothing is attributed to a host, nor in its window.
+	charged    int
 	attributed health.Attribution
 }
 
@@ -169,6 +179,32 @@ func TestRequestPathRules(t *testing.T) {
 			name:  "the same failure on two hosts is the request's: no host is charged",
 			steps: []step{reset, reset}, tries: 2,
 			status: 502, bodyHas: "failed the same way on two backends", retries: 1, attributed: health.AttrRequest,
+		},
+		{
+			name:  "a keep-alive resend to the same host is not a second backend's agreement: the GET goes to another host",
+			steps: []step{resentHangUp}, tries: 2, status: 200, retries: 1,
+			hostFails: map[int]outcome.Class{0: outcome.EOFBeforeResponse}, attributed: health.AttrHost,
+		},
+		{
+			name:  "a resend to the same host, then the same failure on another host, is the request's",
+			steps: []step{resentHangUp, hangUp}, tries: 2,
+			status: 502, bodyHas: "failed the same way on two backends", retries: 1, attributed: health.AttrRequest,
+		},
+		{
+			name:  "a GET on a reused connection found closed goes to another host, free of the budget, charged to nobody",
+			steps: []step{staleHangUp}, tries: 2, status: 200,
+			hostFails: map[int]outcome.Class{0: outcome.EOFBeforeResponse}, charged: -1,
+		},
+		{
+			name:  "a GET that finds its connection closed on two hosts is the request's",
+			steps: []step{staleHangUp, staleHangUp}, tries: 2,
+			status: 502, bodyHas: "failed the same way on two backends", attributed: health.AttrRequest,
+		},
+		{
+			name:   "a POST that failed on its host after a resend there is the host's failure, not the request's",
+			method: "POST", body: "charge=1", steps: []step{resentHangUp},
+			tries: 1, status: 502, bodyHas: "no usable answer from the backends",
+			hostFails: map[int]outcome.Class{0: outcome.EOFBeforeResponse}, attributed: health.AttrHost,
 		},
 		{
 			name:  "a backend's own 503 is passed on when the retry fails too",
@@ -339,6 +375,16 @@ func TestRequestPathRules(t *testing.T) {
 					}
 					if got > 0 && !(isCharged && c == want) && r.attributed != health.AttrRequest && r.before == nil {
 						t.Errorf("host %s: %d %s counted, want none", h.Addr, got, c)
+					}
+				}
+			}
+			if r.charged < 0 {
+				if n := f.mon.AttributedCount(health.AttrHost); n != 0 {
+					t.Errorf("%d failures attributed to hosts, want none", n)
+				}
+				for _, h := range f.pool.Hosts {
+					if n := h.Window(time.Now()).Failures; n != 0 {
+						t.Errorf("host %s: %d failures in its window, want none", h.Addr, n)
 					}
 				}
 			}
