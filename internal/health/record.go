@@ -42,7 +42,7 @@ func (p *Pool) success(h *Host, r *Request, now time.Time) {
 	if p.cfg.Passive.On() {
 		h.window.Success(now, r.ClientBit, r.RouteBit)
 	}
-	r.Route.success(now)
+	r.Route.success(now, p.attr.Window, r.ClientBit)
 	if p.shared.failing.Load() {
 		p.recovered(h, now)
 	}

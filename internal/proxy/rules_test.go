@@ -450,8 +450,8 @@ func TestAnAttributedClientIsShed(t *testing.T) {
 	up := &script{}
 	f := newFixture(t, 2, up, func(_ *health.PoolConfig, r *Route) { r.ShedClients = true })
 	scanner := "203.0.113.66"
-	for i := range 10 {
-		hr := &health.Request{Route: f.rt.Tracker, RouteBit: 1, ClientKey: scanner, ClientBit: 1 << (i % 7)}
+	for range 10 {
+		hr := &health.Request{Route: f.rt.Tracker, RouteBit: 1, ClientKey: scanner, ClientBit: 1 << 3}
 		f.pool.Settle(hr, []health.Failure{{Host: f.pool.Hosts[0], Class: outcome.Status5xx, Status: 502}, {Host: f.pool.Hosts[1], Class: outcome.Status5xx, Status: 502}}, true, time.Now())
 		for _, h := range f.pool.Hosts {
 			f.pool.Record(h, outcome.OK, &health.Request{Route: f.rt.Tracker, RouteBit: 1, ClientKey: "192.0.2.1", ClientBit: 1 << 9}, time.Now())
