@@ -251,7 +251,7 @@ func (p *Pool) Next(key uint64, tried *balance.Tried, now time.Time) *Host {
 	}
 	r := p.rotation()
 	free := func(h *Host) bool {
-		return !tried.Has(h.index) && (p.MaxInFlight == 0 || h.InFlight() < p.MaxInFlight) && h.Mode().InRotation()
+		return !tried.Has(h.index) && (p.MaxInFlight == 0 || h.InFlight() < p.MaxInFlight) && h.shedAllows(ns) && h.Mode().InRotation()
 	}
 	for t := range r.tiers {
 		tr := &r.tiers[t]

@@ -165,6 +165,7 @@ func (f *forwarder) exchange(p *health.Pool) (*http.Response, *health.Host, fail
 	var heldHost *health.Host
 	cut := false
 	stale, staleUsed := false, false // the last failure was the keep-alive race; one was
+	shed := false                    // a host refused it with 503 and Retry-After (overload)
 	for attempt := 0; attempt < rt.Tries; attempt++ {
 		host := p.Next(key, &f.tried, f.now)
 		if host == nil && p.Failing() {
@@ -184,7 +185,7 @@ func (f *forwarder) exchange(p *health.Pool) (*http.Response, *health.Host, fail
 		// budget; one after a refused or timed-out connection costs the
 		// backends nothing and is always made, and so is one after the
 		// keep-alive race (stale).
-		if attempt > 0 && f.nfails > 0 && !stale && !budget.Allow(f.now, rt.RetryBudget, rt.MinRetries) {
+		if attempt > 0 && (f.nfails > 0 || shed) && !stale && !budget.Allow(f.now, rt.RetryBudget, rt.MinRetries) {
 			break
 		}
 		if held != nil {
@@ -224,6 +225,19 @@ func (f *forwarder) exchange(p *health.Pool) (*http.Response, *health.Host, fail
 			}
 			f.settle(p, &hr)
 			return resp, host, failNone
+		case class == outcome.Status5xx && resp.StatusCode == http.StatusServiceUnavailable && len(resp.Header["Retry-After"]) > 0:
+			// Overload is not failure: the host is full, not broken. It is
+			// charged nothing and sent less for a while (health's
+			// Overloaded); the request may try a host with room, within
+			// the budget, and otherwise gets the host's own answer, which
+			// says when to come back.
+			p.Overloaded(host, retryAfter(resp.Header["Retry-After"][0], time.Now()), host.InFlight(), f.now)
+			held, heldHost = resp, host
+			shed, stale = true, false
+			if !idempotent || f.body != nil {
+				attempt = rt.Tries // it may have been acted on, or cannot be sent again
+			}
+			continue
 		case isBodyTooLarge(err):
 			f.settle(p, &hr)
 			return nil, nil, failTooLarge
@@ -341,7 +355,7 @@ func (f *forwarder) answer(fl failure) int {
 		return writeBusy(f.w, rt.Name, "sturdy itself ran out of resources (file descriptors, memory or local ports) reaching the backends; no backend was marked down")
 	case failFull:
 		f.answered(AnswerShed)
-		return writeBusy(f.w, rt.Name, "every backend is at its connection limit")
+		return writeBusy(f.w, rt.Name, "every backend is at its connection limit or shedding load")
 	case failNoHost, failCut:
 		return f.sorry()
 	case failUpstream:
@@ -370,6 +384,18 @@ func (f *forwarder) sorry() int {
 	f.w.WriteHeader(rt.Sorry.Status)
 	f.w.Write(rt.Sorry.Body)
 	return rt.Sorry.Status
+}
+
+// retryAfter reads a Retry-After value (seconds, or an HTTP date) as a
+// duration from now; 0 when it cannot be read or has passed.
+func retryAfter(v string, now time.Time) time.Duration {
+	if n, err := strconv.Atoi(v); err == nil {
+		return time.Duration(min(max(n, 0), 86400)) * time.Second
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		return max(t.Sub(now), 0)
+	}
+	return 0
 }
 
 // healthRequest is what attribution needs to know about this request.

@@ -31,7 +31,11 @@ type step struct {
 	// context has ended, as an HTTP/2 transport reports the stream reset
 	// it sent when the deadline passed.
 	atDeadline bool
+	retryAfter string // the answer's Retry-After
 }
+
+// shedding is a host at its capacity: 503 with Retry-After.
+var shedding = step{status: 503, body: "503 from the backend: full", retryAfter: "1"}
 
 var (
 	refused  = step{err: &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}}
@@ -96,9 +100,13 @@ func (s *script) RoundTrip(r *http.Request) (*http.Response, error) {
 	if st.err != nil {
 		return nil, st.err
 	}
+	hdr := http.Header{"Content-Type": {"text/plain"}, "Content-Length": {strconv.Itoa(len(st.body))}}
+	if st.retryAfter != "" {
+		hdr["Retry-After"] = []string{st.retryAfter}
+	}
 	return &http.Response{
 		StatusCode: st.status, ProtoMajor: 1, ProtoMinor: 1,
-		Header:        http.Header{"Content-Type": {"text/plain"}, "Content-Length": {strconv.Itoa(len(st.body))}},
+		Header:        hdr,
 		ContentLength: int64(len(st.body)),
 		Body:          io.NopCloser(strings.NewReader(st.body)),
 	}, nil
@@ -210,6 +218,31 @@ func TestRequestPathRules(t *testing.T) {
 			name:  "a backend's own 503 is passed on when the retry fails too",
 			steps: []step{answer(503), answer(503)}, tries: 2,
 			status: 503, bodyHas: "503 from the backend", retries: 1, attributed: health.AttrRequest,
+		},
+		{
+			name:  "a 503 with Retry-After is overload: charged to nobody, the GET tries a host with room, within the budget",
+			steps: []step{shedding}, tries: 2, status: 200, retries: 1,
+			hostFails: map[int]outcome.Class{0: outcome.Status5xx}, charged: -1,
+		},
+		{
+			name:  "with every host shedding, the host's own 503 and Retry-After are passed on",
+			steps: []step{shedding, shedding}, tries: 2, status: 503, bodyHas: "503 from the backend: full", retries: 1,
+			hostFails: map[int]outcome.Class{0: outcome.Status5xx, 1: outcome.Status5xx}, charged: -1,
+		},
+		{
+			name:   "a POST a host shed is not sent again; its answer is passed on",
+			method: "POST", body: "charge=1", steps: []step{shedding}, tries: 1, status: 503, bodyHas: "503 from the backend: full",
+			hostFails: map[int]outcome.Class{0: outcome.Status5xx}, charged: -1,
+		},
+		{
+			name: "hosts that shed are sent no more than they had in flight; the excess is answered at once with Retry-After",
+			before: func(f *fixture) {
+				for _, h := range f.pool.Hosts {
+					f.pool.Overloaded(h, time.Second, 2, time.Now()) // held to 1 at once
+					h.Acquire()                                      // and 1 in flight
+				}
+			},
+			tries: 0, status: 503, bodyHas: "shedding load",
 		},
 		{
 			name:  "a 503 then a success gives the success",
