@@ -110,6 +110,9 @@ func (p *Pool) Settle(r *Request, fails []Failure, sameTwice bool, now time.Time
 		}
 		last = a
 	}
+	if last == AttrHost {
+		p.failedNow()
+	}
 	return last
 }
 

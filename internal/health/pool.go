@@ -137,6 +137,7 @@ type poolShared struct {
 	empty        atomic.Bool
 	failing      atomic.Bool  // every host fails everything (see failing.go)
 	failingSince atomic.Int64 // unix nanos
+	failMu       sync.Mutex   // one look at whether the pool is failing at a time (failing.go)
 	mu           sync.Mutex   // guards emptySince, emptyTotal
 	emptySince   time.Time
 	emptyTotal   time.Duration

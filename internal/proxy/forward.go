@@ -167,6 +167,12 @@ func (f *forwarder) exchange(p *health.Pool) (*http.Response, *health.Host, fail
 	stale, staleUsed := false, false // the last failure was the keep-alive race; one was
 	shed := false                    // a host refused it with 503 and Retry-After (overload)
 	for attempt := 0; attempt < rt.Tries; attempt++ {
+		if p.Failing() && (f.nfails > 0 || cut) {
+			// Found failing while this request waited on it (its wait was
+			// cut, or it failed): the chain answers now. Sent again as the
+			// pool's trial, it would wait the whole timeout once more.
+			break
+		}
 		host := p.Next(key, &f.tried, f.now)
 		if host == nil && p.Failing() {
 			break // known to be failing, no trial due: the chain answers
