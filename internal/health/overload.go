@@ -37,6 +37,17 @@ func (p *Pool) Overloaded(h *Host, retry time.Duration, inflight int64, now time
 	h.shedUntil.Store(ns + int64(hold))
 }
 
+// shedSucceeded raises the cap of a host held after shedding by one on
+// each success: what sturdy counts in flight includes answers still on
+// their way to the client, so the cap it learned may leave the host
+// idle; it finds the host's real limit again from above, and the next
+// shed sets it back.
+func (s *hostState) shedSucceeded(ns int64) {
+	if ns < s.shedUntil.Load() {
+		s.shedCap.Add(1)
+	}
+}
+
 // shedAllows reports whether a host that shed load lately may take one
 // more request now: below the cap it learned, or the cap's time is over.
 func (s *hostState) shedAllows(ns int64) bool {

@@ -42,6 +42,15 @@ func TestASheddingHostIsSentLessNeverEjected(t *testing.T) {
 	if got := pick(now); got != nil {
 		t.Fatalf("a host at its learned cap took a request")
 	}
+	// A success while held raises the cap by one: what sturdy counts in
+	// flight may be more than the host has.
+	p.Record(h, outcome.OK, req(rt, "192.0.2.1"), now)
+	if limit, _ := h.Shedding(now); limit != 9 || pick(now) != h {
+		t.Fatalf("after a success the host is held to %d, want 9, and takes a ninth request", limit)
+	}
+	for range 2 {
+		h.Acquire()
+	}
 	if got := pick(now.Add(time.Second)); got != h {
 		t.Fatalf("after its Retry-After the host took no request (%v)", got)
 	}

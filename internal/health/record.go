@@ -39,6 +39,9 @@ func (p *Pool) success(h *Host, r *Request, now time.Time) {
 		h.streakClients.Store(0)
 		h.streakRoutes.Store(0)
 	}
+	if h.shedUntil.Load() != 0 {
+		h.shedSucceeded(now.UnixNano())
+	}
 	if p.cfg.Passive.On() {
 		h.window.Success(now, r.ClientBit, r.RouteBit)
 	}
