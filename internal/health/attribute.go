@@ -16,6 +16,11 @@ type Failure struct {
 	Host   *Host
 	Class  outcome.Class
 	Status int // for outcome.Status5xx
+	// Stale marks a failure on a reused connection before any of the
+	// answer arrived: the keep-alive race as much as the host's fault. It
+	// counts for "failed the same way on two hosts" but is never held
+	// against the host alone.
+	Stale bool
 }
 
 // Request is what attribution needs to know about a request.
@@ -33,18 +38,33 @@ type Request struct {
 	RequestID string
 }
 
+// FailedElsewhere reports whether f, a failed attempt, failed the same
+// way (class and status) as one of prev on a different host: the only
+// evidence that the request, not the host, is the cause. The same host
+// twice (a keep-alive resend, a config reload's copy of it) is one
+// opinion, not two.
+func FailedElsewhere(prev []Failure, f Failure) bool {
+	for _, o := range prev {
+		if o.Class == f.Class && o.Status == f.Status && o.Host.hostState != f.Host.hostState {
+			return true
+		}
+	}
+	return false
+}
+
 // Settle attributes the failed attempts of one request on this pool,
 // records them, and returns the attribution of the last one. sameTwice
-// reports that the request failed the same way on two hosts. Precedence: a
-// client already known to cause its own failures, then a degraded route,
-// then the request, and only then the host.
+// reports that the request failed the same way on two hosts; it is
+// believed only when fails shows two different hosts failing that way.
+// Precedence: a client already known to cause its own failures, then a
+// degraded route, then the request, and only then the host.
 func (p *Pool) Settle(r *Request, fails []Failure, sameTwice bool, now time.Time) Attribution {
 	m := p.m
 	ns, span := now.UnixNano(), nowSpan(p.attr.Window)
 	// The same failure on two hosts is the request's only while those
 	// hosts still serve other requests; when they fail everything, the
 	// request merely met a failure everyone has.
-	byRequest := sameTwice
+	byRequest := sameTwice && onTwoHosts(fails)
 	for _, f := range fails {
 		if f.Class == outcome.BodyError {
 			continue
@@ -59,32 +79,52 @@ func (p *Pool) Settle(r *Request, fails []Failure, sameTwice bool, now time.Time
 		h := f.Host
 		h.attempts[f.Class].Add(1)
 		h.lastFailure.Store(ns)
-		if f.Class == outcome.BodyError {
-			// Headers came, the body broke: counted, not held against anyone.
+		if f.Class == outcome.BodyError || f.Stale && !byRequest {
+			// Headers came, the body broke; or a reused connection was
+			// found closed: counted, not held against anyone.
 			h.window.Attempt(now, r.ClientBit)
 			continue
 		}
-		client := m.clients.record(p, r, h, f.Class, now)
-		route := r.Route.record(p, r.RouteBit, h, f.Class, now)
+		// The client first: one client failing on every host is its own
+		// problem whatever its share of the route's traffic, and the
+		// route never hears of failures a client explains.
 		a := AttrHost
 		switch {
-		case client:
+		case m.clients.record(p, r, h, f.Class, now):
 			a = AttrClient
-		case route:
+		case r.Route.record(p, r, h, f.Class, now):
 			a = AttrRoute
 		case byRequest:
 			a = AttrRequest
 		}
 		m.attributed[a].Add(1)
-		if a == AttrHost && p.cfg.Passive.On() {
+		charged := a == AttrHost && p.cfg.Passive.On()
+		if charged {
 			h.window.Failure(now, r.ClientBit, r.RouteBit, f.Class)
 			p.hostFailed(h, r.ClientBit, r.RouteBit, f.Class, now)
 		} else {
 			h.window.Attempt(now, r.ClientBit)
 		}
+		if a != AttrClient {
+			m.clients.charged(m, r.ClientKey, h, a, charged, now)
+		}
 		last = a
 	}
+	if last == AttrHost {
+		p.failedNow()
+	}
 	return last
+}
+
+// onTwoHosts reports whether two of fails, on different hosts, failed
+// the same way.
+func onTwoHosts(fails []Failure) bool {
+	for i := 1; i < len(fails); i++ {
+		if fails[i].Class != outcome.BodyError && FailedElsewhere(fails[:i], fails[i]) {
+			return true
+		}
+	}
+	return false
 }
 
 // Attributed reports whether client key k is currently held responsible
@@ -99,6 +139,9 @@ func (m *Monitor) Attributed(k string) bool {
 type clientTracker struct {
 	shards        [32]clientShard
 	attributedNow atomic.Int64
+	// bits sketches the clients attributed now, so that a route's count
+	// of failing clients leaves them out.
+	bits atomic.Uint64
 }
 
 type clientShard struct {
@@ -122,6 +165,18 @@ type clientEntry struct {
 	since      time.Time
 	evidence   string
 	last       int64
+	// pending counts the client's failures attributed elsewhere (to a
+	// host, the request or the route) before it was attributed itself;
+	// those charged to a host's window are counted in its slot, and the
+	// failed answers they made per route in answers. On attribution they
+	// become the client's (see settleEarlier).
+	pending [numAttributions]uint64
+	answers [4]routeCount
+}
+
+type routeCount struct {
+	rt *RouteTracker
+	n  uint64
 }
 
 func newClientTracker() *clientTracker {
@@ -149,10 +204,8 @@ func (t *clientTracker) isAttributed(k string) bool {
 // while other clients succeed now on those hosts.
 func (t *clientTracker) record(p *Pool, r *Request, h *Host, class outcome.Class, now time.Time) bool {
 	cfg := p.attr
-	if r.ClientKey == "" || r.Route.Degraded() {
-		// A degraded route explains its callers' failures: they are not
-		// evidence against the client.
-		return t.isAttributed(r.ClientKey)
+	if r.ClientKey == "" {
+		return false
 	}
 	s := t.shard(r.ClientKey)
 	s.mu.Lock()
@@ -179,7 +232,9 @@ func (t *clientTracker) record(p *Pool, r *Request, h *Host, class outcome.Class
 	recent := e.recent(ns - int64(cfg.Window))
 	if recent < cfg.ClientMinFailures || !judgeSlots(e.hosts[:e.nhosts], ns, span, int64(cfg.Window), func(h *Host) bool {
 		return h.window.SumRecent(now, 2).OKClients&^e.bit != 0
-	}) {
+	}) || r.Route.othersFailing(now, cfg.Window, windowBuckets, e.bit) >= routeMinClients-1 {
+		// Enough other clients failing on the same route make it the
+		// route's problem in the making, not this client's.
 		s.mu.Unlock()
 		return false
 	}
@@ -187,8 +242,11 @@ func (t *clientTracker) record(p *Pool, r *Request, h *Host, class outcome.Class
 	e.attributed, e.since = true, now
 	e.evidence = fmt.Sprintf("%d failures (last: %s) on %d hosts in %s while other clients succeeded on them at the same time", recent, class, hosts, cfg.Window)
 	ev := e.evidence
+	earlier := e.takeEarlier()
 	s.mu.Unlock()
 	t.attributedNow.Add(1)
+	t.bits.Or(e.bit)
+	p.m.settleEarlier(earlier, now)
 	evidence := map[string]any{"evidence": ev, "shed": cfg.ShedClients}
 	if r.RequestID != "" {
 		evidence["request_id"] = r.RequestID // the request that tipped it, for the access log
@@ -199,6 +257,113 @@ func (t *clientTracker) record(p *Pool, r *Request, h *Host, class outcome.Class
 		Evidence: evidence,
 	})
 	return true
+}
+
+// earlier is what a client was charged with before it was attributed.
+type earlier struct {
+	pending [numAttributions]uint64
+	answers [4]routeCount
+	hosts   [maxHostsPerEntry]struct {
+		h *Host
+		n uint64
+	}
+}
+
+// takeEarlier hands over the entry's earlier charges and clears them;
+// the shard's lock is held.
+func (e *clientEntry) takeEarlier() earlier {
+	var out earlier
+	out.pending, e.pending = e.pending, [numAttributions]uint64{}
+	out.answers, e.answers = e.answers, [4]routeCount{}
+	for i := range e.hosts[:e.nhosts] {
+		sl := &e.hosts[i]
+		out.hosts[i].h, out.hosts[i].n = sl.h, sl.charged
+		sl.charged = 0
+	}
+	return out
+}
+
+// settleEarlier makes a newly attributed client's earlier failures its
+// own: until the evidence was in they were counted against a host, the
+// request or the route, and they were the client's all along. The
+// counters move, and the hosts' windows drop what they were charged (so
+// that a host's failure rate is not the scanner's).
+func (m *Monitor) settleEarlier(e earlier, now time.Time) {
+	for a, n := range e.pending {
+		if n > 0 {
+			m.attributed[a].Add(^(n - 1))
+			m.attributed[AttrClient].Add(n)
+		}
+	}
+	for _, hs := range e.hosts {
+		if hs.h != nil && hs.n > 0 {
+			hs.h.window.Uncharge(now, hs.n)
+		}
+	}
+	for _, rc := range e.answers {
+		if rc.rt != nil {
+			rc.rt.clientFaults.Add(rc.n)
+		}
+	}
+}
+
+// FailedAnswer notes a failed answer (a 5xx) to client k on route rt
+// whose failures were not attributed to the client. If the client is
+// attributed later, the route counts it as the client's own
+// (RouteTracker.TakeClientFaults); if it already is, FailedAnswer
+// reports true and the caller counts it so now.
+func (m *Monitor) FailedAnswer(k string, rt *RouteTracker) bool {
+	if k == "" || rt == nil {
+		return false
+	}
+	s := m.clients.shard(k)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e := s.m[k]
+	if e == nil {
+		return false
+	}
+	if e.attributed {
+		return true
+	}
+	for i := range e.answers {
+		if rc := &e.answers[i]; rc.rt == nil || rc.rt == rt {
+			rc.rt = rt
+			rc.n++
+			break
+		}
+	}
+	return false
+}
+
+// charged notes a failure of client k on h that was attributed to a
+// (not the client); charged says it went into h's window. A client
+// attributed since is given it at once.
+func (t *clientTracker) charged(m *Monitor, k string, h *Host, a Attribution, charged bool, now time.Time) {
+	if k == "" {
+		return
+	}
+	s := t.shard(k)
+	s.mu.Lock()
+	e := s.m[k]
+	if e == nil {
+		s.mu.Unlock()
+		return
+	}
+	e.pending[a]++
+	if charged {
+		if slot := slotFor(&e.hosts, &e.nhosts, h); slot != nil {
+			slot.charged++
+		}
+	}
+	var give earlier
+	if e.attributed {
+		give = e.takeEarlier()
+	}
+	s.mu.Unlock()
+	if e.attributed {
+		m.settleEarlier(give, now)
+	}
 }
 
 func (e *clientEntry) recent(after int64) int {
@@ -231,6 +396,9 @@ func (t *clientTracker) sweep(m *Monitor, now time.Time, window time.Duration) {
 			delete(s.m, k)
 		}
 		s.mu.Unlock()
+		if len(released) > 0 {
+			t.rebuildBits()
+		}
 		for j, k := range released {
 			t.attributedNow.Add(-1)
 			m.emit(event.Event{
@@ -240,6 +408,23 @@ func (t *clientTracker) sweep(m *Monitor, now time.Time, window time.Duration) {
 			})
 		}
 	}
+}
+
+// rebuildBits recomputes the sketch of attributed clients after some
+// were released.
+func (t *clientTracker) rebuildBits() {
+	var b uint64
+	for i := range t.shards {
+		s := &t.shards[i]
+		s.mu.Lock()
+		for _, e := range s.m {
+			if e.attributed {
+				b |= e.bit
+			}
+		}
+		s.mu.Unlock()
+	}
+	t.bits.Store(b)
 }
 
 // AttributedClient is a client whose failures are its own.

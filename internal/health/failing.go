@@ -31,6 +31,31 @@ func (p *Pool) trackFailing(now time.Time) {
 	if !ps.On() || p.shared.failing.Load() {
 		return
 	}
+	p.shared.failMu.Lock()
+	defer p.shared.failMu.Unlock()
+	p.lookFailing(now)
+}
+
+// failedNow is trackFailing on the request path, after a failure that
+// was sent: the failure that completes the evidence finds the pool
+// failing at once, not at the next tick, so that the requests still
+// waiting on it are cut now rather than left to reach their timeout in
+// between. A look already under way (a tick's, another request's) is
+// enough. It looks at the clock, not at the request's start, which
+// Settle is given: a request that waited its timeout started long ago.
+func (p *Pool) failedNow() {
+	if !p.cfg.Passive.On() || p.shared.failing.Load() || !p.shared.failMu.TryLock() {
+		return
+	}
+	defer p.shared.failMu.Unlock()
+	p.lookFailing(time.Now())
+}
+
+func (p *Pool) lookFailing(now time.Time) {
+	ps := p.cfg.Passive
+	if p.shared.failing.Load() {
+		return
+	}
 	ns := now.UnixNano()
 	quiet := int64(failingSlices) * int64(ps.Window) / windowBuckets
 	for _, h := range p.Hosts {

@@ -118,7 +118,7 @@ func TestOneClientFailingEverywhereIsAttributedOnce(t *testing.T) {
 			hp.Record(hp.Hosts[(i+c)%2], outcome.OK, req(rt, k), now)
 		}
 		// The scanner fails on both, one attempt each (as after a retry).
-		hp.Settle(req(rt, "203.0.113.66"), []Failure{{h0, outcome.Status5xx, 502}, {h1, outcome.Status5xx, 502}}, true, now)
+		hp.Settle(req(rt, "203.0.113.66"), []Failure{{Host: h0, Class: outcome.Status5xx, Status: 502}, {Host: h1, Class: outcome.Status5xx, Status: 502}}, true, now)
 	}
 	if n := rec.count(event.ClientAttributed); n != 1 {
 		t.Fatalf("%d client_attributed events, want 1", n)
@@ -156,7 +156,7 @@ func TestOneClientCannotEjectAHost(t *testing.T) {
 	// others succeed there too: one client, one host, no pattern to act on.
 	for i := range 50 {
 		now = now.Add(10 * time.Millisecond)
-		hp.Settle(req(rt, "203.0.113.9"), []Failure{{bad, outcome.Reset, 0}}, false, now)
+		hp.Settle(req(rt, "203.0.113.9"), []Failure{{Host: bad, Class: outcome.Reset, Status: 0}}, false, now)
 		hp.Record(hp.Hosts[1+i%2], outcome.OK, req(rt, "192.0.2.1"), now)
 		hp.Record(bad, outcome.OK, req(rt, "192.0.2.2"), now)
 	}
@@ -173,7 +173,7 @@ func TestOutlierIsEjectedWithBackoffWithinShare(t *testing.T) {
 	fail := func(h *Host, n int) {
 		for i := range n {
 			k := fmt.Sprintf("192.0.2.%d", i%5)
-			hp.Settle(req(rt, k), []Failure{{h, outcome.Status5xx, 503}}, false, now)
+			hp.Settle(req(rt, k), []Failure{{Host: h, Class: outcome.Status5xx, Status: 503}}, false, now)
 		}
 	}
 	ok := func(h *Host, n int) {
@@ -185,7 +185,7 @@ func TestOutlierIsEjectedWithBackoffWithinShare(t *testing.T) {
 	fail(h0, 10)
 	fail(h1, 5)
 	for i := range 5 {
-		hp.Settle(req(rt, fmt.Sprintf("192.0.2.%d", i)), []Failure{{h1, outcome.Reset, 0}}, false, now)
+		hp.Settle(req(rt, fmt.Sprintf("192.0.2.%d", i)), []Failure{{Host: h1, Class: outcome.Reset, Status: 0}}, false, now)
 	}
 	ok(hp.Hosts[2], 10)
 	ok(hp.Hosts[3], 10)
@@ -243,7 +243,7 @@ func TestSharedProblemEjectsNobody(t *testing.T) {
 		for i := range 20 {
 			k := fmt.Sprintf("192.0.2.%d", i%7)
 			if i%2 == 0 {
-				hp.Settle(req(rt, k), []Failure{{h, outcome.Status5xx, 503}}, false, now)
+				hp.Settle(req(rt, k), []Failure{{Host: h, Class: outcome.Status5xx, Status: 503}}, false, now)
 			} else {
 				hp.Record(h, outcome.OK, req(rt, k), now)
 			}
@@ -264,7 +264,7 @@ func TestRouteFailingOnEveryHostIsDegraded(t *testing.T) {
 		hp.Record(hp.Hosts[i%2], outcome.OK, req(site, "192.0.2.1"), now)
 		hp.Record(hp.Hosts[(i+1)%2], outcome.OK, req(site, "192.0.2.2"), now)
 		hp.Settle(req(slow, fmt.Sprintf("192.0.2.%d", i)), []Failure{
-			{hp.Hosts[0], outcome.ResponseTimeout, 0}, {hp.Hosts[1], outcome.ResponseTimeout, 0},
+			{Host: hp.Hosts[0], Class: outcome.ResponseTimeout, Status: 0}, {Host: hp.Hosts[1], Class: outcome.ResponseTimeout, Status: 0},
 		}, true, now)
 	}
 	if !slow.tr.Degraded() || site.tr.Degraded() || rec.count(event.RouteDegraded) != 1 {
@@ -426,7 +426,7 @@ func TestFullOutageAttributesNoClient(t *testing.T) {
 		now = now.Add(100 * time.Millisecond)
 		for c := range 5 {
 			k := fmt.Sprintf("192.0.2.%d", c)
-			hp.Settle(req(rt, k), []Failure{{hp.Hosts[0], outcome.Status5xx, 503}, {hp.Hosts[1], outcome.Status5xx, 503}}, true, now)
+			hp.Settle(req(rt, k), []Failure{{Host: hp.Hosts[0], Class: outcome.Status5xx, Status: 503}, {Host: hp.Hosts[1], Class: outcome.Status5xx, Status: 503}}, true, now)
 		}
 
 	}
@@ -448,7 +448,7 @@ func TestScannerDoesNotDegradeItsRoute(t *testing.T) {
 			hp.Record(h, outcome.OK, req(site, fmt.Sprintf("192.0.2.%d", c)), now)
 			hp.Record(h, outcome.OK, req(other, fmt.Sprintf("192.0.2.%d", c)), now)
 		}
-		hp.Settle(req(site, "203.0.113.66"), []Failure{{hp.Hosts[0], outcome.Status5xx, 502}, {hp.Hosts[1], outcome.Status5xx, 502}}, true, now)
+		hp.Settle(req(site, "203.0.113.66"), []Failure{{Host: hp.Hosts[0], Class: outcome.Status5xx, Status: 502}, {Host: hp.Hosts[1], Class: outcome.Status5xx, Status: 502}}, true, now)
 	}
 	if site.tr.Degraded() || rec.count(event.RouteDegraded) != 0 {
 		t.Fatal("the scanner's route was marked degraded")

@@ -9,7 +9,10 @@ import (
 	"github.com/sturdyproxy/sturdy/internal/outcome"
 )
 
-const okClass = outcome.OK
+const (
+	okClass       = outcome.OK
+	overloadClass = outcome.Status5xx
+)
 
 // Mode is a host's place in rotation.
 type Mode int32
@@ -97,6 +100,11 @@ type hostState struct {
 	checkOK         atomic.Int32 // consecutive passing probes
 	checkFail       atomic.Int32 // consecutive failing probes
 	traffic         traffic      // header times, bytes, the last minute (traffic.go)
+	// sheds counts 503s with Retry-After; shedCap and shedUntil hold a
+	// host that shed load to what it had in flight then (overload.go).
+	sheds     atomic.Uint64
+	shedCap   atomic.Int64
+	shedUntil atomic.Int64 // unix nanos
 
 	mu       sync.Mutex // guards since, reason, evidence, check, disagreed, grayHeld
 	since    time.Time

@@ -131,29 +131,29 @@ func TestFailuresInARowFromSeveralClientsMakeSuspectAtOnce(t *testing.T) {
 	}
 	h := p.Hosts[0]
 	for c := range 2 {
-		p.Settle(req(rt, fmt.Sprintf("192.0.2.%d", c)), []Failure{{h, outcome.Status5xx, 0}}, false, t0)
+		p.Settle(req(rt, fmt.Sprintf("192.0.2.%d", c)), []Failure{{Host: h, Class: outcome.Status5xx, Status: 0}}, false, t0)
 	}
 	if h.Mode() != Healthy {
 		t.Fatalf("suspect after 2 failures")
 	}
 	// One client alone cannot do it, however often.
 	for range 10 {
-		p.Settle(req(rt, "192.0.2.1"), []Failure{{h, outcome.Status5xx, 0}}, false, t0)
+		p.Settle(req(rt, "192.0.2.1"), []Failure{{Host: h, Class: outcome.Status5xx, Status: 0}}, false, t0)
 	}
 	if h.Mode() != Healthy {
 		t.Fatalf("one client's failures in a row made the host %s", h.Mode())
 	}
-	p.Settle(req(rt, "192.0.2.4"), []Failure{{h, outcome.Status5xx, 0}}, false, t0)
+	p.Settle(req(rt, "192.0.2.4"), []Failure{{Host: h, Class: outcome.Status5xx, Status: 0}}, false, t0)
 	if h.Mode() != Ejected || rec.count(event.HostSuspect) != 1 {
 		t.Fatalf("host %s after failures in a row from 3 clients", h.Mode())
 	}
 	// A success ends a streak.
 	h2 := p.Hosts[1]
 	for c := range 2 {
-		p.Settle(req(rt, fmt.Sprintf("192.0.2.%d", c)), []Failure{{h2, outcome.Status5xx, 0}}, false, t0)
+		p.Settle(req(rt, fmt.Sprintf("192.0.2.%d", c)), []Failure{{Host: h2, Class: outcome.Status5xx, Status: 0}}, false, t0)
 	}
 	p.Record(h2, outcome.OK, req(rt, "192.0.2.9"), t0)
-	p.Settle(req(rt, "192.0.2.4"), []Failure{{h2, outcome.Status5xx, 0}}, false, t0)
+	p.Settle(req(rt, "192.0.2.4"), []Failure{{Host: h2, Class: outcome.Status5xx, Status: 0}}, false, t0)
 	if h2.Mode() != Healthy {
 		t.Fatalf("host %s: the streak survived a success", h2.Mode())
 	}
@@ -168,7 +168,7 @@ func TestTheSameFailureTwiceIsTheRequestsOnlyWhileTheHostsServeOthers(t *testing
 		rt := route(m, "a", 0)
 		h0, h1 := p.Hosts[0], p.Hosts[1]
 		twice := func(client string) Attribution {
-			return p.Settle(req(rt, client), []Failure{{h0, outcome.EOFBeforeResponse, 0}, {h1, outcome.EOFBeforeResponse, 0}}, true, time.Now())
+			return p.Settle(req(rt, client), []Failure{{Host: h0, Class: outcome.EOFBeforeResponse, Status: 0}, {Host: h1, Class: outcome.EOFBeforeResponse, Status: 0}}, true, time.Now())
 		}
 		// Poisoned requests among normal traffic: the request's.
 		for i := range 30 {
@@ -214,7 +214,7 @@ func TestProbeAndTrafficDisagreeing(t *testing.T) {
 			for round := range 5 {
 				for c := range 3 {
 					p.Record(p.Hosts[1], outcome.OK, req(rt, "192.0.2.9"), time.Now())
-					p.Settle(req(rt, fmt.Sprintf("192.0.2.%d", c)), []Failure{{h, outcome.Status5xx, 503}}, false, time.Now())
+					p.Settle(req(rt, fmt.Sprintf("192.0.2.%d", c)), []Failure{{Host: h, Class: outcome.Status5xx, Status: 503}}, false, time.Now())
 				}
 				if h.Mode() == Suspect {
 					p.checkResult(h, true, "status 200", time.Now())
@@ -249,7 +249,7 @@ func TestProbeAndTrafficDisagreeing(t *testing.T) {
 			for range 3 {
 				for c := range 3 {
 					p.Record(p.Hosts[1], outcome.OK, req(rt, "192.0.2.9"), time.Now())
-					p.Settle(req(rt, fmt.Sprintf("192.0.2.%d", c)), []Failure{{h, outcome.Status5xx, 503}}, false, time.Now())
+					p.Settle(req(rt, fmt.Sprintf("192.0.2.%d", c)), []Failure{{Host: h, Class: outcome.Status5xx, Status: 503}}, false, time.Now())
 				}
 				if h.Mode() == Suspect {
 					p.checkResult(h, true, "status 200", time.Now())
@@ -300,7 +300,7 @@ func TestAPoolIsKnownToBeFailingOnlyWhenEveryHostFailsForSeveralClients(t *testi
 						if tc.healthy && h.Index() == 0 {
 							p.Record(h, outcome.OK, r, time.Now())
 						} else {
-							p.Settle(r, []Failure{{h, outcome.ResponseTimeout, 0}}, false, time.Now())
+							p.Settle(r, []Failure{{Host: h, Class: outcome.ResponseTimeout, Status: 0}}, false, time.Now())
 						}
 					}
 					time.Sleep(100 * time.Millisecond)
@@ -396,7 +396,7 @@ func TestAPoolFailingSlowlyIsKnownOnceEnoughFailuresCame(t *testing.T) {
 		rt := route(m, "a", 0)
 		for i := range 32 { // 4 failures a second, for 8 s
 			r := req(rt, fmt.Sprintf("192.0.2.%d", 10+i%4))
-			p.Settle(r, []Failure{{p.Hosts[i%3], outcome.ResponseTimeout, 0}}, false, time.Now())
+			p.Settle(r, []Failure{{Host: p.Hosts[i%3], Class: outcome.ResponseTimeout, Status: 0}}, false, time.Now())
 			time.Sleep(250 * time.Millisecond)
 			m.Tick(set(p, rt), time.Now())
 		}
@@ -421,7 +421,7 @@ func TestFailingAtTheRateIsAnOutlierWhileAPeerIsBelowIt(t *testing.T) {
 				for j := range 21 {
 					r := req(rt, fmt.Sprintf("192.0.2.%d", j%7))
 					if i < 3 || j%3 == 2 {
-						hp.Settle(r, []Failure{{h, outcome.Status5xx, 503}}, false, now)
+						hp.Settle(r, []Failure{{Host: h, Class: outcome.Status5xx, Status: 503}}, false, now)
 					} else {
 						hp.Record(h, outcome.OK, r, now)
 					}
@@ -478,7 +478,7 @@ func TestOneRoutesTimeoutsInARowAreNotTheHosts(t *testing.T) {
 	}
 	h := p.Hosts[0]
 	for c := range 6 {
-		p.Settle(req(rt, fmt.Sprintf("192.0.2.%d", c)), []Failure{{h, outcome.ResponseTimeout, 0}}, false, t0)
+		p.Settle(req(rt, fmt.Sprintf("192.0.2.%d", c)), []Failure{{Host: h, Class: outcome.ResponseTimeout, Status: 0}}, false, t0)
 	}
 	if h.Mode() != Healthy || rec.count(event.HostSuspect) != 0 {
 		t.Fatalf("one route's timeouts made the host %s", h.Mode())

@@ -26,6 +26,7 @@ type hostSlot struct {
 	last    int64  // unix nanos: the latest failure on the host
 	ok, bad uint64 // the host's successes and sent failures at `at`
 	own     uint64 // the owner's failures on the host since `at`
+	charged uint64 // a client's failures charged to the host's window before it was attributed
 }
 
 // note records a failure on the slot's host at ns. A run of failures older

@@ -136,6 +136,7 @@ type poolShared struct {
 	empty        atomic.Bool
 	failing      atomic.Bool  // every host fails everything (see failing.go)
 	failingSince atomic.Int64 // unix nanos
+	failMu       sync.Mutex   // one look at whether the pool is failing at a time (failing.go)
 	mu           sync.Mutex   // guards emptySince, emptyTotal
 	emptySince   time.Time
 	emptyTotal   time.Duration
@@ -250,7 +251,7 @@ func (p *Pool) Next(key uint64, tried *balance.Tried, now time.Time) *Host {
 	}
 	r := p.rotation()
 	free := func(h *Host) bool {
-		return !tried.Has(h.index) && (p.MaxInFlight == 0 || h.InFlight() < p.MaxInFlight) && h.Mode().InRotation()
+		return !tried.Has(h.index) && (p.MaxInFlight == 0 || h.InFlight() < p.MaxInFlight) && h.shedAllows(ns) && h.Mode().InRotation()
 	}
 	for t := range r.tiers {
 		tr := &r.tiers[t]

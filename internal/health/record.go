@@ -39,10 +39,13 @@ func (p *Pool) success(h *Host, r *Request, now time.Time) {
 		h.streakClients.Store(0)
 		h.streakRoutes.Store(0)
 	}
+	if h.shedUntil.Load() != 0 {
+		h.shedSucceeded(now.UnixNano())
+	}
 	if p.cfg.Passive.On() {
 		h.window.Success(now, r.ClientBit, r.RouteBit)
 	}
-	r.Route.success(now)
+	r.Route.success(now, p.attr.Window, r.ClientBit)
 	if p.shared.failing.Load() {
 		p.recovered(h, now)
 	}

@@ -22,7 +22,7 @@ func TestClientAttributedEventCarriesRequestID(t *testing.T) {
 		}
 		r := req(rt, "203.0.113.66")
 		r.RequestID = fmt.Sprintf("req-%d", i)
-		hp.Settle(r, []Failure{{hp.Hosts[0], outcome.Status5xx, 502}, {hp.Hosts[1], outcome.Status5xx, 502}}, true, now)
+		hp.Settle(r, []Failure{{Host: hp.Hosts[0], Class: outcome.Status5xx, Status: 502}, {Host: hp.Hosts[1], Class: outcome.Status5xx, Status: 502}}, true, now)
 	}
 	rec.mu.Lock()
 	defer rec.mu.Unlock()

@@ -49,7 +49,7 @@ func TestASlowRouteAloneOnItsHostIsDegraded(t *testing.T) {
 			siteTraffic(p, site, peer, 40)
 			for c := range 3 {
 				p.Settle(req(report, reportClient(c)), []Failure{
-					{h, outcome.ResponseTimeout, 0}, {peer, outcome.ResponseTimeout, 0},
+					{Host: h, Class: outcome.ResponseTimeout, Status: 0}, {Host: peer, Class: outcome.ResponseTimeout, Status: 0},
 				}, true, time.Now())
 			}
 			p.tick(time.Now())
@@ -85,13 +85,13 @@ func TestARouteIsNotDegradedWithoutAComparison(t *testing.T) {
 				for range 6 {
 					siteTraffic(p, site, peer, 40)
 					for c := range 3 {
-						fl := []Failure{{h, outcome.ResponseTimeout, 0}}
+						fl := []Failure{{Host: h, Class: outcome.ResponseTimeout, Status: 0}}
 						if tc.retried {
-							fl = append(fl, Failure{peer, outcome.ResponseTimeout, 0})
+							fl = append(fl, Failure{Host: peer, Class: outcome.ResponseTimeout, Status: 0})
 						}
 						p.Settle(req(report, reportClient(c)), fl, tc.retried, time.Now())
 						if tc.siteFail {
-							p.Settle(req(site, fmt.Sprintf("192.0.2.%d", 20+c)), []Failure{{h, outcome.Status5xx, 503}}, false, time.Now())
+							p.Settle(req(site, fmt.Sprintf("192.0.2.%d", 20+c)), []Failure{{Host: h, Class: outcome.Status5xx, Status: 503}}, false, time.Now())
 						}
 					}
 					time.Sleep(400 * time.Millisecond)
@@ -130,7 +130,7 @@ func TestOneRoutesTimeoutsOnTheOnlyHostTheyReachAreTheRoutes(t *testing.T) {
 		}, outcome.ResponseTimeout, true},
 		{"the host times out the site too", func(p *Pool, report, site testRoute, h, peer *Host) {
 			for c := range 3 {
-				p.Settle(req(site, fmt.Sprintf("192.0.2.%d", 20+c)), []Failure{{h, outcome.ResponseTimeout, 0}}, false, time.Now())
+				p.Settle(req(site, fmt.Sprintf("192.0.2.%d", 20+c)), []Failure{{Host: h, Class: outcome.ResponseTimeout, Status: 0}}, false, time.Now())
 			}
 		}, outcome.ResponseTimeout, true},
 		{"the host resets the report", nil, outcome.Reset, true},
@@ -144,9 +144,9 @@ func TestOneRoutesTimeoutsOnTheOnlyHostTheyReachAreTheRoutes(t *testing.T) {
 				report, site := route(p.m, "report", 0), route(p.m, "site", 1)
 				h, peer := p.Hosts[0], p.Hosts[1]
 				siteTraffic(p, site, peer, 40)
-				p.Settle(req(report, reportClient(0)), []Failure{{peer, outcome.ResponseTimeout, 0}}, false, time.Now())
+				p.Settle(req(report, reportClient(0)), []Failure{{Host: peer, Class: outcome.ResponseTimeout, Status: 0}}, false, time.Now())
 				for i := range 5 {
-					p.Settle(req(report, reportClient(i)), []Failure{{h, tc.class, 0}}, false, time.Now())
+					p.Settle(req(report, reportClient(i)), []Failure{{Host: h, Class: tc.class}}, false, time.Now())
 				}
 				if tc.more != nil {
 					tc.more(p, report, site, h, peer)

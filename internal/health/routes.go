@@ -19,7 +19,11 @@ type RouteTracker struct {
 	m    *Monitor
 
 	degraded atomic.Bool
-	recent   pairWindow // the route's successes (a) and failures (b), last 10s
+	clients  clientSketch // which clients succeeded and failed on the route lately
+	// clientFaults counts 5xx answers of the route that turned out to be
+	// their client's own (it was attributed after them), until the
+	// route's figures take them (TakeClientFaults).
+	clientFaults atomic.Uint64
 
 	mu       sync.Mutex // guards the fields below; only failures take it
 	times    [clientRing]int64
@@ -48,12 +52,24 @@ func (rt *RouteTracker) Describe() (time.Time, string) {
 	return rt.since, rt.evidence
 }
 
-func (rt *RouteTracker) record(p *Pool, bit uint64, h *Host, class outcome.Class, now time.Time) bool {
+// routeMinClients is how many distinct clients must fail on a route
+// before it can be degraded. One client failing everywhere is that
+// client's problem (client attribution comes first), two may be two such
+// clients; three clients that have nothing in common but the route make
+// the route the common factor. Counted from 64-bit sketches, the number
+// is a lower bound.
+const routeMinClients = 3
+
+// record adds a failure of request r on host h that no client explains,
+// and reports whether the route is (now) degraded.
+func (rt *RouteTracker) record(p *Pool, r *Request, h *Host, class outcome.Class, now time.Time) bool {
 	if rt == nil {
 		return false
 	}
 	cfg := p.attr
+	bit := r.RouteBit
 	ns, span := now.UnixNano(), nowSpan(cfg.Window)
+	rt.clients.add(now, cfg.Window, r.ClientBit, true)
 	rt.mu.Lock()
 	rt.times[rt.n%clientRing] = ns
 	rt.n++
@@ -63,7 +79,6 @@ func (rt *RouteTracker) record(p *Pool, bit uint64, h *Host, class outcome.Class
 	}
 	if rt.degraded.Load() {
 		rt.mu.Unlock()
-		rt.recent.addB(now, 1)
 		return true
 	}
 	recent := 0
@@ -72,12 +87,15 @@ func (rt *RouteTracker) record(p *Pool, bit uint64, h *Host, class outcome.Class
 			recent++
 		}
 	}
-	rt.recent.addB(now, 1)
-	// The route must be failing as a whole, not for one client among many
-	// it serves well (a scanner on the site's route is the scanner's), and
-	// other routes must succeed now on the hosts where it fails. A pool of
-	// one host has only that host to compare on.
-	oks, fails := rt.recent.sum(now)
+	// The route must be failing as a whole: for several distinct clients,
+	// at least half of those it served lately, whatever share of its
+	// requests each sends (a scanner outnumbering the visitors of the
+	// site's route is the scanner's, and it is attributed first). And
+	// other routes must succeed now on the hosts where it fails. A pool
+	// of one host has only that host to compare on.
+	attributed := p.m.clients.bits.Load()
+	ok, failed := rt.clients.sum(now, cfg.Window, windowBuckets)
+	failing, all := Count(failed&^attributed), Count((ok|failed)&^attributed)
 	seen := func(h *Host) bool { return h.window.SumRecent(now, 2).OKRoutes&^bit != 0 }
 	tally := tallySlots(rt.hosts[:rt.nhosts], ns, span, int64(cfg.Window), seen)
 	spreadOK := spreadOwn(tally)
@@ -86,13 +104,13 @@ func (rt *RouteTracker) record(p *Pool, bit uint64, h *Host, class outcome.Class
 		spreadOK = k && ok && seen(rt.hosts[0].h)
 		tally.succeed = 1
 	}
-	if recent < cfg.RouteMinFailures || fails < oks || !spreadOK {
+	if recent < cfg.RouteMinFailures || failing < routeMinClients || 2*failing < all || !spreadOK {
 		rt.mu.Unlock()
 		return false
 	}
 	rt.degraded.Store(true)
 	rt.since = now
-	rt.evidence = fmt.Sprintf("%d failures (last: %s) on %d hosts in %s while other routes succeeded at the same time on %d of them and failed on none", recent, class, rt.nhosts, cfg.Window, tally.succeed)
+	rt.evidence = fmt.Sprintf("%d failures (last: %s) from %d of its %d clients on %d hosts in %s while other routes succeeded at the same time on %d of them and failed on none", recent, class, failing, all, rt.nhosts, cfg.Window, tally.succeed)
 	ev := rt.evidence
 	rt.mu.Unlock()
 	rt.m.emit(event.Event{
@@ -138,9 +156,72 @@ func (rt *RouteTracker) sweep(now time.Time, window time.Duration) {
 	}
 }
 
-// success records a successful request on the route.
-func (rt *RouteTracker) success(now time.Time) {
+// success records a successful request of client bit c on the route.
+func (rt *RouteTracker) success(now time.Time, window time.Duration, c uint64) {
 	if rt != nil {
-		rt.recent.addA(now, 1)
+		rt.clients.add(now, window, c, false)
 	}
+}
+
+// TakeClientFaults returns, and forgets, how many of the route's earlier
+// 5xx answers went to clients attributed since: the route's figures
+// count them as the clients' own. One atomic load while there are none.
+func (rt *RouteTracker) TakeClientFaults() uint64 {
+	if rt == nil || rt.clientFaults.Load() == 0 {
+		return 0
+	}
+	return rt.clientFaults.Swap(0)
+}
+
+// othersFailing counts the distinct clients, other than bit c and those
+// attributed, that failed on the route in the last k slices of window.
+func (rt *RouteTracker) othersFailing(now time.Time, window time.Duration, k int, c uint64) int {
+	if rt == nil {
+		return 0
+	}
+	_, failed := rt.clients.sum(now, window, k)
+	return Count(failed &^ c &^ rt.m.clients.bits.Load())
+}
+
+// clientSketch remembers which clients succeeded and which failed on a
+// route, per tenth of the attribution window, as 64-bit sketches (like a
+// host's window). The request path pays one atomic OR per success.
+type clientSketch struct {
+	b [windowBuckets]struct {
+		epoch    atomic.Int64
+		ok, fail atomic.Uint64
+	}
+}
+
+func sliceWidth(window time.Duration) int64 {
+	return max(int64(window)/windowBuckets, int64(100*time.Millisecond))
+}
+
+func (s *clientSketch) add(now time.Time, window time.Duration, c uint64, failed bool) {
+	epoch := now.UnixNano() / sliceWidth(window)
+	b := &s.b[epoch%windowBuckets]
+	if old := b.epoch.Load(); old != epoch && b.epoch.CompareAndSwap(old, epoch) {
+		// A slice from an older lap; an add racing with the clearing may
+		// be lost: an estimate, like the hosts' windows.
+		b.ok.Store(0)
+		b.fail.Store(0)
+	}
+	if failed {
+		b.fail.Or(c)
+	} else {
+		b.ok.Or(c)
+	}
+}
+
+// sum returns the clients that succeeded and failed in the last k slices.
+func (s *clientSketch) sum(now time.Time, window time.Duration, k int) (ok, failed uint64) {
+	cur := now.UnixNano() / sliceWidth(window)
+	for i := range s.b {
+		b := &s.b[i]
+		if e := b.epoch.Load(); e > cur-int64(k) && e <= cur {
+			ok |= b.ok.Load()
+			failed |= b.fail.Load()
+		}
+	}
+	return ok, failed
 }

@@ -140,6 +140,30 @@ func (w *window) Failure(now time.Time, c, r uint64, class outcome.Class) {
 	b.badClients.Or(c)
 }
 
+// Uncharge takes n host-attributed failures back out of the window,
+// newest slices first: they turned out to be a client's.
+func (w *window) Uncharge(now time.Time, n uint64) {
+	width := w.width.Load()
+	if width == 0 {
+		return
+	}
+	cur := now.UnixNano() / width
+	for e := cur; e > cur-windowBuckets && n > 0; e-- {
+		b := &w.b[e%windowBuckets]
+		if b.epoch.Load() != e {
+			continue
+		}
+		for {
+			f := b.failures.Load()
+			take := min(f, n)
+			if take == 0 || b.failures.CompareAndSwap(f, f-take) {
+				n -= take
+				break
+			}
+		}
+	}
+}
+
 // Sum adds up the buckets that are inside the window at now.
 func (w *window) Sum(now time.Time) Totals { return w.SumRecent(now, windowBuckets) }
 

@@ -208,7 +208,15 @@ func (f *forwarder) exchange(p *health.Pool) (*http.Response, *health.Host, fail
 	var held *http.Response // a failing answer kept to pass on if nothing better comes
 	var heldHost *health.Host
 	cut := false
+	stale, staleUsed := false, false // the last failure was the keep-alive race; one was
+	shed := false                    // a host refused it with 503 and Retry-After (overload)
 	for attempt := 0; attempt < rt.Tries; attempt++ {
+		if p.Failing() && (f.nfails > 0 || cut) {
+			// Found failing while this request waited on it (its wait was
+			// cut, or it failed): the chain answers now. Sent again as the
+			// pool's trial, it would wait the whole timeout once more.
+			break
+		}
 		host := p.Next(key, &f.tried, f.now)
 		if host == nil && p.Failing() {
 			break // known to be failing, no trial due: the chain answers
@@ -225,8 +233,9 @@ func (f *forwarder) exchange(p *health.Pool) (*http.Response, *health.Host, fail
 		}
 		// A retry after a failure that reached a backend spends the retry
 		// budget; one after a refused or timed-out connection costs the
-		// backends nothing and is always made.
-		if attempt > 0 && f.nfails > 0 && !budget.Allow(f.now, rt.RetryBudget, rt.MinRetries) {
+		// backends nothing and is always made, and so is one after the
+		// keep-alive race (stale).
+		if attempt > 0 && (f.nfails > 0 || shed) && !stale && !budget.Allow(f.now, rt.RetryBudget, rt.MinRetries) {
 			break
 		}
 		if held != nil {
@@ -266,6 +275,19 @@ func (f *forwarder) exchange(p *health.Pool) (*http.Response, *health.Host, fail
 			}
 			f.settle(p, &hr)
 			return resp, host, failNone
+		case class == outcome.Status5xx && resp.StatusCode == http.StatusServiceUnavailable && len(resp.Header["Retry-After"]) > 0:
+			// Overload is not failure: the host is full, not broken. It is
+			// charged nothing and sent less for a while (health's
+			// Overloaded); the request may try a host with room, within
+			// the budget, and otherwise gets the host's own answer, which
+			// says when to come back.
+			p.Overloaded(host, retryAfter(resp.Header["Retry-After"][0], time.Now()), host.InFlight(), f.now)
+			held, heldHost = resp, host
+			shed, stale = true, false
+			if !idempotent || f.body != nil {
+				attempt = rt.Tries // it may have been acted on, or cannot be sent again
+			}
+			continue
 		case isBodyTooLarge(err):
 			f.settle(p, &hr)
 			return nil, nil, failTooLarge
@@ -309,21 +331,25 @@ func (f *forwarder) exchange(p *health.Pool) (*http.Response, *health.Host, fail
 			status = resp.StatusCode
 			held, heldHost = resp, host
 		}
-		for _, prev := range f.fails[:f.nfails] {
-			if prev.Class == class && prev.Status == status {
-				f.sameTwice = true
-			}
-		}
-		f.fails[f.nfails] = health.Failure{Host: host, Class: class, Status: status}
-		f.nfails++
+		fl := health.Failure{Host: host, Class: class, Status: status}
 		var ue *h1client.Error
-		if errors.As(err, &ue) && ue.Resent {
-			// Sent twice already, after the keep-alive race and on a new
-			// connection, and no answer either time: as good as the same
-			// failure on two hosts, and a third send would give a request
-			// that kills backends a third one.
-			f.sameTwice = true
+		stale = false
+		if f.noResend && !staleUsed && errors.As(err, &ue) && ue.Reused && (class == outcome.EOFBeforeResponse || class == outcome.Reset) {
+			// A reused connection closed before any of the answer: the
+			// keep-alive race, which h1client would have resent to the
+			// same host. It goes to another host instead, once, free of
+			// the retry budget, and is evidence against this host only
+			// with another host's agreement.
+			fl.Stale, stale, staleUsed = true, true, true
 		}
+		// Only another backend's agreement makes it the request's: a
+		// resend to the same host after the keep-alive race (h1client's,
+		// reported as Resent) asked that host twice, and a dying host
+		// answers both the same way. The retry below goes to a different
+		// host, once (WithoutResend).
+		f.sameTwice = f.sameTwice || health.FailedElsewhere(f.fails[:f.nfails], fl)
+		f.fails[f.nfails] = fl
+		f.nfails++
 		replayable := f.body == nil
 		if f.sameTwice || !idempotent || !replayable || rt.Tracker.Degraded() || rt.Monitor.Attributed(f.clientKey) {
 			// Failed the same way twice: it is the request, not the hosts.
@@ -386,7 +412,7 @@ func (f *forwarder) answer(fl failure) int {
 		return writeBusy(f.w, rt.Name, "sturdy itself ran out of resources (file descriptors, memory or local ports) reaching the backends; no backend was marked down")
 	case failFull:
 		f.answered(AnswerShed)
-		return writeBusy(f.w, rt.Name, "every backend is at its connection limit")
+		return writeBusy(f.w, rt.Name, "every backend is at its connection limit or shedding load")
 	case failNoHost, failCut:
 		return f.sorry()
 	case failSpool:
@@ -428,6 +454,18 @@ func (f *forwarder) sorry() int {
 	f.w.WriteHeader(rt.Sorry.Status)
 	f.w.Write(rt.Sorry.Body)
 	return rt.Sorry.Status
+}
+
+// retryAfter reads a Retry-After value (seconds, or an HTTP date) as a
+// duration from now; 0 when it cannot be read or has passed.
+func retryAfter(v string, now time.Time) time.Duration {
+	if n, err := strconv.Atoi(v); err == nil {
+		return time.Duration(min(max(n, 0), 86400)) * time.Second
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		return max(t.Sub(now), 0)
+	}
+	return 0
 }
 
 // healthRequest is what attribution needs to know about this request.

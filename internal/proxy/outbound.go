@@ -12,6 +12,7 @@ import (
 	"net/url"
 
 	"github.com/sturdyproxy/sturdy/internal/route/subst"
+	"github.com/sturdyproxy/sturdy/internal/wire/h1client"
 )
 
 // prepare builds the outbound request once; attempts only change its URL
@@ -149,7 +150,15 @@ func (f *forwarder) prepare() failure {
 
 // prepared finishes the outbound request once its body is settled.
 func (f *forwarder) prepared(out *http.Request, mirror *Mirror) failure {
-	f.out = out.WithContext(f.ctx)
+	ctx := f.ctx
+	if isIdempotent(out.Method) && f.body == nil && f.rt.Tries > 1 && len(f.backend().Pool.Hosts) > 1 {
+		// A reused connection that turns out closed goes to another host
+		// (exchange), not to the same one again: a host going down under
+		// keep-alive load fails the resend too, and a request that kills
+		// backends would reach one more.
+		ctx, f.noResend = h1client.WithoutResend(ctx), true
+	}
+	f.out = out.WithContext(ctx)
 	if f.times != nil {
 		f.out = f.times.traced(f.out)
 	}

@@ -300,7 +300,17 @@ func (h *Handler) serveRoute(w http.ResponseWriter, r *http.Request, snap *Snaps
 // finish counts the answer in the route's figures and the access log.
 func (fw *forwarder) finish(start time.Time) {
 	d := time.Since(start)
-	fw.rt.Stats.observe(fw.status, d, start.UnixNano()+int64(d), fw.attr == health.AttrClient)
+	rt, end := fw.rt, start.UnixNano()+int64(d)
+	own := fw.attr == health.AttrClient
+	if !own && fw.status >= 500 && fw.attr != health.None {
+		// A failure before its client was known to cause its own: if the
+		// client is attributed later, this answer becomes its fault too.
+		own = rt.Monitor.FailedAnswer(fw.clientKey, rt.Tracker)
+	}
+	rt.Stats.observe(fw.status, d, end, own)
+	if n := rt.Tracker.TakeClientFaults(); n > 0 {
+		rt.Stats.reattribute(n, end)
+	}
 	if a := fw.snap.Access; a != nil {
 		fw.logAccess(a, start, d)
 	}

@@ -31,7 +31,11 @@ type step struct {
 	// context has ended, as an HTTP/2 transport reports the stream reset
 	// it sent when the deadline passed.
 	atDeadline bool
+	retryAfter string // the answer's Retry-After
 }
+
+// shedding is a host at its capacity: 503 with Retry-After.
+var shedding = step{status: 503, body: "503 from the backend: full", retryAfter: "1"}
 
 var (
 	refused  = step{err: &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}}
@@ -43,6 +47,13 @@ var (
 	// cutWait is a request that was waiting on a host when the host was
 	// found dead (its probe failed, or the pool was found failing).
 	cutWait = step{err: &h1client.Error{Phase: h1client.PhaseHeader, Err: h1client.ErrCut}, readBody: true}
+	// resentHangUp is a host that hung up on a reused connection and,
+	// sent the request again on a new one, hung up again: one host asked
+	// twice (a dying host under keep-alive load).
+	resentHangUp = step{err: &h1client.Error{Phase: h1client.PhaseHeader, Resent: true, Err: io.ErrUnexpectedEOF}, readBody: true}
+	// staleHangUp is a reused connection found closed before any of the
+	// answer: the keep-alive race, or a host going down.
+	staleHangUp = step{err: &h1client.Error{Phase: h1client.PhaseHeader, Reused: true, Err: io.ErrUnexpectedEOF}, readBody: true}
 )
 
 type timeoutErr struct{}
@@ -89,9 +100,13 @@ func (s *script) RoundTrip(r *http.Request) (*http.Response, error) {
 	if st.err != nil {
 		return nil, st.err
 	}
+	hdr := http.Header{"Content-Type": {"text/plain"}, "Content-Length": {strconv.Itoa(len(st.body))}}
+	if st.retryAfter != "" {
+		hdr["Retry-After"] = []string{st.retryAfter}
+	}
 	return &http.Response{
 		StatusCode: st.status, ProtoMajor: 1, ProtoMinor: 1,
-		Header:        http.Header{"Content-Type": {"text/plain"}, "Content-Length": {strconv.Itoa(len(st.body))}},
+		Header:        hdr,
 		ContentLength: int64(len(st.body)),
 		Body:          io.NopCloser(strings.NewReader(st.body)),
 	}, nil
@@ -117,11 +132,14 @@ type rule struct {
 	before func(*fixture) // e.g. take hosts out
 	steps  []step         // what attempt 1, 2, ... meet
 
-	tries      int // attempts made, each on a different host
-	status     int
-	bodyHas    string                // a part of the client's answer body
-	hostFails  map[int]outcome.Class // the host of attempt i is charged with it
-	retries    uint64                // retries counted against the budget
+	tries     int // attempts made, each on a different host
+	status    int
+	bodyHas   string                // a part of the client's answer body
+	hostFails map[int]outcome.Class // the host of attempt i is charged with it
+	retries   uint64                // retries counted against the budget
+	// charged, when -1, says that hostFails are counted attempts only:
+	// nothing is attributed to a host, nor in its window.
+	charged    int
 	attributed health.Attribution
 }
 
@@ -171,9 +189,60 @@ func TestRequestPathRules(t *testing.T) {
 			status: 502, bodyHas: "failed the same way on two backends", retries: 1, attributed: health.AttrRequest,
 		},
 		{
+			name:  "a keep-alive resend to the same host is not a second backend's agreement: the GET goes to another host",
+			steps: []step{resentHangUp}, tries: 2, status: 200, retries: 1,
+			hostFails: map[int]outcome.Class{0: outcome.EOFBeforeResponse}, attributed: health.AttrHost,
+		},
+		{
+			name:  "a resend to the same host, then the same failure on another host, is the request's",
+			steps: []step{resentHangUp, hangUp}, tries: 2,
+			status: 502, bodyHas: "failed the same way on two backends", retries: 1, attributed: health.AttrRequest,
+		},
+		{
+			name:  "a GET on a reused connection found closed goes to another host, free of the budget, charged to nobody",
+			steps: []step{staleHangUp}, tries: 2, status: 200,
+			hostFails: map[int]outcome.Class{0: outcome.EOFBeforeResponse}, charged: -1,
+		},
+		{
+			name:  "a GET that finds its connection closed on two hosts is the request's",
+			steps: []step{staleHangUp, staleHangUp}, tries: 2,
+			status: 502, bodyHas: "failed the same way on two backends", attributed: health.AttrRequest,
+		},
+		{
+			name:   "a POST that failed on its host after a resend there is the host's failure, not the request's",
+			method: "POST", body: "charge=1", steps: []step{resentHangUp},
+			tries: 1, status: 502, bodyHas: "no usable answer from the backends",
+			hostFails: map[int]outcome.Class{0: outcome.EOFBeforeResponse}, attributed: health.AttrHost,
+		},
+		{
 			name:  "a backend's own 503 is passed on when the retry fails too",
 			steps: []step{answer(503), answer(503)}, tries: 2,
 			status: 503, bodyHas: "503 from the backend", retries: 1, attributed: health.AttrRequest,
+		},
+		{
+			name:  "a 503 with Retry-After is overload: charged to nobody, the GET tries a host with room, within the budget",
+			steps: []step{shedding}, tries: 2, status: 200, retries: 1,
+			hostFails: map[int]outcome.Class{0: outcome.Status5xx}, charged: -1,
+		},
+		{
+			name:  "with every host shedding, the host's own 503 and Retry-After are passed on",
+			steps: []step{shedding, shedding}, tries: 2, status: 503, bodyHas: "503 from the backend: full", retries: 1,
+			hostFails: map[int]outcome.Class{0: outcome.Status5xx, 1: outcome.Status5xx}, charged: -1,
+		},
+		{
+			name:   "a POST a host shed is not sent again; its answer is passed on",
+			method: "POST", body: "charge=1", steps: []step{shedding}, tries: 1, status: 503, bodyHas: "503 from the backend: full",
+			hostFails: map[int]outcome.Class{0: outcome.Status5xx}, charged: -1,
+		},
+		{
+			name: "hosts that shed are sent no more than they had in flight; the excess is answered at once with Retry-After",
+			before: func(f *fixture) {
+				for _, h := range f.pool.Hosts {
+					f.pool.Overloaded(h, time.Second, 2, time.Now()) // held to 1 at once
+					h.Acquire()                                      // and 1 in flight
+				}
+			},
+			tries: 0, status: 503, bodyHas: "shedding load",
 		},
 		{
 			name:  "a 503 then a success gives the success",
@@ -342,6 +411,16 @@ func TestRequestPathRules(t *testing.T) {
 					}
 				}
 			}
+			if r.charged < 0 {
+				if n := f.mon.AttributedCount(health.AttrHost); n != 0 {
+					t.Errorf("%d failures attributed to hosts, want none", n)
+				}
+				for _, h := range f.pool.Hosts {
+					if n := h.Window(time.Now()).Failures; n != 0 {
+						t.Errorf("host %s: %d failures in its window, want none", h.Addr, n)
+					}
+				}
+			}
 			if got := f.pool.Budget().Made.Load(); got != r.retries {
 				t.Errorf("%d retries counted against the budget, want %d", got, r.retries)
 			}
@@ -404,8 +483,8 @@ func TestAnAttributedClientIsShed(t *testing.T) {
 	up := &script{}
 	f := newFixture(t, 2, up, func(_ *health.PoolConfig, r *Route) { r.ShedClients = true })
 	scanner := "203.0.113.66"
-	for i := range 10 {
-		hr := &health.Request{Route: f.rt.Tracker, RouteBit: 1, ClientKey: scanner, ClientBit: 1 << (i % 7)}
+	for range 10 {
+		hr := &health.Request{Route: f.rt.Tracker, RouteBit: 1, ClientKey: scanner, ClientBit: 1 << 3}
 		f.pool.Settle(hr, []health.Failure{{Host: f.pool.Hosts[0], Class: outcome.Status5xx, Status: 502}, {Host: f.pool.Hosts[1], Class: outcome.Status5xx, Status: 502}}, true, time.Now())
 		for _, h := range f.pool.Hosts {
 			f.pool.Record(h, outcome.OK, &health.Request{Route: f.rt.Tracker, RouteBit: 1, ClientKey: "192.0.2.1", ClientBit: 1 << 9}, time.Now())

@@ -82,6 +82,15 @@ func (s *Stats) observe(status int, d time.Duration, end int64, clientFault bool
 	s.sumNanos.Add(uint64(d))
 }
 
+// reattribute counts n earlier 5xx answers, already counted, as the
+// client's own: their client has been attributed since (now, end).
+func (s *Stats) reattribute(n uint64, end int64) {
+	s.clientFaults.Add(n)
+	for range n {
+		s.last.Add(end, slotClientFault)
+	}
+}
+
 // View fills the route's counters into v.
 func (s *Stats) View(v *view.Route) {
 	v.InFlight = s.InFlight.Load()

@@ -375,9 +375,9 @@ func newDyingBackend(t *testing.T, ip string) *dyingBackend {
 
 // Item 6's limit: the keep-alive race's second send never multiplies a
 // request that kills backends. Every connection is warm (reused), so each
-// send of /die meets a reused connection first; still each request
-// reaches backends at most twice in all, gets 502, and is charged to no
-// host.
+// send of /die meets a reused connection first; it goes to the other
+// host rather than to the same one again, and each request reaches
+// backends at most twice in all, gets 502, and is charged to no host.
 func TestKillerRequestIsNotMultipliedByResends(t *testing.T) {
 	t.Parallel()
 	b1, b2 := newDyingBackend(t, "127.1.13.71"), newDyingBackend(t, "127.1.13.72")
@@ -417,7 +417,9 @@ pools:
 	if n := s.Monitor().AttributedCount(health.AttrHost); n != 0 {
 		t.Errorf("%d failures attributed to hosts", n)
 	}
-	if n := s.Monitor().AttributedCount(health.AttrRequest); n != killers {
-		t.Errorf("%d failures attributed to the request, want %d", n, killers)
+	// Each killing request failed once on each backend: two attempts,
+	// both the request's.
+	if n := s.Monitor().AttributedCount(health.AttrRequest); n != 2*killers {
+		t.Errorf("%d failures attributed to the request, want %d", n, 2*killers)
 	}
 }
