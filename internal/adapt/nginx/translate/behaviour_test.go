@@ -105,8 +105,16 @@ func TestImportBehaviours(t *testing.T) {
 			http:   up + "server {\nlisten 8080 proxy_protocol http2;\nlocation / { proxy_set_header Host $host; proxy_pass http://app; }\n}",
 			line:   3,
 			status: TranslatedDiffers, needs: []Need{NeedProxyProtocol},
-			reason: "sturdy speaks HTTP/1.1 there",
-			yaml:   []string{"listen: :8080", "once trusted_proxies lists the load balancers"},
+			reason: "set proxy_protocol: required",
+			yaml:   []string{"listen: :8080", "once trusted_proxies lists the load balancers", "h2c: true"},
+		},
+		{
+			name:    "listen http2 without ssl is an h2c listener; with ssl, tls offers h2 already",
+			http:    up + "server {\nlisten 80 http2;\nlocation / { proxy_pass http://app; }\n}\nserver {\nlisten 443 ssl http2;\nssl_certificate c.pem;\nssl_certificate_key k.pem;\nlocation / { proxy_pass http://app; }\n}",
+			line:    3,
+			status:  Translated,
+			yaml:    []string{"listen: :80\n    h2c: true"},
+			notYAML: []string{"listen: :443\n    h2c"},
 		},
 		{
 			name:   "proxy_pass with a URI part is a path rewrite",

@@ -197,6 +197,9 @@ func (t *translator) renderListener(ln *listener) *yaml.Node {
 		}
 		set(m, "redirect_https", rm, wrapComment([]string{ln.redirectNote}), "")
 	}
+	if ln.h2c && !ln.ssl {
+		set(m, "h2c", yes(), "", "nginx listen ... http2 without ssl: HTTP/2 with prior knowledge")
+	}
 	if !ln.keepSlashes {
 		set(m, "merge_slashes", yes(), "", "nginx merge_slashes on (its default)")
 	}
