@@ -174,6 +174,21 @@ func TestImportBehaviours(t *testing.T) {
 			yaml:   []string{"host_header: app", "host_header: $proxy_host"},
 		},
 		{
+			name:    "proxy_set_header Host $proxy_host sends the upstream's name, as nginx; to an address, the address",
+			http:    up + "server {\nlisten 80;\nlocation / { proxy_set_header Host $proxy_host; proxy_pass http://app; }\nlocation /d/ { proxy_set_header Host $proxy_host; proxy_pass http://10.0.0.2:8080; }\n}",
+			line:    5,
+			status:  Translated,
+			yaml:    []string{"host_header: app", "host_header: ${proxy_host}"},
+			notYAML: []string{"'${proxy_host}'\n    pool: app"},
+		},
+		{
+			name:   "Host $host:$server_port keeps the port of a server on one port",
+			http:   up + "server {\nlisten 8448;\nlocation / { proxy_set_header Host $host:$server_port; proxy_pass http://app; }\n}",
+			line:   5,
+			status: Translated,
+			yaml:   []string{"host_header: ${host}:8448"},
+		},
+		{
 			name:   "proxy_set_header becomes request rules and Host; $request_id a fresh id",
 			http:   up + "server {\nlisten 80;\nserver_name a.example;\nlocation / { proxy_set_header Host $host; proxy_set_header X-Original-URI $request_uri; proxy_set_header X-Debug \"\"; proxy_set_header X-Name $server_name; proxy_set_header X-Request-ID $request_id; proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for; proxy_set_header X-Who $cookie_who; proxy_pass http://app; }\n}",
 			line:   6,
