@@ -117,6 +117,20 @@ func TestImportBehaviours(t *testing.T) {
 			notYAML: []string{"listen: :443\n    h2c"},
 		},
 		{
+			name:   "rewrite ... break with a query sets it, the client's appended as nginx",
+			http:   up + "server {\nlisten 80;\nlocation /u/ { rewrite ^/u/(\\d+)$ /users?id=$1 break; proxy_pass http://app; }\nlocation /v/ { rewrite ^/v/(\\d+)$ /v?id=$1? break; proxy_pass http://app; }\n}",
+			line:   5,
+			status: Translated,
+			yaml:   []string{`rewrite: {regex: ^/u/(\d+)$, path: /users, query: 'id=${1}&${args}'}`, "a trailing & here"},
+		},
+		{
+			name:   "rewrite ... break with a query and a trailing ? sets only that query",
+			http:   up + "server {\nlisten 80;\nlocation /v/ { rewrite ^/v/(\\d+)$ /v?id=$1? break; proxy_pass http://app; }\n}",
+			line:   5,
+			status: Translated,
+			yaml:   []string{`rewrite: {regex: ^/v/(\d+)$, path: /v, query: 'id=${1}'}`},
+		},
+		{
 			name:   "proxy_pass with a URI part is a path rewrite",
 			http:   up + "server {\nlisten 80;\nlocation /api/ { proxy_pass http://app/; }\nlocation = /x { proxy_pass http://app/y; }\nlocation / { proxy_pass http://app; }\n}",
 			line:   5,
