@@ -131,6 +131,14 @@ func TestImportBehaviours(t *testing.T) {
 			yaml:   []string{`rewrite: {regex: ^/v/(\d+)$, path: /v, query: 'id=${1}'}`},
 		},
 		{
+			name:    "encoded slashes pass where nginx forwarded the URI as sent (proxy_pass without a URI part), not where it rewrote it",
+			http:    up + "server {\nlisten 80;\nlocation /api/ { proxy_pass http://app/v1/; }\nlocation / { proxy_pass http://app; }\n}",
+			line:    5,
+			status:  Translated,
+			yaml:    []string{"path: /\n    default: true\n    pool: app\n    timeouts:\n      connect: 5s\n      response_header: 30s\n    max_body_bytes: 1MiB # nginx's default client_max_body_size\n    allow_encoded_slashes: true # nginx forwarded %2F as sent"},
+			notYAML: []string{"rewrite: {prefix: /v1/}\n    allow_encoded_slashes", "allow_encoded_slashes: true # nginx forwarded %2F as sent here (proxy_pass without a URI part)\n    # the path"},
+		},
+		{
 			name:   "proxy_pass with a URI part is a path rewrite",
 			http:   up + "server {\nlisten 80;\nlocation /api/ { proxy_pass http://app/; }\nlocation = /x { proxy_pass http://app/y; }\nlocation / { proxy_pass http://app; }\n}",
 			line:   5,

@@ -277,6 +277,9 @@ func (t *translator) renderRoute(r *route) *yaml.Node {
 		}
 		set(m, "max_body_bytes", str(r.maxBody), "", note)
 	}
+	if r.encodedSlashes && r.pool != nil {
+		set(m, "allow_encoded_slashes", yes(), "", "nginx forwarded %2F as sent here (proxy_pass without a URI part)")
+	}
 	if r.tries > 0 && r.pool != nil {
 		rt := mapping()
 		set(rt, "tries", num(r.tries), "", "")
