@@ -46,7 +46,7 @@ func reason(d *nginx.Directive) string {
 	case d.Lua != "" || strings.Contains(n, "_by_lua") || strings.HasPrefix(n, "lua_"):
 		return "Lua code is not translated"
 	case n == "proxy_set_header":
-		return "custom request headers: sturdy sets X-Forwarded-For, -Proto and -Host itself and passes Host through, nothing else"
+		return "a request header outside the translated locations: sturdy sets headers per route (request_headers)"
 	case n == "add_header" || n == "more_set_headers" || n == "more_clear_headers" || n == "proxy_hide_header" || n == "proxy_pass_header" || n == "expires":
 		return "response headers are not changed by sturdy"
 	case n == "allow" || n == "deny":
@@ -56,9 +56,15 @@ func reason(d *nginx.Directive) string {
 	case strings.HasPrefix(n, "proxy_cache") || n == "proxy_no_cache":
 		return "cache tuning: sturdy follows the origin's Cache-Control (RFC 9111) and keys on method, host and URL"
 	case n == "error_page":
-		return "error pages other than for 502/503/504: sturdy passes the backend's error answers through"
-	case n == "return" || n == "rewrite" || n == "try_files" || n == "root" || n == "alias" || n == "index" || n == "autoindex" || strings.HasPrefix(n, "fastcgi_") || strings.HasPrefix(n, "uwsgi_") || strings.HasPrefix(n, "scgi_") || strings.HasPrefix(n, "grpc_") || n == "stub_status" || n == "internal" || n == "sub_filter":
-		return "sturdy only proxies: it does not serve files, redirect, rewrite or run FastCGI/uWSGI/gRPC"
+		return "error pages outside the translated locations: sturdy passes the backend's error answers through"
+	case strings.HasPrefix(n, "fastcgi_") || strings.HasPrefix(n, "uwsgi_") || strings.HasPrefix(n, "scgi_"):
+		return "sturdy proxies HTTP, serves files, redirects, rewrites and answers fixed bodies; it does not run FastCGI, uWSGI or SCGI"
+	case strings.HasPrefix(n, "grpc_"):
+		return "gRPC outside the translated locations: sturdy proxies gRPC to a pool with protocol h2c or h2"
+	case n == "sub_filter":
+		return "sturdy does not rewrite the bodies of answers"
+	case n == "return" || n == "rewrite" || n == "try_files" || n == "root" || n == "alias" || n == "index" || n == "autoindex" || n == "stub_status" || n == "internal":
+		return "outside the translated locations: sturdy proxies, serves files, redirects, rewrites and answers fixed bodies per route, and none took this"
 	case n == "if" || n == "set" || n == "map" || n == "geo" || n == "split_clients":
 		return "variables and conditions have no sturdy equivalent"
 	case strings.HasPrefix(n, "ssl_") || n == "ssl":
@@ -103,7 +109,7 @@ func (t *translator) leftovers() {
 				return false
 			}
 		case "location":
-			t.items = append(t.items, Item{File: d.File, Line: d.Line, Directive: d.String(), Reason: "not proxied (static files, return, FastCGI): sturdy only proxies; its requests now fall to the nearest shorter route"})
+			t.items = append(t.items, Item{File: d.File, Line: d.Line, Directive: d.String(), Reason: "not translated (no proxy_pass, static files, return or rewrite sturdy could take): its requests now fall to the nearest shorter route"})
 			return false
 		}
 		t.items = append(t.items, Item{File: d.File, Line: d.Line, Directive: d.String(), Reason: reason(d)})

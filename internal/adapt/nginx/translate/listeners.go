@@ -37,6 +37,9 @@ type listener struct {
 	comments     []string
 	// idle and readHeader carry client-side timeouts (0: sturdy's default).
 	idle, readHeader time.Duration
+	// h2c: nginx spoke HTTP/2 with prior knowledge here (listen ... http2
+	// without ssl).
+	h2c bool
 }
 
 // sturdyAddr maps an nginx listen address to a Go listen address: nginx's
@@ -99,8 +102,11 @@ func (t *translator) listeners() {
 					t.items = append(t.items, Item{File: l.Dir.File, Line: l.Dir.Line, Directive: l.Dir.String(), Reason: "the PROXY protocol is not translated without set_real_ip_from: sturdy reads it only from trusted_proxies"})
 				}
 			}
-			if !ln.ssl && (l.HTTP2 || srv.Get1("http2") != nil && srv.Get1("http2").Arg(0) == "on") {
-				t.listenNotes[srv] = append(t.listenNotes[srv], note{fmt.Sprintf("nginx spoke HTTP/2 without TLS (h2c) on %s (%s); sturdy speaks HTTP/1.1 there", addr, l.Dir.Pos()), ""})
+			if l.HTTP2 || srv.Get1("http2") != nil && srv.Get1("http2").Arg(0) == "on" {
+				// Without ssl nginx spoke HTTP/2 with prior knowledge
+				// only; sturdy's h2c listener speaks it too (and HTTP/1.1
+				// beside it, which nginx answered with a broken reply).
+				ln.h2c = true
 			}
 			t.listenerOf[l.Addr] = ln
 			t.use(l.Dir, srv.Get1("ssl"))

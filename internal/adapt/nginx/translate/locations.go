@@ -165,6 +165,11 @@ func (t *translator) planLocation(sp *serverPlan, l *nginx.Location) *locCtx {
 		if len(c.blockers) > 0 {
 			return c
 		}
+		if tg := c.target; tg != nil && (tg.URI == "" || tg.URI == "$request_uri") && c.r.rewrite == nil && c.static == nil {
+			// nginx passed the request URI as the client sent it, %2F
+			// included (GitLab's project paths, Nextcloud's WebDAV).
+			c.r.encodedSlashes = true
+		}
 	}
 	c.r.comments = append(c.r.comments, fmt.Sprintf("%s, location %s (%s)", sp.label, locationLabel(l), l.Dir.Pos()))
 	if c.content != l {

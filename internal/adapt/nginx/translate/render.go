@@ -205,6 +205,9 @@ func (t *translator) renderListener(ln *listener) *yaml.Node {
 	if ln.underscores {
 		set(m, "allow_underscores_in_headers", yes(), "", "nginx underscores_in_headers on (or ignore_invalid_headers off)")
 	}
+	if ln.h2c && !ln.ssl {
+		set(m, "h2c", yes(), "", "nginx listen ... http2 without ssl: HTTP/2 with prior knowledge")
+	}
 	if ln.proxyProtocol {
 		set(m, "proxy_protocol", str(config.ProxyProtocolRequired), "", "nginx listen ... proxy_protocol, from trusted_proxies")
 	}
@@ -278,6 +281,9 @@ func (t *translator) renderRoute(r *route) *yaml.Node {
 			note = "nginx's default client_max_body_size"
 		}
 		set(m, "max_body_bytes", str(r.maxBody), "", note)
+	}
+	if r.encodedSlashes && r.pool != nil {
+		set(m, "allow_encoded_slashes", yes(), "", "nginx forwarded %2F as sent here (proxy_pass without a URI part)")
 	}
 	if r.tries > 0 && r.pool != nil {
 		rt := mapping()

@@ -157,19 +157,34 @@ func (t *translator) breakRewrite(c *locCtx, d *nginx.Directive) (*config.Rewrit
 		return nil, false
 	}
 	repl := d.Arg(1)
+	drop := false
 	if r, ok := strings.CutSuffix(repl, "?"); ok {
-		repl = r
-		c.differs.add(NeedRewrites, "nginx dropped the client's query (rewrite %s %s?, %s); sturdy keeps it", d.Arg(0), repl, d.Pos())
+		repl, drop = r, true
 	}
-	if strings.Contains(repl, "?") {
-		c.blockers.add(NeedRewrites, "rewrite %s %s (%s) sets the query; sturdy keeps the client's", d.Arg(0), d.Arg(1), d.Pos())
-		return nil, false
+	repl, query, hasQuery := strings.Cut(repl, "?")
+	if drop && !hasQuery {
+		c.differs.add(NeedRewrites, "nginx dropped the client's query (rewrite %s %s?, %s); sturdy keeps it", d.Arg(0), repl, d.Pos())
 	}
 	tpl, ok := t.pathTemplate(c, repl, &varCtx{c: c, re: re, url: true}, d)
 	if !ok {
 		return nil, false
 	}
-	return &config.Rewrite{Regex: d.Arg(0), Path: tpl}, true
+	rw := &config.Rewrite{Regex: d.Arg(0), Path: tpl}
+	if hasQuery && query != "" {
+		// rewrite ^/u/(\d+)$ /users?id=$1 break: nginx sent the new
+		// query, then the client's after "&" (none with a trailing ?).
+		q, why, ok := (&varCtx{c: c, re: re, url: true}).template(query)
+		if !ok || strings.ContainsAny(query, "#") {
+			c.blockers.add(NeedRewrites, "rewrite %s %s (%s) sets the query the backend gets: %s", d.Arg(0), d.Arg(1), d.Pos(), why)
+			return nil, false
+		}
+		rw.Query = q
+		if !drop {
+			rw.Query += "&${args}"
+			c.r.comments = append(c.r.comments, fmt.Sprintf("nginx appended the client's query after & (rewrite %s %s, %s); a request without one gets a trailing & here, where nginx sent none", d.Arg(0), d.Arg(1), d.Pos()))
+		}
+	}
+	return rw, true
 }
 
 // firstBreaks takes the rewrite ... break directives before a location's

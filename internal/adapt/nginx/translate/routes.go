@@ -58,6 +58,9 @@ type route struct {
 	redirect   *config.Redirect // the route answers with a redirect (answer.go)
 	respond    *config.Respond  // the route answers itself (fixed.go)
 	methods    []string         // match.methods (methodif.go)
+	// encodedSlashes: nginx forwarded paths with %2F as sent (a
+	// proxy_pass without a URI part).
+	encodedSlashes bool
 	errorPages []config.ErrorPage
 	backends   []backendPlan // several pools (maps.go); pool is then the first
 	// block is the nginx block the route was made from (nil for a server's catch-all).

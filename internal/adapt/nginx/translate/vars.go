@@ -94,7 +94,11 @@ func (x *varCtx) value(name string) (string, string) {
 	case strings.HasPrefix(lower, "http_") && len(lower) > 5:
 		return "${" + lower + "}", ""
 	case lower == "proxy_host":
-		if x.proxyHost {
+		// nginx's $proxy_host is the name written in proxy_pass: an
+		// upstream's name is known now; sturdy's ${proxy_host} is the
+		// address of the backend it picked, which equals nginx's only
+		// for a proxy_pass to an address.
+		if x.proxyHost && (c.target == nil || c.target.Upstream == nil) {
 			return "${proxy_host}", ""
 		}
 		if c.proxyHost != "" {
