@@ -40,8 +40,9 @@ USER 65532:65532
 # Gateway ports 80 and 443 are served on 8080 and 8443: no NET_BIND_SERVICE.
 EXPOSE 8080 8443 9901
 STOPSIGNAL SIGTERM
+# Liveness, as the sturdy image below (which says why).
 HEALTHCHECK --interval=10s --timeout=3s --start-period=5s --retries=3 \
-    CMD ["/usr/bin/sturdy-gateway", "healthcheck", "-q"]
+    CMD ["/usr/bin/sturdy-gateway", "healthcheck", "-q", "-url", "http://127.0.0.1:9901/livez"]
 ENTRYPOINT ["/usr/bin/sturdy-gateway"]
 CMD ["run", "-c", "/etc/sturdy/sturdy.yaml"]
 

@@ -85,7 +85,7 @@ running config then stays.`,
 			name:    "reopen",
 			summary: "make the running sturdy reopen its log files (after logrotate)",
 			long: `Sends SIGUSR1 to the process named by --pid, $MAINPID or the config's
-pid_file; sturdy then reopens its access log, as nginx -s reopen does.`,
+pid_file; sturdy then reopens its access log, as nginx does on its reopen signal.`,
 			examples: []string{"sturdy reopen -c /etc/sturdy/sturdy.yaml", "sturdy reopen --pid 4242"},
 			run:      p.cmdReopen,
 		},

@@ -160,26 +160,34 @@ func TestDockerHealthcheckAsksLiveness(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, rest, ok := strings.Cut(strings.ReplaceAll(string(b), "\\\n", " "), "\nHEALTHCHECK ")
-	if !ok {
-		t.Fatal("the Dockerfile has no HEALTHCHECK")
+	n := 0
+	for _, part := range strings.Split(strings.ReplaceAll(string(b), "\\\n", " "), "\nHEALTHCHECK ")[1:] {
+		n++
+		line, _, _ := strings.Cut(part, "\n")
+		_, cmd, ok := strings.Cut(line, "CMD ")
+		if !ok {
+			t.Fatalf("HEALTHCHECK without CMD: %s", line)
+		}
+		var argv []string
+		if err := json.Unmarshal([]byte(cmd), &argv); err != nil {
+			t.Fatalf("HEALTHCHECK CMD is not an exec form: %v: %s", err, cmd)
+		}
+		for _, img := range []struct{ bin, conf string }{{"/usr/bin/sturdy", "contrib/docker/sturdy.yaml"}, {"/usr/bin/sturdy-gateway", "contrib/docker/sturdy-gateway.yaml"}} {
+			if len(argv) == 0 || argv[0] != img.bin {
+				continue
+			}
+			cfg, err := config.Load(filepath.Join(repo, img.conf))
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := []string{img.bin, "healthcheck", "-q", "-url", "http://" + cfg.Admin.Listen + "/livez"}
+			if strings.Join(argv, " ") != strings.Join(want, " ") {
+				t.Errorf("HEALTHCHECK CMD %q, want %q", argv, want)
+			}
+		}
 	}
-	line, _, _ := strings.Cut(rest, "\n")
-	_, cmd, ok := strings.Cut(line, "CMD ")
-	if !ok {
-		t.Fatalf("HEALTHCHECK without CMD: %s", line)
-	}
-	var argv []string
-	if err := json.Unmarshal([]byte(cmd), &argv); err != nil {
-		t.Fatalf("HEALTHCHECK CMD is not an exec form: %v: %s", err, cmd)
-	}
-	cfg, err := config.Load(filepath.Join(repo, "contrib/docker/sturdy.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := []string{"/usr/bin/sturdy", "healthcheck", "-q", "-url", "http://" + cfg.Admin.Listen + "/livez"}
-	if strings.Join(argv, " ") != strings.Join(want, " ") {
-		t.Errorf("HEALTHCHECK CMD %q, want %q", argv, want)
+	if n != 2 {
+		t.Errorf("%d HEALTHCHECKs; want one per image (sturdy, sturdy-gateway)", n)
 	}
 }
 
