@@ -311,6 +311,14 @@ func (f *forwarder) exchange(p *health.Pool) (*http.Response, *health.Host, fail
 				f.snap.Local.UpstreamFailed(err)
 			}
 			return nil, nil, failLocal
+		case class == outcome.StaleConnection && f.noResend && !staleUsed && idempotent && f.body == nil:
+			// The keep-alive race met by a request that may be sent again
+			// but was not resent to the same host (WithoutResend): it goes
+			// to another host, once, free of the retry budget and charged
+			// to nobody, as below for a reused connection's EOF.
+			p.Record(host, class, &hr, f.now)
+			stale, staleUsed = true, true
+			continue
 		case class == outcome.StaleConnection:
 			// The backend closed the kept-alive connection as the request
 			// arrived, and it may not be sent again: the connection's
