@@ -6,6 +6,8 @@ import (
 	"os"
 	"sync"
 
+	"k8s.io/klog/v2"
+
 	"github.com/sturdyproxy/sturdy/internal/config"
 	"github.com/sturdyproxy/sturdy/internal/server"
 )
@@ -25,6 +27,10 @@ type Wiring struct {
 // reload, with the process's server options: what sturdy-gateway run
 // serves (internal/cli's KubeServer).
 func NewFileServer(path string, log *slog.Logger, opts []server.Option) (*server.Server, error) {
+	// client-go writes through klog, which has one logger per process:
+	// this is where sturdy-gateway's process starts serving, so its lines
+	// go through sturdy's logger (JSON when log.format says so) from here.
+	klog.SetSlogLogger(log)
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, config.ErrorList{{File: path, Msg: fmt.Sprintf("cannot read config: %v", err)}}
