@@ -16,7 +16,7 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := cli.RunGateway(ctx, os.Args[1:], os.Stdout, os.Stderr, kube.NewFileServer)
+	code := cli.RunGateway(ctx, os.Args[1:], os.Stdout, os.Stderr, kube.ProcessFileServer)
 	stop()
 	os.Exit(code)
 }

@@ -81,7 +81,9 @@ func (c *compiler) route(i int) *proxy.Route {
 }
 
 // speaksHTTP2 reports whether a pool the route can send to speaks HTTP/2,
-// as a gRPC call needs.
+// as a gRPC call needs, or has no host at all: a call on such a route is
+// answered by the empty-pool chain (UNAVAILABLE), as for a GRPCRoute whose
+// Service is missing, not refused as one HTTP/1.1 cannot carry.
 func (c *compiler) speaksHTTP2(rc config.Route) bool {
 	pools := []string{rc.Pool, rc.Fallback.Pool}
 	for _, b := range rc.Backends {
@@ -89,7 +91,7 @@ func (c *compiler) speaksHTTP2(rc config.Route) bool {
 	}
 	for _, name := range pools {
 		if i := c.poolIndex(name); name != "" && i >= 0 {
-			if c.cfg.Pools[i].UsesHTTP2() {
+			if p := c.cfg.Pools[i]; p.UsesHTTP2() || len(p.Hosts) == 0 {
 				return true
 			}
 		}

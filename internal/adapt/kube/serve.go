@@ -23,14 +23,22 @@ type Wiring struct {
 	Path string
 }
 
+// ProcessFileServer is NewFileServer for the process that serves: it first
+// sends client-go's lines (klog's, one logger per process) through sturdy's
+// logger, JSON when log.format says so. klog's logger is a process global
+// that client-go's goroutines read without a lock, so it is set here, once,
+// before any of them runs, and never by a server built in a test.
+func ProcessFileServer(path string, log *slog.Logger, opts []server.Option) (*server.Server, error) {
+	klogOnce.Do(func() { klog.SetSlogLogger(log) })
+	return NewFileServer(path, log, opts)
+}
+
+var klogOnce sync.Once
+
 // NewFileServer is NewServer for the config file at path, re-read on
 // reload, with the process's server options: what sturdy-gateway run
 // serves (internal/cli's KubeServer).
 func NewFileServer(path string, log *slog.Logger, opts []server.Option) (*server.Server, error) {
-	// client-go writes through klog, which has one logger per process:
-	// this is where sturdy-gateway's process starts serving, so its lines
-	// go through sturdy's logger (JSON when log.format says so) from here.
-	klog.SetSlogLogger(log)
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, config.ErrorList{{File: path, Msg: fmt.Sprintf("cannot read config: %v", err)}}

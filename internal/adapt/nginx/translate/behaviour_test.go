@@ -624,11 +624,11 @@ func TestImportBehaviours(t *testing.T) {
 			yaml:   []string{"path: {regex: ^/old/(.*)$}\n    redirect: {url: '${scheme}://${http_host}/new/${1}${is_args}${args}', status: 301}", "redirect: {url: 'https://b.example/', status: 302}", "path: /\n    default: true\n    pool: app"},
 		},
 		{
-			name:   "a prefix location that proxies keeps sturdy's redirect of its path without the slash, as nginx redirects; one that serves files turns it off",
-			http:   up + "server {\nlisten 80;\nlocation /app/ { proxy_pass http://app; }\nlocation /files/ { root /srv; }\nlocation / { proxy_pass http://app; }\n}",
-			line:   3,
-			status: Translated,
-			yaml:   []string{"path: /app/\n    pool: app\n", "dotfiles: allow # nginx serves files whose names start with a dot\n    trailing_slash_redirect: false # nginx redirects a path without its trailing slash only for a location that proxies"},
+			name:    "a prefix location that proxies keeps sturdy's redirect of its path without the slash, as nginx redirects; one that serves files turns it off",
+			http:    up + "server {\nlisten 80;\nlocation /app/ { proxy_pass http://app; }\nlocation /files/ { root /srv; }\nlocation / { proxy_pass http://app; }\n}",
+			line:    3,
+			status:  Translated,
+			yaml:    []string{"path: /app/\n    pool: app\n", "dotfiles: allow # nginx serves files whose names start with a dot\n    trailing_slash_redirect: false # nginx redirects a path without its trailing slash only for a location that proxies"},
 			notYAML: []string{"pool: app\n    trailing_slash_redirect"},
 		},
 		{
@@ -640,11 +640,11 @@ func TestImportBehaviours(t *testing.T) {
 			notYAML: []string{"pool: refused", "-slashes", "merge_slashes"},
 		},
 		{
-			name:    "nginx's underscores_in_headers on keeps header names with underscores on the listener; off (the default) drops them as sturdy does",
-			http:    up + "server {\nlisten 80;\nunderscores_in_headers on;\nlocation / { proxy_pass http://app; }\n}\nserver {\nlisten 81;\nlocation / { proxy_pass http://app; }\n}",
-			line:    3,
-			status:  Translated,
-			yaml:    []string{"listen: :80\n    allow_underscores_in_headers: true # nginx underscores_in_headers on (or ignore_invalid_headers off)", "listen: :81\n# Request hygiene"},
+			name:   "nginx's underscores_in_headers on keeps header names with underscores on the listener; off (the default) drops them as sturdy does",
+			http:   up + "server {\nlisten 80;\nunderscores_in_headers on;\nlocation / { proxy_pass http://app; }\n}\nserver {\nlisten 81;\nlocation / { proxy_pass http://app; }\n}",
+			line:   3,
+			status: Translated,
+			yaml:   []string{"listen: :80\n    allow_underscores_in_headers: true # nginx underscores_in_headers on (or ignore_invalid_headers off)", "listen: :81\n# Request hygiene"},
 		},
 		{
 			name:    "a protected prefix refuses its path written with a repeated slash where a server on its listener keeps slashes",

@@ -61,8 +61,8 @@ type route struct {
 	// encodedSlashes: nginx forwarded paths with %2F as sent (a
 	// proxy_pass without a URI part).
 	encodedSlashes bool
-	errorPages []config.ErrorPage
-	backends   []backendPlan // several pools (maps.go); pool is then the first
+	errorPages     []config.ErrorPage
+	backends       []backendPlan // several pools (maps.go); pool is then the first
 	// block is the nginx block the route was made from (nil for a server's catch-all).
 	block *Block
 	// keepNoSlash is set for a route of a location that does not pass its
