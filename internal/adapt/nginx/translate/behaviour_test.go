@@ -624,6 +624,14 @@ func TestImportBehaviours(t *testing.T) {
 			yaml:   []string{"path: {regex: ^/old/(.*)$}\n    redirect: {url: '${scheme}://${http_host}/new/${1}${is_args}${args}', status: 301}", "redirect: {url: 'https://b.example/', status: 302}", "path: /\n    default: true\n    pool: app"},
 		},
 		{
+			name:    "proxy_request_buffering off (a registry's uploads) streams bodies on that location, inherited from the server; elsewhere bodies wait whole as in nginx",
+			http:    up + "server {\nlisten 80;\nproxy_request_buffering off;\nlocation /v2/ { proxy_pass http://app; }\nlocation /ui/ { proxy_request_buffering on; proxy_pass http://app; }\n}",
+			line:    6,
+			status:  Translated,
+			yaml:    []string{"path: /v2/\n    pool: app\n", "request_buffering: false # nginx proxy_request_buffering off: bodies stream to the backend as they arrive"},
+			notYAML: []string{"path: /ui/\n    pool: app\n    timeouts:\n      connect: 5s\n      response_header: 30s\n    max_body_bytes: 1MiB # nginx's default client_max_body_size\n    request_buffering"},
+		},
+		{
 			name:    "a prefix location that proxies keeps sturdy's redirect of its path without the slash, as nginx redirects; one that serves files turns it off",
 			http:    up + "server {\nlisten 80;\nlocation /app/ { proxy_pass http://app; }\nlocation /files/ { root /srv; }\nlocation / { proxy_pass http://app; }\n}",
 			line:    3,

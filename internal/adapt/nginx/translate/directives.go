@@ -39,9 +39,10 @@ var locationRules = map[string]rule{
 	"error_page":                  {apply: (*translator).errorPages},
 	"proxy_intercept_errors":      {apply: (*translator).intercept},
 	"proxy_cache":                 {apply: (*translator).cache},
+	"proxy_request_buffering":     {apply: (*translator).requestBuffering},
 
 	"proxy_send_timeout": harmless, "send_timeout": harmless, "proxy_http_version": harmless,
-	"proxy_buffering": harmless, "proxy_request_buffering": harmless, "proxy_buffers": harmless,
+	"proxy_buffering": harmless, "proxy_buffers": harmless,
 	"proxy_buffer_size": harmless, "proxy_busy_buffers_size": harmless, "proxy_max_temp_file_size": harmless,
 	"proxy_temp_file_write_size": harmless, "proxy_ignore_client_abort": harmless, "proxy_socket_keepalive": harmless,
 	"proxy_headers_hash_max_size": harmless, "proxy_headers_hash_bucket_size": harmless, "proxy_force_ranges": harmless,
@@ -158,7 +159,7 @@ func (t *translator) settings(c *locCtx, sc *nginx.Scope) {
 				}
 			}
 		}
-		for _, name := range []string{"proxy_connect_timeout", "proxy_read_timeout", "client_max_body_size", "proxy_next_upstream", "proxy_next_upstream_tries", "error_page", "proxy_cache", "proxy_redirect"} {
+		for _, name := range []string{"proxy_connect_timeout", "proxy_read_timeout", "client_max_body_size", "proxy_next_upstream", "proxy_next_upstream_tries", "error_page", "proxy_cache", "proxy_redirect", "proxy_request_buffering"} {
 			if !seen[name] {
 				if ds := sc.Get(name); len(ds) > 0 {
 					for _, x := range ds {

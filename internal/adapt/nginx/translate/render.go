@@ -282,6 +282,9 @@ func (t *translator) renderRoute(r *route) *yaml.Node {
 		}
 		set(m, "max_body_bytes", str(r.maxBody), "", note)
 	}
+	if r.streamBody && r.pool != nil {
+		set(m, "request_buffering", no(), "", "nginx proxy_request_buffering off: bodies stream to the backend as they arrive")
+	}
 	if r.encodedSlashes && r.pool != nil {
 		set(m, "allow_encoded_slashes", yes(), "", "nginx forwarded %2F as sent here (proxy_pass without a URI part)")
 	}

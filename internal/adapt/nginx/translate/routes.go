@@ -26,8 +26,10 @@ type route struct {
 	maxBody  string // "" : sturdy's default
 	// maxBodyDefault reports that maxBody is nginx's default, not written.
 	maxBodyDefault bool
-	tries          int // 0: sturdy's default
-	comments       []string
+	// streamBody is nginx's proxy_request_buffering off.
+	streamBody bool
+	tries      int // 0: sturdy's default
+	comments   []string
 	// sorryFile is the error_page file for 502/503/504, "" for sturdy's default page.
 	sorryFile string
 	// sorryBody is the refusal page of a refusal route.

@@ -32,6 +32,17 @@ func (t *translator) timeouts(c *locCtx, ds []*nginx.Directive) {
 	}
 }
 
+// requestBuffering reads proxy_request_buffering: off streams request
+// bodies to the backend as they arrive, which sturdy does only when told
+// (request_buffering: false), since it reads bodies whole by default as
+// nginx does; a registry or an upload service that turned buffering off
+// keeps its streaming uploads (and their size: no temp-file bound).
+func (t *translator) requestBuffering(c *locCtx, ds []*nginx.Directive) {
+	if d := last(ds); d != nil && d.Arg(0) == "off" {
+		c.r.streamBody = true
+	}
+}
+
 func (t *translator) bodySize(c *locCtx, ds []*nginx.Directive) {
 	d := last(ds)
 	if d == nil {
