@@ -299,7 +299,7 @@ func TestIncident004StaleIsBoundedAndLabelled(t *testing.T) {
 	for i := range failing {
 		failing[i].Store(true)
 	}
-	first := s.cache.RouteStats("pages") // revalidations above may have met the bad backend
+	first := s.cache.RouteStats("pages")   // revalidations above may have met the bad backend
 	clock.Advance(1100 * time.Millisecond) // past max-age
 	stale, errorsSeen := 0, 0
 	for range 70 { // 3.5s on the cache's clock

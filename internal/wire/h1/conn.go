@@ -69,9 +69,9 @@ type conn struct {
 	// blank is how many CR or LF bytes may still be skipped before the
 	// next request line: maxBlank after a POST, 0 otherwise (skipBlank).
 	blank int
-	buf    *[]byte
-	r, w   int // unread bytes are (*buf)[r:w]
-	bw     *bufio.Writer
+	buf   *[]byte
+	r, w  int // unread bytes are (*buf)[r:w]
+	bw    *bufio.Writer
 }
 
 const (
