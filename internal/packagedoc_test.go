@@ -3,9 +3,12 @@
 package internal_test
 
 import (
+	"bytes"
+	"go/format"
 	"go/parser"
 	"go/token"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -42,5 +45,31 @@ func TestEveryPackageHasADocComment(t *testing.T) {
 		if !ok {
 			t.Errorf("package %s (%s) has no doc comment starting \"Package %s\"", p.name, p.dir, p.name)
 		}
+	}
+}
+
+// Every Go file is as gofmt writes it: the merges of parallel branches
+// left two that were not, which only a reader's gofmt found.
+func TestEveryFileIsGofmted(t *testing.T) {
+	n := 0
+	for _, root := range []string{".", "../cmd", "../bench", "../tools"} {
+		filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+			if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") || strings.Contains(path, "testdata") {
+				return nil
+			}
+			src, err := os.ReadFile(path)
+			if err != nil {
+				t.Error(err)
+				return nil
+			}
+			n++
+			if out, err := format.Source(src); err != nil || !bytes.Equal(out, src) {
+				t.Errorf("%s is not gofmt'ed (gofmt -w %s)", path, path)
+			}
+			return nil
+		})
+	}
+	if n < 400 {
+		t.Fatalf("read only %d files; is the walk wrong?", n)
 	}
 }
