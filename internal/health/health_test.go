@@ -457,3 +457,62 @@ func TestScannerDoesNotDegradeItsRoute(t *testing.T) {
 		t.Fatalf("%d client_attributed events, want 1", rec.count(event.ClientAttributed))
 	}
 }
+
+// Issue 36: in a pool without active checks, a host that max_ejected
+// keeps in rotation as suspect gets only what the healthy hosts cannot
+// take, so it may never see the success that would reset its connection
+// failures in a row. It must still return when its ejection would have
+// ended, as health.md says, and at once when it succeeds again.
+func TestHeldSuspectClearsWithoutProbe(t *testing.T) {
+	_, hp, _ := setup(t, 2, "{ eject_time: 10s, max_eject_time: 10s, slow_start: 0s }", nil)
+	a, b := hp.Hosts[0], hp.Hosts[1]
+	for range 3 {
+		hp.Record(a, outcome.ConnectRefused, nil, t0)
+	}
+	for range 3 {
+		hp.Record(b, outcome.ConnectRefused, nil, t0)
+	}
+	if a.Mode() != Ejected || b.Mode() != Suspect {
+		t.Fatalf("modes %s %s, want ejected and held suspect (max_ejected 50%% of 2)", a.Mode(), b.Mode())
+	}
+	// No request reaches b after it recovered: the eject time clears it.
+	now := t0.Add(5 * time.Second)
+	hp.tick(now)
+	if b.Mode() != Suspect {
+		t.Fatalf("b %s after 5s, want still suspect: its ejection would last 10s", b.Mode())
+	}
+	now = t0.Add(10 * time.Second)
+	hp.tick(now)
+	if b.Mode() != Healthy || a.Mode() != Healthy {
+		t.Fatalf("modes %s %s after the eject time, want both back", a.Mode(), b.Mode())
+	}
+	if since, reason, _ := b.Describe(); !since.Equal(now) || reason == "" {
+		t.Errorf("b since %s, reason %q", since, reason)
+	}
+
+	// Held again; this time a request succeeds on it: back at the next tick.
+	for range 3 {
+		hp.Record(a, outcome.ConnectRefused, nil, now)
+	}
+	for range 3 {
+		hp.Record(b, outcome.ConnectRefused, nil, now)
+	}
+	if b.Mode() != Suspect {
+		t.Fatalf("b %s, want held suspect again", b.Mode())
+	}
+	hp.Record(b, outcome.OK, &Request{Route: NewRouteTracker(hp.m, "a")}, now.Add(time.Second))
+	hp.tick(now.Add(time.Second))
+	if b.Mode() != Healthy {
+		t.Fatalf("b %s after a success, want healthy", b.Mode())
+	}
+}
+
+// A host that never changed state has been in it since it was compiled
+// in: /api/status must not show the zero time.
+func TestHostSinceIsItsLoadTime(t *testing.T) {
+	before := time.Now()
+	_, hp, _ := setup(t, 1, "{}", nil)
+	if since, _, _ := hp.Hosts[0].Describe(); since.Before(before) || since.After(time.Now()) {
+		t.Errorf("since %s, want the time the pool was built", since)
+	}
+}

@@ -74,11 +74,17 @@ func (p *Pool) detectOutliers(now time.Time) {
 		case outlier && s.h.Mode() == Suspect && !p.HasActiveChecks():
 			p.eject(s.h, "host-attributed failure rate at or above failure_rate, or clearly above its peers'", evidence, now)
 		case !outlier && s.h.Mode() == Suspect && !p.HasActiveChecks() && s.h.connectFailures.Load() == 0 &&
-			(s.h.attempts[okClass].Load() > s.h.suspectOK.Load() || now.UnixNano() >= s.h.ejectUntil.Load()):
+			s.h.attempts[okClass].Load() > s.h.suspectOK.Load():
 			// Held in rotation by max_ejected, it got only what the
-			// healthy hosts could not take: it returns once it has
-			// succeeded again, or when an ejection would have ended.
-			p.restore(s.h, "the evidence against it has cleared", now)
+			// healthy hosts could not take, and that succeeded.
+			p.restore(s.h, "requests to it succeed again", now)
+		case !outlier && s.h.Mode() == Suspect && !p.HasActiveChecks() && now.UnixNano() >= s.h.ejectUntil.Load():
+			// Its ejection would have ended by now. It may have had no
+			// request since (the healthy hosts took them all), so no
+			// success could reset its connection failures in a row: the
+			// evidence is as old as an ejected host's, and it returns as
+			// one would (issue 36: it stayed suspect for good).
+			p.restore(s.h, "the evidence against it is older than its eject time", now)
 		case s.h.Mode() == Suspect && p.HasActiveChecks() && s.h.isGrayHeld() && now.UnixNano() >= s.h.ejectUntil.Load():
 			p.restore(s.h, "held after its probe and traffic disagreed; that time is over", now)
 		}

@@ -183,9 +183,12 @@ func NewPool(m *Monitor, attr *Attributing, cfg PoolConfig, prev *Pool) (*Pool, 
 			}
 		}
 		if st == nil {
-			st = &hostState{pool: p.shared}
+			now := time.Now()
+			// A host is in its first state since it was compiled in, not
+			// since the zero time (issue 36: /api/status showed year 1).
+			st = &hostState{pool: p.shared, since: now}
 			st.window.SetSpan(cfg.Passive.Window)
-			st.quietSince.Store(time.Now().UnixNano()) // no success yet, since now
+			st.quietSince.Store(now.UnixNano()) // no success yet, since now
 		}
 		target := hs.Target
 		if target == "" {
