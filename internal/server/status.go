@@ -102,7 +102,7 @@ func (s *Server) Status() view.Status {
 	if cfg.Admin.ExpiredCertificateNotReady {
 		for _, c := range st.Certificates {
 			if c.State == view.CertExpired {
-				st.NotReady = append(st.NotReady, fmt.Sprintf("certificate of listener %s (%s) expired at %s", c.Listener, c.Names, c.NotAfter.UTC().Format(time.RFC3339)))
+				st.NotReady = append(st.NotReady, view.NotReadyCertificate(c))
 			}
 		}
 	}
@@ -112,7 +112,7 @@ func (s *Server) Status() view.Status {
 		}
 	}
 	if st.Draining {
-		st.NotReady = append([]string{"shutting down: draining in-flight requests"}, st.NotReady...)
+		st.NotReady = append([]string{view.NotReadyDraining}, st.NotReady...)
 	}
 	st.Ready = len(st.NotReady) == 0
 	return st
@@ -169,7 +169,7 @@ func notReady(counted []string, routes []view.Route) []string {
 	var out []string
 	for _, r := range routes {
 		if (len(counted) == 0 || count[r.Name]) && r.Serving == "sorry" {
-			out = append(out, fmt.Sprintf("route %s: no backend can answer (pool %s is empty); only the sorry page is left", r.Name, r.Pool))
+			out = append(out, view.NotReadyRoute(r))
 		}
 	}
 	return out

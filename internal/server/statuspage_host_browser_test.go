@@ -100,10 +100,11 @@ pools:
 	why503 := `(?:failure rate clearly above its peers'|failed requests in a row from several clients while its peers succeed)`
 	for _, want := range []*regexp.Regexp{
 		// The headline counts both; neither is hidden behind "All good".
-		regexp.MustCompile(`id="verdict" class="verdict warning">2 warnings: web / (` + b503 + `|` + dead + `) ejected<`),
-		// Needs attention: each host, why, and the evidence.
-		regexp.MustCompile(`<span class="what">web / ` + b503 + ` ejected</span><span class="detail">` + why503 + ` — [^<]*status_5xx[^<]*</span>`),
-		regexp.MustCompile(`<span class="what">web / ` + dead + ` ejected</span><span class="detail">connection failures in a row — \d+ consecutive connect_refused</span>`),
+		regexp.MustCompile(`id="verdict" class="verdict warning">2 warnings: Host (` + b503 + `|` + dead + `) is ejected<`),
+		// Needs attention: each host, why in words, and the evidence.
+		regexp.MustCompile(`<span class="what">Host ` + b503 + ` is ejected</span><span class="since"[^>]*>[^<]*</span><span class="detail">Taken out of rotation on its traffic: it answers with server errors \(5xx\)\. Check its logs\.</span>.*?<span class="evidence">` + why503 + ` — [^<]*status_5xx[^<]*</span>`),
+		regexp.MustCompile(`<span class="what">Host ` + dead + ` is ejected</span><span class="since"[^>]*>[^<]*</span><span class="detail">Taken out of rotation on its traffic: nothing accepts connections on its address \(connection refused\)\. [^<]*</span>.*?<span class="evidence">connection failures in a row — \d+ consecutive connect_refused</span>`),
+		regexp.MustCompile(`<li data-level="ok" data-affects="route/site"><span class="badge s-ok" data-state="ok">route site</span> clients served as usual</li>`),
 		// The hosts table: state, cause and the last minute's failures.
 		regexp.MustCompile(`data-host="web/` + b503 + `" data-state="ejected"[^>]*>.*?<td class="why">` + why503 + `<span class="evidence">[^<]*status_5xx[^<]*</span></td>(<td[^>]*>[^<]*</td>){3}<td class="num[^"]*"[^>]*>100\.0%</td>`),
 		regexp.MustCompile(`data-host="web/` + dead + `" data-state="ejected"[^>]*>.*?<td class="why">connection failures in a row<span class="evidence">\d+ consecutive connect_refused</span></td>(<td[^>]*>[^<]*</td>){3}<td class="num[^"]*"[^>]*>100\.0%</td>`),

@@ -49,6 +49,48 @@ type Status struct {
 	Edge Edge `json:"edge"`
 	// Local is sturdy's own resource exhaustion.
 	Local Local `json:"local"`
+	// Problems is what needs attention, one entry per cause, worst
+	// first: what the status page lists under "Needs attention". The
+	// status handler fills it from the rest of the snapshot
+	// (internal/ops/status/problems.go).
+	Problems []Problem `json:"problems"`
+}
+
+// Problem is one cause that needs attention: a failing host (once, however
+// many pools it is in), a route failing for reasons of its own, or one
+// fact about sturdy itself (a refused reload, an expiring certificate).
+type Problem struct {
+	// Level is critical when clients are failed or get degraded answers
+	// (the sorry page, stale copies, the fallback pool, panic routing),
+	// warning when something is broken but every client is served as
+	// usual (a redundant host out), info for what is worth knowing
+	// (a host an operator drained, attributed clients).
+	Level string `json:"level"`
+	// Kind is what the cause is: "host", "route", "readiness", "process",
+	// "certificate", "dns", "reload", "webhook" or "clients"; Subject
+	// names it (the host's address, the route's name, ...).
+	Kind    string `json:"kind"`
+	Subject string `json:"subject"`
+	// Title says what is wrong in a few words, e.g. "Host 10.0.0.12:8080
+	// is down".
+	Title string `json:"title"`
+	// Why says it for an operator: what it means and what to check.
+	Why string `json:"why,omitempty"`
+	// Detail is the evidence as recorded: counts, the last probe's
+	// answer, an error's text.
+	Detail string    `json:"detail,omitempty"`
+	Since  time.Time `json:"since,omitzero"`
+	// Affects lists the pools and routes the cause reaches, each with
+	// its own level (ok: still served as usual).
+	Affects []Affected `json:"affects,omitempty"`
+}
+
+// Affected is one pool or route a problem reaches.
+type Affected struct {
+	Kind  string `json:"kind"` // "pool" or "route"
+	Name  string `json:"name"`
+	Level string `json:"level"`
+	What  string `json:"what"` // e.g. "2 of 3 hosts in rotation"
 }
 
 // EdgeRoute is the route label of the answers given before any route was
@@ -97,6 +139,7 @@ type Local struct {
 // Verdict levels, from the thresholds in judge.go.
 const (
 	LevelOK       = "ok"
+	LevelInfo     = "info" // problems only: worth knowing, nothing broken
 	LevelWarning  = "warning"
 	LevelCritical = "critical"
 )
@@ -139,9 +182,12 @@ type Host struct {
 	Addr string `json:"addr"`
 	// Name is the DNS name (and port) the address came from, when the
 	// host was configured by name: each address of a name is a host.
-	Name     string    `json:"name,omitempty"`
-	Weight   int       `json:"weight"`
-	State    string    `json:"state"`
+	Name   string `json:"name,omitempty"`
+	Weight int    `json:"weight"`
+	State  string `json:"state"`
+	// Since is when the host entered its state: for a host that never
+	// changed state, when it was loaded (the start, or the reload that
+	// added it).
 	Since    time.Time `json:"since"`
 	Reason   string    `json:"reason,omitempty"`   // why it is in this state, in words
 	Evidence string    `json:"evidence,omitempty"` // e.g. "12 of 40 requests failed (status_5xx) from 5 clients in 30s; peers 0%"

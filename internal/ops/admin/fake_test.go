@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/sturdyproxy/sturdy/internal/event"
+	"github.com/sturdyproxy/sturdy/internal/testing/scenes"
 	"github.com/sturdyproxy/sturdy/internal/view"
 )
 
@@ -20,6 +21,9 @@ type fakeBackend struct {
 	modes     []string // "pool/addr=mode" in call order
 	reloadErr error
 	modeErr   error
+	// scene, when set, is the scenes.Demo situation to play instead of
+	// the incident.
+	scene string
 }
 
 var start = time.Date(2026, 9, 26, 6, 40, 0, 0, time.UTC)
@@ -28,6 +32,9 @@ func (f *fakeBackend) Status() view.Status {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.step++
+	if f.scene != "" {
+		return scenes.Demo(f.scene, f.step)
+	}
 	st := scenario(f.step)
 	if f.notReady != nil || f.draining {
 		st.Ready, st.NotReady, st.Draining = f.ready, f.notReady, f.draining

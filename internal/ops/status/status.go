@@ -2,7 +2,10 @@
 // static HTML, CSS and JavaScript embedded in the binary (no CDN, works
 // offline); it polls the JSON every two seconds and computes rates from
 // counter deltas itself, so both show the same view.Status snapshot taken
-// at request time, and the server keeps no state per viewer.
+// at request time, and the server keeps no state per viewer. What needs
+// attention is worked out here, once per snapshot (problems.go): grouped
+// by cause, ranked by what clients get, worded for operators
+// (explain.go), so the page and the JSON's readers see the same list.
 package status
 
 import (
@@ -126,6 +129,10 @@ func (h *Handler) serveAsset(w http.ResponseWriter, r *http.Request, name string
 
 func (h *Handler) serveJSON(w http.ResponseWriter, r *http.Request) {
 	st := h.snapshot()
+	st.Problems = Problems(st)
+	if st.Problems == nil {
+		st.Problems = []view.Problem{} // [] in JSON: the page reads it as "nothing needs attention"
+	}
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	if _, pretty := r.URL.Query()["pretty"]; pretty {

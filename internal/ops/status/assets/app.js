@@ -66,53 +66,11 @@ function quantile(q, h, prev) {
 const recoveries = new Set(["host_restored", "host_up", "host_ready", "pool_restored", "panic_left",
   "client_released", "route_recovered", "stale_ended", "reload_applied", "dns_recovered"]);
 
-const servingWords = {
-  panic: "routing to passively ejected hosts (panic mode)",
-  fallback: "answering from its fallback pool",
-  stale: "answering with stale cached copies",
-  sorry: "answering with the sorry page (503)",
-};
-
+// problems are the server's (internal/ops/status/problems.go): one per
+// cause, worst first, each with the pools and routes it reaches. The page
+// only draws them, so the JSON's readers see the same list.
 function problems(st) {
-  const out = [];
-  const add = (level, what, detail, when) => out.push({ level, what, detail, when });
-  if (st.draining) add("warning", "Shutting down", "in-flight requests are finishing; /readyz answers 503");
-  else if (!st.ready) add("critical", "Not ready", (st.not_ready || []).join("; ") || "/readyz answers 503");
-  for (const p of st.pools || []) {
-    if (p.empty) add("critical", "Pool " + p.name + " is empty", "no host takes requests", p.empty_since);
-    else if (p.panic) add("critical", "Pool " + p.name + " in panic mode", "every host is passively ejected; trying them anyway");
-  }
-  for (const r of st.routes || []) {
-    if (r.serving && r.serving !== "normal") add(r.serving === "sorry" ? "critical" : "warning",
-      "Route " + r.name + " " + (servingWords[r.serving] || "answering by " + r.serving), "pool " + r.pool, r.serving_since);
-    if (r.degraded) add("warning", "Route " + r.name + " degraded", r.degraded_reason || "failures attributed to the route", r.degraded_since);
-    const v = r.verdict || {};
-    if (v.level === "critical") add("critical", "Route " + r.name + " is failing its clients", v.reason);
-    else if (v.level === "warning") add("warning", "Route " + r.name + " answers more errors", v.reason);
-  }
-  for (const p of st.pools || []) {
-    for (const h of p.hosts || []) {
-      const v = h.verdict || {};
-      if (v.level === "warning" && (h.state === "healthy" || h.state === "suspect"))
-        add("warning", p.name + " / " + h.addr + " fails more than its peers", v.reason);
-      if (h.state === "healthy") continue;
-      const level = h.state === "suspect" || h.state === "drained" || h.state === "maintenance" ? "info" :
-        h.state === "down" ? "critical" : "warning";
-      add(level, p.name + " / " + h.addr + " " + h.state, [h.reason, [h.evidence, lastProbe(h)].filter(Boolean).join("; ")].filter(Boolean).join(" — "), h.since);
-    }
-  }
-  const clients = st.attributed_clients || [];
-  if (clients.length) add("info", clients.length + (clients.length === 1 ? " client" : " clients") + " attributed",
-    "their failures are theirs, not the hosts'; " + clients.filter((c) => c.shed).length + " shed");
-  for (const c of st.certificates || []) {
-    if (c.state === "expired") add("critical", "Certificate expired: " + c.names, "listener " + c.listener + " (" + c.source + "): clients refuse it since " + c.not_after, c.not_after);
-    else if (c.state === "expiring") add("warning", "Certificate expiring: " + c.names, "listener " + c.listener + " (" + c.source + "): valid until " + c.not_after + (c.source === "acme" ? "; its renewal is late" : "; replace it"));
-  }
-  if (st.reloads && st.reloads.last_error) add("warning", "Last config reload refused", st.reloads.last_error, st.reloads.last);
-  for (const w of st.webhooks || []) {
-    if (w.last_error) add("warning", "Webhook " + w.name + " failing", w.last_error, w.last_error_time);
-  }
-  return out;
+  return st.problems || [];
 }
 
 // lastProbe tells how the latest probe of a host out of rotation failed,
@@ -123,25 +81,28 @@ function lastProbe(h) {
   return "last probe: " + h.check_detail;
 }
 
-const levelRank = { critical: 0, warning: 1, info: 2 };
-
 function renderProblems(st, list) {
   if (!list.length) {
     replace("problems", el("li", { class: "ok" }, el("span", { class: "what" }, "Nothing needs attention"),
       el("span", { class: "detail" }, "every route answers normally and every host is healthy")));
     return;
   }
-  replace("problems", list.map((p) => el("li", { class: p.level, "data-level": p.level },
-    el("span", { class: "what" }, p.what), p.detail ? el("span", { class: "detail" }, p.detail) : null, since(p.when, st.time))));
+  replace("problems", list.map((p) => el("li", { class: p.level, "data-level": p.level, "data-kind": p.kind, "data-subject": p.subject },
+    el("span", { class: "what" }, p.title), since(p.since, st.time),
+    p.why ? el("span", { class: "detail" }, p.why) : null,
+    (p.affects || []).length ? el("ul", { class: "affects" }, p.affects.map((a) =>
+      el("li", { "data-level": a.level, "data-affects": a.kind + "/" + a.name },
+        badge(a.level, a.kind + " " + a.name), " ", a.what))) : null,
+    p.detail ? el("span", { class: "evidence" }, p.detail) : null)));
 }
 
 function renderHeader(st, list) {
   const crit = list.filter((p) => p.level === "critical").length;
   const warn = list.filter((p) => p.level === "warning").length;
   const v = document.getElementById("verdict");
-  // The headline names the worst problem (the list is sorted worst first),
-  // so a failing route is in the first words anyone reads.
-  const worst = list.length ? ": " + list[0].what : "";
+  // The headline names the worst problem (the list comes worst first),
+  // so what fails clients is in the first words anyone reads.
+  const worst = list.length ? ": " + list[0].title : "";
   if (crit) { v.className = "verdict critical"; v.textContent = crit + (crit === 1 ? " critical problem" : " critical problems") + worst; }
   else if (warn) { v.className = "verdict warning"; v.textContent = warn + (warn === 1 ? " warning" : " warnings") + worst; }
   else { v.className = "verdict ok"; v.textContent = "All good"; }
@@ -363,9 +324,7 @@ function renderOps(st) {
 // ---- polling --------------------------------------------------------------
 
 function render(st) {
-  // Worst first (a stable sort keeps the order within a level): the
-  // headline names the first.
-  const list = problems(st).sort((a, b) => levelRank[a.level] - levelRank[b.level]);
+  const list = problems(st);
   renderHeader(st, list);
   renderProblems(st, list);
   renderSummary(st);
