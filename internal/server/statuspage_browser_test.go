@@ -88,7 +88,7 @@ pools:
 	dom := testutil.RunChromium(t, bin, "--dump-dom", "http://"+s.AdminAddr()+"/status")
 	for _, want := range []*regexp.Regexp{
 		regexp.MustCompile(`id="verdict" class="verdict critical">1 critical problem: Route bad is failing its clients<`),
-		regexp.MustCompile(`<li class="critical" data-level="critical" data-kind="route" data-subject="bad"><span class="what">Route bad is failing its clients</span><span class="detail">Its clients got 50\.0% 5xx answers in the last minute\.</span>.*?<span class="evidence">50\.0% of answers were 5xx in the last [\d.]+s \(20 of 40\)[^<]*</span>`),
+		regexp.MustCompile(`<li class="critical" data-level="critical" data-kind="route" data-subject="bad"><span class="what">Route bad is failing its clients</span><span class="detail">Its clients got 50\.0% 5xx answers in the last (?:minute|\d+s)\.</span>.*?<span class="evidence">50\.0% of answers were 5xx in the last [\d.]+s \(20 of 40\)[^<]*</span>`),
 		regexp.MustCompile(`data-route="bad" data-verdict="critical">.*?<span class="badge s-critical" data-state="critical">50\.0% 5xx</span>`),
 		regexp.MustCompile(`data-route="good" data-verdict="ok">.*?<span class="badge s-ok" data-state="ok">0\.0% 5xx</span>`),
 	} {

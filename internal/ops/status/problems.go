@@ -230,7 +230,7 @@ func (d *diagnosis) routeAffected(r view.Route, p view.Pool) view.Affected {
 		a.Level, a.What = view.LevelWarning, serving(r)+" for reasons of its own (listed apart)"
 	}
 	if v := r.Verdict; v.Level == view.LevelCritical || v.Level == view.LevelWarning {
-		a.What += fmt.Sprintf("; %s of its answers 5xx in the last minute", percent(r.Recent.ErrorRatio))
+		a.What += fmt.Sprintf("; %s of its answers 5xx in the last %s", percent(r.Recent.ErrorRatio), window(r.Recent.Seconds))
 	}
 	return a
 }
@@ -282,7 +282,7 @@ func (d *diagnosis) routes() {
 			p.Title, p.Since = "Route "+r.Name+" fails on every host", r.DegradedSince
 		}
 		if bad {
-			why = append(why, "Its clients got "+percent(r.Recent.ErrorRatio)+" 5xx answers in the last minute.")
+			why = append(why, "Its clients got "+percent(r.Recent.ErrorRatio)+" 5xx answers in the last "+window(r.Recent.Seconds)+".")
 			p.Detail = v.Reason
 		}
 		if r.Degraded {
@@ -389,6 +389,15 @@ func percent(r float64) string {
 		return fmt.Sprintf("%.2f%%", p)
 	}
 	return fmt.Sprintf("%.1f%%", p)
+}
+
+// window names the span of a route's recent counts: a minute, less right
+// after a start.
+func window(seconds float64) string {
+	if seconds == 0 || seconds >= 55 {
+		return "minute"
+	}
+	return fmt.Sprintf("%.0fs", seconds)
 }
 
 func upperFirst(s string) string {

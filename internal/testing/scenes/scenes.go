@@ -35,7 +35,7 @@ var Start = time.Date(2026, 12, 2, 9, 0, 0, 0, time.UTC)
 
 // Probe answers of a dead backend, as the health checker records them.
 const (
-	probeRefused = "request failed: connect: connection refused"
+	probeRefused = "request failed: connection refused"
 	probeTimeout = "request failed: context deadline exceeded (Client.Timeout exceeded while awaiting headers)"
 	probe503     = "status 503, expected 200-399"
 )
@@ -59,16 +59,16 @@ func Demo(name string, step int) view.Status {
 	hist := func(scale uint64) view.Histogram {
 		return view.Histogram{
 			Bounds: []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10},
-			Counts: []uint64{10 * scale, 40 * scale, 120 * scale, 300 * scale, 420 * scale, 470 * scale, 490 * scale, 497 * scale, 499 * scale, 500 * scale, 500 * scale},
-			Count:  500 * scale, Sum: 0.03 * 500 * float64(scale),
+			Counts: []uint64{100 * scale, 300 * scale, 420 * scale, 470 * scale, 490 * scale, 497 * scale, 499 * scale, 500 * scale, 500 * scale, 500 * scale, 500 * scale},
+			Count:  500 * scale, Sum: 0.02 * 500 * float64(scale),
 		}
 	}
 	host := func(addr string, i int) view.Host {
 		h := view.Host{Addr: addr, Weight: 1, State: view.Healthy, Since: Start,
-			Attempts:       map[string]uint64{"ok": 3000 + 40*n + uint64(i)*11},
+			Attempts:       map[string]uint64{"ok": 3000 + 5*n + uint64(i)*11},
 			WindowRequests: 30, LastCheck: now.Add(-time.Second), LastCheckOK: true, CheckDetail: "status 200",
 			Recent:     view.HostRecent{Seconds: 60, Attempts: 80 + uint64(i)},
-			HeaderTime: hist(6 + n), BytesReceived: (3000 + 40*n) * 1800, BytesSent: (3000 + 40*n) * 30}
+			HeaderTime: hist(6 + n), BytesReceived: (3000 + 5*n) * 1800, BytesSent: (3000 + 5*n) * 30}
 		if why := dead[addr]; why != "" {
 			h.State, h.Since, h.Reason, h.Evidence = view.Down, outAt.Add(time.Duration(i)*time.Second), "readiness probe failed", why
 			h.LastCheckOK, h.CheckDetail = false, why
