@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"regexp"
 	"strings"
 	"sync"
@@ -225,5 +226,47 @@ func TestDemoPanelInBrowser(t *testing.T) {
 	if t.Failed() {
 		i := strings.Index(dom, `id="demo"`)
 		t.Logf("DOM around the panel:\n%.3000s", dom[max(i, 0):])
+	}
+}
+
+// Issue 36 (item 4): the docs' demo table said a broken %-escape gets 400
+// while the demo's got 200 (it was in the query, which is forwarded as
+// sent). What each malformed request gets, from the real demo, is what
+// docs/observability.md says.
+func TestDemoMalformedAnswersAsDocumented(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the demo")
+	}
+	d := startDemo(t)
+	code, body := d.control("malformed", false)
+	if code != 200 {
+		t.Fatalf("malformed: %d %s", code, body)
+	}
+	var res struct{ Results []demo.MalformedResult }
+	if err := json.Unmarshal([]byte(body), &res); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]int{
+		"raw UTF-8 in the query": 200, "a raw Latin-1 byte in the path": 200, "dot segments climbing out of the path": 200,
+		"a broken percent-encoding in the path": 400, "a control byte": 400,
+	}
+	for _, r := range res.Results {
+		if w, ok := want[r.What]; !ok || r.Status != w {
+			t.Errorf("%s (%s): %d %s, want %d", r.What, r.Target, r.Status, r.Error, w)
+		}
+		delete(want, r.What)
+	}
+	if len(want) > 0 {
+		t.Errorf("not sent: %v", want)
+	}
+	doc, err := os.ReadFile("../../docs/observability.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, claim := range []string{"raw UTF-8 and Latin-1 bytes are re-encoded and answered (`200`)", "dot segments resolved (`200`)",
+		"a broken `%`-escape in the path (`/report/%zz`) and a control byte get `400`"} {
+		if !strings.Contains(string(doc), claim) {
+			t.Errorf("docs/observability.md no longer says %q", claim)
+		}
 	}
 }

@@ -26,7 +26,7 @@ var malformedTargets = []struct{ target, what string }{
 	{"/search?q=\xe4\xbd\xa0\xe5\xa5\xbd", "raw UTF-8 in the query"},
 	{"/caf\xe9/menu", "a raw Latin-1 byte in the path"},
 	{"/files/../../etc/passwd", "dot segments climbing out of the path"},
-	{"/report?id=%zz", "a broken percent-encoding"},
+	{"/report/%zz", "a broken percent-encoding in the path"},
 	{"/a\x01b", "a control byte"},
 }
 
