@@ -93,7 +93,8 @@ func hostWhy(p view.Pool, h view.Host) string {
 	case view.Down:
 		lead, text = check+" fails: ", h.CheckDetail+" "+h.Evidence
 		if h.LastCheckOK {
-			text = h.Evidence
+			// Coming back: it returns after enough passes in a row.
+			lead, text = check+" failed, and its last probe passed (it returns after enough passes in a row): ", h.Evidence
 		}
 		if m := probeStatus.FindStringSubmatch(text); m != nil {
 			k := classify(text)

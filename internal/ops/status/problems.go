@@ -100,6 +100,28 @@ func poolDown(p view.Pool) bool {
 	return p.Empty || p.Failing || p.Panic || (len(p.Hosts) > 0 && p.Available == 0)
 }
 
+// hostsExplain reports whether the failing hosts of r's pool explain what
+// r's clients get: the pool cannot serve, or every host of it is failing.
+// Then a degraded answer, a share of 5xx, failures on every host tried are
+// the hosts' doing, shown beneath them. While some host of the pool is
+// fine, they are the route's own (its backends' 5xx, stale copies hiding
+// its origin's errors).
+func (d *diagnosis) hostsExplain(r view.Route) bool {
+	p, ok := d.pools[r.Pool]
+	if !ok || !d.failingPools[r.Pool] {
+		return false
+	}
+	if poolDown(p) {
+		return true
+	}
+	for _, h := range p.Hosts {
+		if !failing(p, h) {
+			return false
+		}
+	}
+	return true
+}
+
 type entry struct {
 	pool view.Pool
 	host view.Host
@@ -183,7 +205,7 @@ func (d *diagnosis) hostProblem(addr string, es []entry) view.Problem {
 				continue
 			}
 			seen[r.Name] = true
-			a := d.routeAffected(r, pl)
+			a := d.routeAffected(r)
 			if a.Level == view.LevelCritical {
 				p.Level = view.LevelCritical
 			}
@@ -216,11 +238,12 @@ func poolAffected(p view.Pool, h view.Host) view.Affected {
 	return a
 }
 
-// routeAffected is a route's line under a failing host of its pool p.
-func (d *diagnosis) routeAffected(r view.Route, p view.Pool) view.Affected {
+// routeAffected is a route's line under a failing host of its pool.
+func (d *diagnosis) routeAffected(r view.Route) view.Affected {
 	a := view.Affected{Kind: "route", Name: r.Name, Level: view.LevelOK, What: "clients served as usual"}
+	explained := d.hostsExplain(r)
 	switch {
-	case degraded(r) && poolDown(p):
+	case degraded(r) && explained:
 		a.Level, a.What = view.LevelCritical, serving(r)
 		if reason := view.NotReadyRoute(r); d.notReady(reason) {
 			d.covered[reason] = true
@@ -230,7 +253,18 @@ func (d *diagnosis) routeAffected(r view.Route, p view.Pool) view.Affected {
 		a.Level, a.What = view.LevelWarning, serving(r)+" for reasons of its own (listed apart)"
 	}
 	if v := r.Verdict; v.Level == view.LevelCritical || v.Level == view.LevelWarning {
-		a.What += fmt.Sprintf("; %s of its answers 5xx in the last %s", percent(r.Recent.ErrorRatio), window(r.Recent.Seconds))
+		what := fmt.Sprintf("%s of its answers 5xx in the last %s", percent(r.Recent.ErrorRatio), window(r.Recent.Seconds))
+		switch {
+		case !explained:
+			what += " (listed apart)"
+		case levelRank[v.Level] > levelRank[a.Level]:
+			a.Level = v.Level
+		}
+		if a.What == "clients served as usual" {
+			a.What = what
+		} else {
+			a.What += "; " + what
+		}
 	}
 	return a
 }
@@ -244,16 +278,17 @@ func (d *diagnosis) notReady(reason string) bool {
 	return false
 }
 
-// routes adds the routes whose trouble no failing host explains: a route
-// failing its clients while its pool's hosts are in rotation (the
-// backends' own 5xx, one slow path), or answering by a degraded path with
-// no host to blame (a pool with no hosts, a split route).
+// routes adds the routes whose trouble no failing host explains
+// (hostsExplain): a route failing its clients while some host of its pool
+// is fine (the backends' own 5xx, one slow path), answering stale copies
+// that hide its origin's errors, or answering by a degraded path with no
+// host to blame (a pool with no hosts).
 func (d *diagnosis) routes() {
 	for _, r := range d.st.Routes {
-		pl, known := d.pools[r.Pool]
-		if degraded(r) && known && poolDown(pl) && d.failingPools[r.Pool] {
+		if d.hostsExplain(r) {
 			continue // beneath its hosts
 		}
+		pl, known := d.pools[r.Pool]
 		v := r.Verdict
 		bad := v.Level == view.LevelCritical || v.Level == view.LevelWarning
 		if !bad && !r.Degraded && !degraded(r) {

@@ -116,6 +116,14 @@ func TestProblemsGroupByCauseAndRankByImpact(t *testing.T) {
 			}
 		}
 		down := func(p view.Pool) bool { return p.Empty || p.Failing || p.Panic || p.Available == 0 }
+		allFail := func(p view.Pool) bool {
+			for _, h := range p.Hosts {
+				if h.State == view.Healthy && h.Verdict.Level == view.LevelOK && !p.Failing {
+					return false
+				}
+			}
+			return true
+		}
 		routeCause := map[string]bool{}
 		impacted := map[string]bool{}
 		for _, r := range st.Routes {
@@ -123,8 +131,8 @@ func TestProblemsGroupByCauseAndRankByImpact(t *testing.T) {
 			if deg || r.Verdict.Level == view.LevelCritical {
 				impacted[r.Name] = true
 			}
-			if deg && down(pools[r.Pool]) && poolHasCause[r.Pool] {
-				continue
+			if poolHasCause[r.Pool] && (down(pools[r.Pool]) || allFail(pools[r.Pool])) {
+				continue // the hosts' doing
 			}
 			if deg || r.Degraded || r.Verdict.Level != view.LevelOK {
 				routeCause[r.Name] = true
@@ -331,5 +339,38 @@ func TestOtherNotReadyReasonsStay(t *testing.T) {
 	if len(ps) != 1 || ps[0].Level != view.LevelCritical || ps[0].Title != "Not ready" ||
 		!strings.HasPrefix(ps[0].Why, "Kubernetes: the first sync of Ingresses has not finished.") {
 		t.Errorf("%+v", ps)
+	}
+}
+
+// A host down whose last probe passed is on its way back, and says so.
+func TestDownHostComingBack(t *testing.T) {
+	st := view.Status{Pools: []view.Pool{{Name: "web", Available: 1, Hosts: []view.Host{
+		{Addr: "10.0.0.1:80", State: view.Down, Reason: "readiness probe failed", Evidence: "request failed: connection refused",
+			LastCheck: time.Unix(1, 0), LastCheckOK: true, CheckDetail: "status 200"},
+		{Addr: "10.0.0.2:80", State: view.Healthy},
+	}}}}
+	ps := Problems(st)
+	if len(ps) != 1 || !strings.Contains(ps[0].Why, "its last probe passed") || !strings.Contains(ps[0].Why, "connection refused") {
+		t.Errorf("%+v", ps)
+	}
+}
+
+// Every host of a pool failing, though max_ejected keeps one in rotation
+// (no active checks): the route's 5xx are the hosts' doing, and the hosts
+// are critical; no route problem of its own.
+func TestEveryHostFailingExplainsTheRoute(t *testing.T) {
+	st := view.Status{Pools: []view.Pool{{Name: "web", Available: 1, Hosts: []view.Host{
+		{Addr: "10.0.0.1:80", State: view.Ejected, Reason: "connection failures in a row", Evidence: "3 consecutive connect_refused"},
+		{Addr: "10.0.0.2:80", State: view.Suspect, Reason: "connection failures in a row", Evidence: "3 consecutive connect_refused"},
+	}}}, Routes: []view.Route{{Name: "site", Pool: "web", Serving: view.ServingNormal,
+		Recent:  view.RouteRecent{Seconds: 60, ErrorRatio: 1},
+		Verdict: view.Verdict{Level: view.LevelCritical, Reason: "100.0% of answers were 5xx in the last 60s (12 of 12)"}}}}
+	ps := Problems(st)
+	if len(ps) != 2 || ps[0].Level != view.LevelCritical || ps[1].Level != view.LevelCritical || ps[0].Kind != "host" || ps[1].Kind != "host" {
+		t.Fatalf("%+v", ps)
+	}
+	if a := strings.Join(affects(ps[1]), "\n"); !strings.Contains(a, "route site: 100.0% of its answers 5xx in the last minute") ||
+		!strings.Contains(ps[1].Why, "tried only when its peers cannot take a request") {
+		t.Errorf("%s: %s\n%s", ps[1].Subject, ps[1].Why, a)
 	}
 }
