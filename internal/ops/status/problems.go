@@ -152,7 +152,8 @@ func (d *diagnosis) hosts() {
 func (d *diagnosis) hostProblem(addr string, es []entry) view.Problem {
 	worst := es[0]
 	for _, e := range es[1:] {
-		if stateRank[e.host.State] > stateRank[worst.host.State] {
+		r, w := stateRank[e.host.State], stateRank[worst.host.State]
+		if r > w || (r == w && e.pool.Failing && !worst.pool.Failing) {
 			worst = e
 		}
 	}
