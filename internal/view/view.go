@@ -87,7 +87,7 @@ type Problem struct {
 
 // Affected is one pool or route a problem reaches.
 type Affected struct {
-	Kind  string `json:"kind"` // "pool" or "route"
+	Kind  string `json:"kind"` // "pool", "route" or "listener"
 	Name  string `json:"name"`
 	Level string `json:"level"`
 	What  string `json:"what"` // e.g. "2 of 3 hosts in rotation"
