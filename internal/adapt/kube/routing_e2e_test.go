@@ -164,7 +164,7 @@ func TestGatewayRoutingFeatures(t *testing.T) {
 		{"and only the whole path", "GET", "/items/42/x", nil, 200, "web GET", nil},
 		{"RequestRedirect", "GET", "/old/page?q=1", nil, 301, "", map[string]string{"Location": "https://new.example.com/new/page?q=1"}},
 		{"RequestRedirect keeps the Gateway listener's port", "GET", "/moved/x", nil, 302, "", map[string]string{"Location": "http://elsewhere.example.com/moved/x"}},
-		{"an unresolved backendRef answers 500", "GET", "/broken", nil, 500, "", nil},
+		{"an unresolved backendRef answers 500, not the sorry page", "GET", "/broken", nil, 500, "500 Internal Server Error: unresolved backend: Service", map[string]string{"Retry-After": ""}},
 		{"timeouts.request: a backend that does not answer in time gets 504", "GET", "/slow", nil, 504, "", nil},
 	} {
 		got := do(t, cl, c.method, u+c.path, c.h)
