@@ -102,7 +102,7 @@ func (t *translator) rule(ro routeObj, i int, rs gwv1.HTTPRouteRule) (ru rule, r
 // sorry page of a gRPC call, through an empty pool.
 func (ru *rule) unresolved(kind, own, why string) {
 	if kind != "HTTPRoute" {
-		ru.fail(own)
+		ru.fail(kind, own, why)
 		return
 	}
 	tm := &ru.tmpl
@@ -110,11 +110,15 @@ func (ru *rule) unresolved(kind, own, why string) {
 	tm.Respond = &config.Respond{Status: http.StatusInternalServerError, Body: "500 Internal Server Error: unresolved backend: " + why + ".\n"}
 }
 
-// fail sends the unresolved share of a rule to an empty pool whose
-// sorry page is a 500 (UNAVAILABLE for gRPC, which sturdy's sorry page
-// of a gRPC call is).
-func (ru *rule) fail(own string) {
+// fail sends the unresolved share of a rule to a pool without hosts: an
+// HTTPRoute's answers the fixed 500 of an unresolved pool (the others'
+// share goes on as it would); a GRPCRoute's is an empty pool whose sorry
+// page is a 500, UNAVAILABLE for a gRPC call.
+func (ru *rule) fail(kind, own, why string) {
 	p := &config.Pool{Name: own + "/unresolved", Discovered: true}
+	if kind == "HTTPRoute" {
+		p.Unresolved = why
+	}
 	ru.pools = append(ru.pools, p)
 	tm := &ru.tmpl
 	tm.Sorry.Status = http.StatusInternalServerError
@@ -169,7 +173,7 @@ func (t *translator) backends(ro routeObj, own string, ru *rule, refs []gwv1.Bac
 	default:
 		tm.Backends = shares
 		if unresolved > 0 {
-			ru.fail(own)
+			ru.fail(ro.kind, own, res.Message)
 			tm.Backends = append(tm.Backends, config.Backend{Pool: own + "/unresolved", Weight: min(unresolved, config.MaxBackendWeight)})
 		}
 	}
