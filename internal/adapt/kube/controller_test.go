@@ -2,6 +2,8 @@ package kube
 
 import (
 	"log/slog"
+	"os"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -71,6 +73,23 @@ func TestDefaultIngressClass(t *testing.T) {
 		res := Translate(Input{Base: base(t), Snap: snap})
 		if _, served := res.Ingresses[Ref{"Ingress", "app", "app"}]; served != (def == "true") {
 			t.Errorf("is-default-class %s: served = %v", def, served)
+		}
+	}
+}
+
+// docs/observability.md describes every metric of the controller.
+func TestControllerMetricsDocumented(t *testing.T) {
+	doc, err := os.ReadFile("../../../docs/observability.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range controllerSet {
+		name := regexp.MustCompile(`fqName: "([^"]+)"`).FindStringSubmatch(d.String())
+		if name == nil {
+			t.Fatalf("no name in %s", d)
+		}
+		if !strings.Contains(string(doc), "| `"+name[1]+"` |") {
+			t.Errorf("docs/observability.md has no table row for %s", name[1])
 		}
 	}
 }
