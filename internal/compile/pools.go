@@ -27,6 +27,7 @@ func (c *compiler) pool(i int, attr *health.Attributing) *health.Pool {
 		MaxInFlight:  int64(pc.MaxConnsPerHost),
 		FailStatuses: pc.Health.FailStatuses,
 		Passive:      passive(pc.Health.Passive),
+		Unresolved:   pc.Unresolved != "",
 	}
 	hc.Hosts = c.hosts(pc)
 	if pc.UsesHTTP2() {

@@ -6,6 +6,7 @@ package compile
 
 import (
 	"fmt"
+	"net/http"
 	"net/textproto"
 	"regexp"
 	"slices"
@@ -329,6 +330,9 @@ func (c *compiler) backends(p string, rc config.Route, routeHost *subst.Template
 		}
 		if fb := cmpOr(bc.Fallback, rc.Fallback.Pool); fb != "" {
 			be.Fallback = c.rt.poolBy[fb]
+		}
+		if pc.Unresolved != "" {
+			be.Respond = proxy.NewRespond(http.StatusInternalServerError, "text/plain; charset=utf-8", []byte("500 Internal Server Error: unresolved backend: "+pc.Unresolved+".\n"))
 		}
 		be.HashKind, be.HashName = c.hashKey(pi, pc)
 		be.Request = c.headerRules(q+".request_headers", bc.RequestHeaders, nil, hdr)

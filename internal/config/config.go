@@ -334,6 +334,13 @@ type Pool struct {
 	// empty for a while (a Service scaled to zero, pods not ready yet),
 	// and then the route's empty-pool chain answers. Never read from YAML.
 	Discovered bool `yaml:"-"`
+	// Unresolved, set by the Kubernetes source with Discovered, is why
+	// the pool has no hosts and will have none until a reference
+	// resolves (a backendRef naming no usable Service): a route's share
+	// of it is answered 500 with this reason, never with the sorry page
+	// (waiting resolves nothing), and it is no empty pool (no pool_empty
+	// event). Never read from YAML.
+	Unresolved string `yaml:"-"`
 }
 
 // UpstreamTLS is how sturdy connects to backends over TLS.

@@ -10,6 +10,7 @@ package config
 import (
 	"fmt"
 	"net"
+	"net/netip"
 	"strconv"
 	"strings"
 	"time"
@@ -40,6 +41,16 @@ type Kubernetes struct {
 	PublishService string `yaml:"publish_service"`
 	// Addresses are written instead of PublishService's when set.
 	Addresses []string `yaml:"addresses"`
+	// GatewayAddresses is the pool of addresses (IPs, or CIDRs of at most
+	// MaxGatewayAddresses) that Gateways get one each from: every Gateway
+	// listener is bound on its Gateway's address, so that Gateways never
+	// conflict over a port, and the address is the Gateway's
+	// status.addresses. The addresses must be this host's (loopback,
+	// aliases on the pod's interface, or what a load balancer announces
+	// to it). Default: none; every Gateway shares bind_address and
+	// addresses, and two Gateways' listeners on one port and hostname
+	// conflict.
+	GatewayAddresses []string `yaml:"gateway_addresses"`
 	// Lease is the Lease that chooses the one replica that writes status;
 	// every replica serves. Default namespace: the pod's (POD_NAMESPACE),
 	// else "default"; default name: sturdy-status.
@@ -78,7 +89,51 @@ const (
 	DefaultBindAddress    = "0.0.0.0"
 	DefaultLeaseName      = "sturdy-status"
 	DefaultKubeDebounce   = 200 * time.Millisecond
+	// MaxGatewayAddresses bounds gateway_addresses once CIDRs are
+	// expanded.
+	MaxGatewayAddresses = 4096
 )
+
+// GatewayPool is gateway_addresses expanded, in order, each address once;
+// nil when unset or invalid (validation says why).
+func (k *Kubernetes) GatewayPool() []netip.Addr {
+	out, _ := expandAddresses(k.GatewayAddresses)
+	return out
+}
+
+func expandAddresses(list []string) ([]netip.Addr, error) {
+	var out []netip.Addr
+	seen := map[netip.Addr]bool{}
+	add := func(a netip.Addr) error {
+		if seen[a] {
+			return nil
+		}
+		if len(out) == MaxGatewayAddresses {
+			return fmt.Errorf("more than %d addresses", MaxGatewayAddresses)
+		}
+		seen[a] = true
+		out = append(out, a)
+		return nil
+	}
+	for _, s := range list {
+		if a, err := netip.ParseAddr(s); err == nil {
+			if err := add(a.Unmap()); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		pfx, err := netip.ParsePrefix(s)
+		if err != nil {
+			return nil, fmt.Errorf("%q is neither an IP address nor a CIDR", s)
+		}
+		for a := pfx.Masked().Addr(); pfx.Contains(a); a = a.Next() {
+			if err := add(a); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return out, nil
+}
 
 // Listen is the local address for a Gateway listener port.
 func (k *Kubernetes) Listen(port int) string {
@@ -153,6 +208,23 @@ func (v *validator) kubernetes() {
 	}
 	if net.ParseIP(k.BindAddress) == nil {
 		v.errorf("kubernetes.bind_address", "%q is not an IP address", k.BindAddress)
+	}
+	if len(k.GatewayAddresses) > 0 {
+		if _, err := expandAddresses(k.GatewayAddresses); err != nil {
+			v.errorf("kubernetes.gateway_addresses", "%v; expected addresses like 127.0.0.2 or CIDRs like 10.0.5.0/28", err)
+		}
+		if ip := net.ParseIP(k.BindAddress); ip != nil && ip.IsUnspecified() {
+			// Linux refuses 127.0.0.2:80 while 0.0.0.0:80 is bound.
+			v.errorf("kubernetes.bind_address", "%s holds the port on every address, so no Gateway could have it on its own; with gateway_addresses, set bind_address to the address the Ingresses are served on (the pod's IP)", k.BindAddress)
+		}
+		for i, p := range k.Ports {
+			if h, _, err := net.SplitHostPort(p.Listen); err == nil && h != "" {
+				if ip := net.ParseIP(h); ip == nil || !ip.IsUnspecified() {
+					continue
+				}
+			}
+			v.errorf(fmt.Sprintf("kubernetes.ports[%d].listen", i), "%s holds the port on every address; with gateway_addresses, give the address the Ingresses are served on (a Gateway's listener takes only the port, on its own address)", p.Listen)
+		}
 	}
 	if k.PublishService != "" {
 		if ns, name, ok := cutNamespaced(k.PublishService); !ok || !dnsLabel(ns) || !dnsLabel(name) {

@@ -66,3 +66,32 @@ kubernetes:
 		}
 	}
 }
+
+func TestGatewayAddresses(t *testing.T) {
+	cfg, err := Parse([]byte(`
+kubernetes:
+  bind_address: 10.0.0.5
+  ports: [ { port: 80, listen: 10.0.0.5:8080 } ]
+  gateway_addresses: [10.0.5.0/30, 10.0.5.1, 10.0.6.9]
+`), "k.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, a := range cfg.Kubernetes.GatewayPool() {
+		got = append(got, a.String())
+	}
+	if want := "10.0.5.0 10.0.5.1 10.0.5.2 10.0.5.3 10.0.6.9"; strings.Join(got, " ") != want {
+		t.Errorf("pool = %v; want %s (each address once, in order)", got, want)
+	}
+	_, err = Parse([]byte(`
+kubernetes:
+  ports: [ { port: 80, listen: 0.0.0.0:8080 } ]
+  gateway_addresses: [10.0.0.0/8, nonsense]
+`), "k.yaml")
+	for _, want := range []string{"kubernetes.gateway_addresses", "kubernetes.bind_address", "kubernetes.ports[0].listen"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("error %v does not name %s", err, want)
+		}
+	}
+}

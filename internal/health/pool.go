@@ -33,6 +33,9 @@ type PoolConfig struct {
 	Passive      Passive
 	// Probe is the active readiness check; nil means none.
 	Probe *Probe
+	// Unresolved marks a pool that has no hosts by design (config.Pool's
+	// Unresolved): its emptiness is no episode and raises no event.
+	Unresolved bool
 	// Cut, when set, ends the requests waiting for a response from the
 	// host at addr (with an error the proxy tells apart): the health model
 	// calls it when a probe marks a host down and when the pool is found

@@ -114,6 +114,9 @@ func (p *Pool) tick(now time.Time) {
 }
 
 func (p *Pool) trackEmpty(now time.Time) {
+	if p.cfg.Unresolved {
+		return
+	}
 	sh := p.shared
 	// Probes, requests and the monitor's tick call this concurrently; the
 	// count and the episode's start and end must be one step, or a count

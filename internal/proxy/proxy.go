@@ -378,6 +378,12 @@ func (fw *forwarder) serveAdmitted(w http.ResponseWriter) {
 		fw.status = fw.answerFixed(g.Respond)
 		return
 	}
+	if g := rt.Routing; g != nil && g.Backends != nil && g.Backends.fixed {
+		if rs := fw.backend().Respond; rs != nil {
+			fw.status = fw.answerFixed(rs)
+			return
+		}
+	}
 	if rt.Static != nil && fw.serveFile() {
 		return
 	}

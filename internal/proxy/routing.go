@@ -68,6 +68,10 @@ type Backend struct {
 	// Request, when set, changes the requests sent to this backend, after
 	// the route's rules (backends[].request_headers).
 	Request *HeaderRules
+	// Respond, when set, answers the requests this entry is chosen for,
+	// and Pool is never asked: the share of a reference that named no
+	// backend (config.Pool's Unresolved).
+	Respond *Respond
 }
 
 func (b *Backend) holds(r *http.Request) bool {
@@ -88,12 +92,16 @@ type Backends struct {
 	Weighted []*Backend
 	cum      []uint64 // cumulative weights
 	n        atomic.Uint64
+	fixed    bool // some entry has Respond
 }
 
 // NewBackends builds the split; weighted backends with weight 0 are
 // never chosen by weight.
 func NewBackends(when, weighted []*Backend) *Backends {
 	b := &Backends{When: when}
+	for _, be := range append(when[:len(when):len(when)], weighted...) {
+		b.fixed = b.fixed || be.Respond != nil
+	}
 	var sum uint64
 	for _, w := range weighted {
 		if w.Weight == 0 {

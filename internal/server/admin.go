@@ -13,6 +13,7 @@ import (
 	"github.com/sturdyproxy/sturdy/internal/config"
 	"github.com/sturdyproxy/sturdy/internal/ops/admin"
 	"github.com/sturdyproxy/sturdy/internal/ops/exhaust"
+	"github.com/sturdyproxy/sturdy/internal/ops/telemetry"
 )
 
 // startAdmin serves the operators' endpoints on their own address, so that
@@ -23,7 +24,17 @@ func (s *Server) startAdmin(a config.Admin) error {
 		return fmt.Errorf("admin: cannot listen on %s: %w", a.Listen, err)
 	}
 	host, _, _ := net.SplitHostPort(a.Listen)
-	h := admin.New(adminBackend{s}, admin.Options{Token: a.Token, Loopback: config.IsLoopback(host), Log: s.log, Demo: s.demo})
+	ao := admin.Options{Token: a.Token, Loopback: config.IsLoopback(host), Log: s.log, Demo: s.demo}
+	if len(s.opts.collectors) > 0 {
+		reg := telemetry.NewRegistry(s.Status)
+		for _, c := range s.opts.collectors {
+			if err := reg.Register(c); err != nil {
+				return fmt.Errorf("admin: metrics: %w", err)
+			}
+		}
+		ao.Gatherer = reg
+	}
+	h := admin.New(adminBackend{s}, ao)
 	// Probes and metrics must answer when sturdy is out of descriptors,
 	// which is when operators need them: a few spares are held for the
 	// admin listener's connections, and its accept errors are counted as

@@ -15,6 +15,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/sturdyproxy/sturdy/internal/access/ratelimit"
 	"github.com/sturdyproxy/sturdy/internal/cache"
 	"github.com/sturdyproxy/sturdy/internal/compile"
@@ -105,6 +107,7 @@ type options struct {
 	dial       health.Dialer
 	ready      func() (bool, string)
 	components []component
+	collectors []prometheus.Collector
 	version    string
 	now        func() time.Time
 }
@@ -132,6 +135,12 @@ func WithReadiness(ready func() (bool, string)) Option {
 // from Start until shutdown (the Kubernetes source).
 func WithComponent(name string, run func(context.Context) error) Option {
 	return func(o *options) { o.components = append(o.components, component{name, run}) }
+}
+
+// WithCollector adds c's metrics to what /metrics serves (the
+// Kubernetes source's own).
+func WithCollector(c prometheus.Collector) Option {
+	return func(o *options) { o.collectors = append(o.collectors, c) }
 }
 
 // WithLookup replaces the system resolver for pool host names (tests).

@@ -5,17 +5,22 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"reflect"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gwclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
 
 	"github.com/sturdyproxy/sturdy/internal/config"
@@ -63,8 +68,13 @@ type Controller struct {
 	// starts no translation.
 	configMaps atomic.Pointer[map[Ref]bool]
 
+	m metrics
+
 	applied0 *config.Config  // the config last applied; only sync touches it
 	linted   map[string]bool // the lint warnings last logged; only sync touches it
+	// unresolved are the unresolved backendRefs last logged; only sync
+	// touches it.
+	unresolved map[string]bool
 }
 
 // outcome is one translation and whether it serves.
@@ -72,6 +82,7 @@ type outcome struct {
 	res      *Result
 	applyErr error
 	at       time.Time
+	synced   time.Time // the last translation that serves (applied or unchanged); zero before
 }
 
 // New builds a controller for the kubernetes section of cfg. Nothing runs
@@ -194,6 +205,7 @@ func (c *Controller) sync() {
 	exclude := map[Ref]string{}
 	var res *Result
 	var applyErr error
+	result := "applied"
 	for range 5 {
 		base, err := c.o.Base()
 		if err != nil {
@@ -203,12 +215,13 @@ func (c *Controller) sync() {
 		res = Translate(Input{Base: base, Snap: snap, Exclude: exclude})
 		applyErr = res.Config.Finish()
 		if applyErr == nil && c.applied0 != nil && reflect.DeepEqual(res.Config, c.applied0) {
+			result = "unchanged"
 			break // nothing that serves changed (a status write, a new generation)
 		}
 		if applyErr == nil {
 			if applyErr = c.o.Apply(res.Config); applyErr == nil {
 				c.applied0 = res.Config
-				c.lint(res.Config)
+				c.lint(res.Config, res.Origins)
 			}
 		}
 		if applyErr == nil {
@@ -224,16 +237,27 @@ func (c *Controller) sync() {
 		}
 		res = nil
 	}
+	now := time.Now()
+	var synced time.Time
 	if applyErr != nil {
+		result = "refused"
 		c.log.Error("kubernetes: the translated config was refused; the previous one keeps serving", "err", applyErr)
 	} else {
 		c.synced.Store(true)
+		synced = now
 	}
+	c.m.synced(result)
 	if res == nil {
 		return
 	}
+	if applyErr == nil {
+		c.noteUnresolved(res)
+	}
 	c.mu.Lock()
-	c.last = &outcome{res: res, applyErr: applyErr, at: time.Now()}
+	if synced.IsZero() && c.last != nil {
+		synced = c.last.synced
+	}
+	c.last = &outcome{res: res, applyErr: applyErr, at: now, synced: synced}
 	c.exclude = exclude
 	c.mu.Unlock()
 	select {
@@ -242,18 +266,70 @@ func (c *Controller) sync() {
 	}
 }
 
-// lint logs the risky-but-valid settings of a translated config that
-// were not already logged, as `sturdy check` prints them for a file.
-func (c *Controller) lint(cfg *config.Config) {
+// lint logs the risky-but-valid settings of an applied config, as
+// `sturdy check` prints them for a file: each warning of the file's own
+// part on its own line, as in file mode, since its author can act on it;
+// those of translated entries (a Service with one ready pod is a pool
+// with a single host) once per object, in one line, at Info: nobody can
+// edit the translation, and a fleet's worth of them would drown the log.
+// A line is logged again only when its object's warnings change, never
+// because entries moved (the key is the object and the messages, not
+// the key paths).
+func (c *Controller) lint(cfg *config.Config, origins map[string]Ref) {
 	seen := map[string]bool{}
+	byObject := map[Ref][]string{}
 	for _, w := range lint.Check(cfg) {
+		if ref, ok := originOf(w.Path, origins); ok {
+			if !slices.Contains(byObject[ref], w.Msg) {
+				byObject[ref] = append(byObject[ref], w.Msg)
+			}
+			continue
+		}
 		msg := w.Error()
 		seen[msg] = true
 		if !c.linted[msg] {
 			c.log.Warn("kubernetes: risky config", "at", msg)
 		}
 	}
+	refs := slices.SortedFunc(maps.Keys(byObject), func(a, b Ref) int { return strings.Compare(a.String(), b.String()) })
+	for _, ref := range refs {
+		msgs := byObject[ref]
+		slices.Sort(msgs)
+		key := ref.String() + "\x00" + strings.Join(msgs, "\x00")
+		seen[key] = true
+		if !c.linted[key] {
+			c.log.Info("kubernetes: what sturdy check would warn of in a file, for the config translated from one object", "object", ref.String(), "warnings", len(msgs), "first", msgs[0])
+		}
+	}
 	c.linted = seen
+}
+
+// noteUnresolved logs each route's unresolved backendRefs once per
+// generation and message: their share of the route is answered 500
+// (ResolvedRefs=False says why), which no empty pool stands for.
+func (c *Controller) noteUnresolved(res *Result) {
+	seen := map[string]bool{}
+	note := func(ref Ref, st gwv1.RouteStatus) {
+		for _, p := range st.Parents {
+			for _, cd := range p.Conditions {
+				if cd.Type != "ResolvedRefs" || cd.Status != metav1.ConditionFalse {
+					continue
+				}
+				key := ref.String() + "\x00" + strconv.FormatInt(cd.ObservedGeneration, 10) + "\x00" + cd.Message
+				if !seen[key] && !c.unresolved[key] {
+					c.log.Warn("kubernetes: unresolved backend: its share of the route is answered 500 until the reference resolves", "object", ref.String(), "reason", cd.Reason, "why", cd.Message)
+				}
+				seen[key] = true
+			}
+		}
+	}
+	for ref, st := range res.Routes {
+		note(ref, st.RouteStatus)
+	}
+	for ref, st := range res.GRPCRoutes {
+		note(ref, st.RouteStatus)
+	}
+	c.unresolved = seen
 }
 
 // blame maps the errors of a refused config to the objects they came

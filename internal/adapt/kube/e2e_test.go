@@ -71,6 +71,14 @@ func (f *fleet) dialer() health.Dialer {
 // watching namespace ns only.
 func sturdyFor(t *testing.T, c *kubetest.Cluster, ns string, f *fleet, identity string) (*server.Server, *Controller) {
 	t.Helper()
+	srv, ctl, _ := sturdyWith(t, c, ns, f, identity, "")
+	return srv, ctl
+}
+
+// sturdyWith is sturdyFor with more lines of the kubernetes section
+// (each indented by two spaces), and sturdy's log.
+func sturdyWith(t *testing.T, c *kubetest.Cluster, ns string, f *fleet, identity, more string) (*server.Server, *Controller, *testutil.SyncBuffer) {
+	t.Helper()
 	yaml := fmt.Sprintf(`admin: { listen: 127.0.0.1:0 }
 kubernetes:
   controller_name: sturdyproxy.io/%s
@@ -80,7 +88,7 @@ kubernetes:
   addresses: [192.0.2.1]
   lease: { namespace: %s, identity: %s }
   debounce: 50ms
-`, ns, ns, ns, ns, identity)
+%s`, ns, ns, ns, ns, identity, more)
 	logs := &testutil.SyncBuffer{}
 	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	srv, ctl, _, err := NewServer(t.Name()+".yaml", []byte(yaml), log, Wiring{
@@ -101,7 +109,7 @@ kubernetes:
 			t.Logf("sturdy's log:\n%s", logs.String())
 		}
 	})
-	return srv, ctl
+	return srv, ctl, logs
 }
 
 // must is for the API calls that set a test up: a failure there is the

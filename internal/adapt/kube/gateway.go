@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"crypto/tls"
 	"fmt"
+	"net/netip"
 	"slices"
 	"strings"
 
@@ -25,6 +26,12 @@ type glistener struct {
 	kinds  []gwv1.RouteGroupKind
 	status *gwv1.ListenerStatus
 	claims []claim // the hosts each attached route took
+	// down says why the listener takes no route (refused, conflicted):
+	// a route that could attach only there is not accepted, since
+	// nothing serves it. An HTTPS listener without a usable certificate
+	// is not down: its routes attach, as Gateway API counts them, and
+	// its own conditions say why it is not programmed.
+	down string
 }
 
 // gateways translates every Gateway of this controller's classes and
@@ -52,11 +59,10 @@ func (t *translator) gateways() {
 	}
 	gws := slices.Clone(t.in.Snap.Gateways)
 	slices.SortFunc(gws, func(a, b *gwv1.Gateway) int { return older(a, b) })
+	gws = slices.DeleteFunc(gws, func(gw *gwv1.Gateway) bool { return !classes[string(gw.Spec.GatewayClassName)] })
+	t.assign(gws)
 	byGateway := map[Ref][]*glistener{}
 	for _, gw := range gws {
-		if !classes[string(gw.Spec.GatewayClassName)] {
-			continue
-		}
 		ref := refOf("Gateway", gw)
 		t.res.Generations[ref] = gw.Generation
 		byGateway[ref] = t.gateway(gw)
@@ -96,28 +102,42 @@ func (t *translator) gateway(gw *gwv1.Gateway) []*glistener {
 		gl.kinds = kinds
 		gl.status.SupportedKinds = kinds
 		why, bad := t.in.Exclude[ref]
-		if len(gw.Spec.Addresses) > 0 {
-			why, bad = "spec.addresses is not supported", true
+		own, pooled := t.addrs[ref]
+		if len(gw.Spec.Addresses) > 0 && !t.pooled {
+			why, bad = "spec.addresses is not supported without kubernetes.gateway_addresses", true
+		}
+		if na, none := t.noAddr[ref]; none && !bad {
+			gl.down = "the Gateway has no address: " + na.msg
+			set(cond("Accepted", !na.unsupported, string(gwv1.ListenerReasonAccepted), "", gen))
+			set(cond("Programmed", false, string(gwv1.ListenerReasonPending), gl.down, gen))
+			set(cond("ResolvedRefs", true, string(gwv1.ListenerReasonResolvedRefs), "", gen))
+			continue
 		}
 		if bad {
+			gl.down = why
 			set(cond("Accepted", false, string(gwv1.ListenerReasonUnsupportedValue), why, gen))
 			set(cond("Programmed", false, string(gwv1.ListenerReasonInvalid), why, gen))
 			continue
 		}
 		if l.Protocol != gwv1.HTTPProtocolType && l.Protocol != gwv1.HTTPSProtocolType {
 			msg := fmt.Sprintf("protocol %s is not served; sturdy serves HTTP and HTTPS listeners", l.Protocol)
+			gl.down = msg
 			set(cond("Accepted", false, string(gwv1.ListenerReasonUnsupportedProtocol), msg, gen))
 			set(cond("Programmed", false, string(gwv1.ListenerReasonInvalid), msg, gen))
 			set(cond("ResolvedRefs", true, string(gwv1.ListenerReasonResolvedRefs), "", gen))
 			continue
 		}
-		p, same := t.port(l.Port, l.Protocol)
+		if !pooled {
+			own = ""
+		}
+		p, same := t.port(own, ref, int32(l.Port), l.Protocol)
 		host := ""
 		if l.Hostname != nil {
 			host = strings.ToLower(string(*l.Hostname))
 		}
 		if !same {
 			msg := fmt.Sprintf("port %d is already an %s listener of another Gateway or of the Ingresses", l.Port, p.proto)
+			gl.down = msg
 			set(cond("Conflicted", true, string(gwv1.ListenerReasonProtocolConflict), msg, gen))
 			set(cond("Accepted", false, string(gwv1.ListenerReasonPortUnavailable), msg, gen))
 			set(cond("Programmed", false, string(gwv1.ListenerReasonInvalid), msg, gen))
@@ -126,6 +146,7 @@ func (t *translator) gateway(gw *gwv1.Gateway) []*glistener {
 		}
 		if owner, dup := p.hostname[host]; dup && owner != ref {
 			msg := fmt.Sprintf("port %d with hostname %q is already a listener of %s", l.Port, host, owner)
+			gl.down = msg
 			set(cond("Conflicted", true, string(gwv1.ListenerReasonHostnameConflict), msg, gen))
 			set(cond("Accepted", true, string(gwv1.ListenerReasonAccepted), "", gen))
 			set(cond("Programmed", false, string(gwv1.ListenerReasonInvalid), msg, gen))
@@ -229,7 +250,9 @@ func (t *translator) certificate(ref Ref) (config.Certificate, error) {
 	}
 	s := t.x.secrets[ref]
 	if s == nil {
-		return config.Certificate{}, fmt.Errorf("%s does not exist", ref)
+		// Only TLS Secrets are watched (watch.go): one of another type is
+		// not seen at all.
+		return config.Certificate{}, fmt.Errorf("%s does not exist, or is not of type kubernetes.io/tls (sturdy reads only those)", ref)
 	}
 	crt, key := s.Data[corev1.TLSCertKey], s.Data[corev1.TLSPrivateKeyKey]
 	if s.Type != corev1.SecretTypeTLS && (crt == nil || key == nil) {
@@ -285,11 +308,23 @@ func (t *translator) gatewayStatus(ref Ref, ls []*glistener) {
 			valid++
 		}
 	}
+	na, none := t.noAddr[ref]
+	if a, ok := t.addrs[ref]; ok {
+		st.Addresses = []gwv1.GatewayStatusAddress{{Type: ptrTo(gwv1.IPAddressType), Value: a}}
+	}
 	switch {
-	case gw != nil && len(gw.Spec.Addresses) > 0:
+	case gw != nil && len(gw.Spec.Addresses) > 0 && !t.pooled:
 		st.Conditions = append(st.Conditions,
-			cond("Accepted", false, string(gwv1.GatewayReasonUnsupportedAddress), "spec.addresses is not supported: the addresses are those of the Service in front of sturdy (kubernetes.publish_service)", gen),
+			cond("Accepted", false, string(gwv1.GatewayReasonUnsupportedAddress), "spec.addresses is not supported without kubernetes.gateway_addresses: the addresses are those of the Service in front of sturdy (kubernetes.publish_service)", gen),
 			cond("Programmed", false, string(gwv1.GatewayReasonInvalid), "spec.addresses is not supported", gen))
+	case none && na.unsupported:
+		st.Conditions = append(st.Conditions,
+			cond("Accepted", false, string(gwv1.GatewayReasonUnsupportedAddress), na.msg, gen),
+			cond("Programmed", false, na.reason, na.msg, gen))
+	case none:
+		st.Conditions = append(st.Conditions,
+			cond("Accepted", true, string(gwv1.GatewayReasonAccepted), "", gen),
+			cond("Programmed", false, na.reason, na.msg, gen))
 	case valid < len(ls):
 		st.Conditions = append(st.Conditions, cond("Accepted", valid > 0, string(gwv1.GatewayReasonListenersNotValid), "some listeners are not valid; see their conditions", gen))
 	default:
@@ -311,3 +346,110 @@ func ls0gw(ls []*glistener) *gwv1.Gateway {
 	}
 	return ls[0].gw
 }
+
+// noAddress is why a Gateway got no address of gateway_addresses.
+type noAddress struct {
+	reason      string // the Gateway's Programmed reason
+	msg         string
+	unsupported bool // spec.addresses asks for what sturdy never gives
+}
+
+// assign gives each Gateway (gws, oldest first) its own address from
+// kubernetes.gateway_addresses: the one its spec.addresses asks for,
+// else the one its status already says, so that an address never moves
+// while its Gateway lives, whatever other Gateways come and go (every
+// replica reads the same status, and comes to the same answer), else
+// the lowest free one.
+func (t *translator) assign(gws []*gwv1.Gateway) {
+	t.addrs, t.noAddr = map[Ref]string{}, map[Ref]noAddress{}
+	pool := t.k.GatewayPool()
+	t.pooled = len(pool) > 0
+	if !t.pooled {
+		return
+	}
+	in := map[string]bool{}
+	for _, a := range pool {
+		in[a.String()] = true
+	}
+	taken := map[string]Ref{}
+	claim := func(ref Ref, a string) bool {
+		if _, dup := taken[a]; dup || !in[a] {
+			return false
+		}
+		taken[a] = ref
+		t.addrs[ref] = a
+		return true
+	}
+	wants := map[Ref]string{}
+	var rest []*gwv1.Gateway
+	for _, gw := range gws {
+		ref := refOf("Gateway", gw)
+		want, na := requested(gw, in)
+		if na != nil {
+			t.noAddr[ref] = *na
+			continue
+		}
+		wants[ref] = want
+		had := ""
+		for _, a := range gw.Status.Addresses {
+			if v := canonIP(a.Value); (a.Type == nil || *a.Type == gwv1.IPAddressType) && in[v] {
+				had = v
+				break
+			}
+		}
+		if had != "" && (want == "" || want == had) && claim(ref, had) {
+			continue
+		}
+		rest = append(rest, gw)
+	}
+	for _, gw := range rest {
+		ref := refOf("Gateway", gw)
+		if want := wants[ref]; want != "" && !claim(ref, want) {
+			t.noAddr[ref] = noAddress{reason: string(gwv1.GatewayReasonAddressNotUsable), msg: fmt.Sprintf("spec.addresses asks for %s, which %s already has", want, taken[want])}
+		}
+	}
+	next := 0
+	for _, gw := range rest {
+		ref := refOf("Gateway", gw)
+		if wants[ref] != "" {
+			continue
+		}
+		for ; next < len(pool) && !claim(ref, pool[next].String()); next++ {
+		}
+		if _, ok := t.addrs[ref]; !ok {
+			t.noAddr[ref] = noAddress{reason: string(gwv1.GatewayReasonAddressNotAssigned), msg: fmt.Sprintf("every one of the %d addresses of kubernetes.gateway_addresses is another Gateway's; add more", len(pool))}
+		}
+	}
+}
+
+// requested is the address a Gateway's spec.addresses asks for ("" for
+// any), or why sturdy cannot give it.
+func requested(gw *gwv1.Gateway, in map[string]bool) (string, *noAddress) {
+	as := gw.Spec.Addresses
+	switch {
+	case len(as) == 0:
+		return "", nil
+	case len(as) > 1:
+		return "", &noAddress{reason: string(gwv1.GatewayReasonAddressNotUsable), msg: fmt.Sprintf("spec.addresses asks for %d addresses; sturdy gives a Gateway one", len(as)), unsupported: true}
+	case as[0].Type != nil && *as[0].Type != gwv1.IPAddressType:
+		return "", &noAddress{reason: string(gwv1.GatewayReasonAddressNotUsable), msg: fmt.Sprintf("spec.addresses asks for a %s address; sturdy gives IPAddress ones, from kubernetes.gateway_addresses", *as[0].Type), unsupported: true}
+	case as[0].Value == "":
+		return "", nil
+	}
+	v := canonIP(as[0].Value)
+	if !in[v] {
+		return "", &noAddress{reason: string(gwv1.GatewayReasonAddressNotUsable), msg: fmt.Sprintf("spec.addresses asks for %s, which is not in kubernetes.gateway_addresses", as[0].Value)}
+	}
+	return v, nil
+}
+
+// canonIP is an IP address as netip writes it, or "" for what is none.
+func canonIP(s string) string {
+	a, err := netip.ParseAddr(s)
+	if err != nil {
+		return ""
+	}
+	return a.Unmap().String()
+}
+
+func ptrTo[T any](v T) *T { return &v }

@@ -76,7 +76,7 @@ func (t *translator) grpcRule(ro routeObj, i int, rs gwv1.GRPCRouteRule) (ru rul
 	tm.ResponseHeaders, tm.RequestHeaders, tm.HostHeader = f.response, f.request, f.hostHeader
 	own := fmt.Sprintf("%s/%d", ro.prefix(), i)
 	if f.fail500 != "" {
-		ru.fail(own)
+		ru.unresolved(ro.kind, own, f.fail500)
 		return ru, nil
 	}
 	refs := make([]gwv1.BackendRef, len(rs.BackendRefs))

@@ -184,6 +184,7 @@ func (t *translator) attach(ro routeObj, pr gwv1.ParentReference, ls []*glistene
 	}
 	attached := false
 	var conflict *claim
+	var down *glistener
 	for _, gl := range allowed {
 		lh := ""
 		if gl.spec.Hostname != nil {
@@ -191,6 +192,10 @@ func (t *translator) attach(ro routeObj, pr gwv1.ParentReference, ls []*glistene
 		}
 		names, any, ok := intersect(lh, ro.hostnames)
 		if !ok {
+			continue
+		}
+		if gl.down != "" {
+			down = gl
 			continue
 		}
 		if c := gl.conflict(ro.kind, names, any); c != nil {
@@ -214,6 +219,11 @@ func (t *translator) attach(ro routeObj, pr gwv1.ParentReference, ls []*glistene
 		// Gateway API: of an HTTPRoute and a GRPCRoute with hostnames in
 		// common on one listener, exactly one is accepted, the older.
 		return cond("Accepted", false, string(gwv1.RouteReasonNotAllowedByListeners), fmt.Sprintf("the older %s has hostnames in common with this route on every listener it could attach to; Gateway API accepts only one of the two kinds there", conflict.route), gen)
+	}
+	if !attached && down != nil {
+		// Counted nowhere and accepted by no one: requests for it would
+		// find no listener.
+		return cond("Accepted", false, string(gwv1.RouteReasonNoMatchingParent), fmt.Sprintf("listener %s of the Gateway serves nothing: %s", down.spec.Name, down.down), gen)
 	}
 	if !attached {
 		return cond("Accepted", false, string(gwv1.RouteReasonNoMatchingListenerHostname), "no hostname of the route matches a listener's hostname", gen)

@@ -47,13 +47,18 @@ func (t *translator) ingresses() {
 	}
 	ings := slices.Clone(t.in.Snap.Ingresses)
 	slices.SortFunc(ings, func(a, b *networkingv1.Ingress) int { return older(a, b) })
+	// An Ingress that names no class is sturdy's when sturdy's
+	// IngressClass is the cluster's default, as Kubernetes defines it.
+	byDefault := slices.ContainsFunc(t.in.Snap.IngressClasses, func(ic *networkingv1.IngressClass) bool {
+		return ic.Name == class && ic.Annotations[networkingv1.AnnotationIsDefaultIngressClass] == "true"
+	})
 	var ours []*networkingv1.Ingress
 	for _, ing := range ings {
 		c := ing.Annotations[legacyClass]
 		if ing.Spec.IngressClassName != nil {
 			c = *ing.Spec.IngressClassName
 		}
-		if c == class {
+		if c == class || c == "" && byDefault {
 			ours = append(ours, ing)
 		}
 	}
@@ -86,7 +91,7 @@ func (t *translator) ingresses() {
 			zone = z.Name
 			t.zones = append(t.zones, *z)
 		}
-		hp, ok80 := t.port(ingressHTTP, gwv1.HTTPProtocolType)
+		hp, ok80 := t.port("", Ref{}, ingressHTTP, gwv1.HTTPProtocolType)
 		if !ok80 {
 			res.Events = append(res.Events, fmt.Sprintf("port %d is an HTTPS listener of a Gateway; the Ingress is not served on it", ingressHTTP))
 		}
@@ -103,7 +108,7 @@ func (t *translator) ingresses() {
 			}
 			var listeners []string
 			if tlsHosts[host] {
-				if sp, ok := t.port(ingressHTTPS, gwv1.HTTPSProtocolType); ok {
+				if sp, ok := t.port("", Ref{}, ingressHTTPS, gwv1.HTTPSProtocolType); ok {
 					listeners = append(listeners, sp.name)
 				}
 			}
@@ -179,7 +184,7 @@ func (t *translator) ingresses() {
 func (t *translator) appRoot(ing *networkingv1.Ingress, n *nginx, host string, tlsHost, ok80 bool, hp *sport) {
 	var ports []*sport
 	if tlsHost {
-		if sp, ok := t.port(ingressHTTPS, gwv1.HTTPSProtocolType); ok {
+		if sp, ok := t.port("", Ref{}, ingressHTTPS, gwv1.HTTPSProtocolType); ok {
 			ports = append(ports, sp)
 		}
 	}
@@ -268,7 +273,7 @@ func (t *translator) ingressTLS(ing *networkingv1.Ingress, res *IngressResult) m
 			res.Events = append(res.Events, "tls: "+err.Error())
 			continue
 		}
-		sp, ok := t.port(ingressHTTPS, gwv1.HTTPSProtocolType)
+		sp, ok := t.port("", Ref{}, ingressHTTPS, gwv1.HTTPSProtocolType)
 		if !ok {
 			res.Events = append(res.Events, fmt.Sprintf("port %d is a plain HTTP listener of a Gateway; the Ingress's TLS hosts are not served on it", ingressHTTPS))
 			return map[string]bool{}

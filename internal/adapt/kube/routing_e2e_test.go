@@ -131,13 +131,14 @@ func TestGatewayRoutingFeatures(t *testing.T) {
 			RequestMirror: &gwv1.HTTPRequestMirrorFilter{BackendRef: gwv1.BackendObjectReference{Name: "shadow", Port: ptr(gwv1.PortNumber(80))}}}}},
 		{Matches: match(gwv1.HTTPRouteMatch{Path: path(gwv1.PathMatchPathPrefix, "/split")}), BackendRefs: to("web:3", "api:1")},
 		{Matches: match(gwv1.HTTPRouteMatch{Path: path(gwv1.PathMatchPathPrefix, "/broken")}), BackendRefs: to("missing")},
+		{Matches: match(gwv1.HTTPRouteMatch{Path: path(gwv1.PathMatchPathPrefix, "/halfbroken")}), BackendRefs: to("web:1", "missing:1")},
 		{Matches: match(gwv1.HTTPRouteMatch{Path: path(gwv1.PathMatchPathPrefix, "/slow")}), BackendRefs: to("slow"), Timeouts: &gwv1.HTTPRouteTimeouts{Request: ptr(gwv1.Duration("300ms"))}},
 		{BackendRefs: to("web")},
 	}
 	must(gc.GatewayV1().HTTPRoutes(ns).Create(ctx, &gwv1.HTTPRoute{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "shop"}, Spec: gwv1.HTTPRouteSpec{
 		CommonRouteSpec: gwv1.CommonRouteSpec{ParentRefs: []gwv1.ParentReference{{Name: "gw"}}}, Hostnames: []gwv1.Hostname{"shop.example.com"}, Rules: rules}}, metav1.CreateOptions{}))
 
-	srv, ctl := sturdyFor(t, c, ns, f, "replica-a")
+	srv, ctl, logs := sturdyWith(t, c, ns, f, "replica-a", "")
 	waitFor(t, "the first sync", 30*time.Second, func() bool { ok, _ := ctl.Ready(); return ok && srv.Addr("port-80") != "" })
 	cl := client(srv.Addr("port-80"), nil)
 	u := "http://shop.example.com"
@@ -164,7 +165,7 @@ func TestGatewayRoutingFeatures(t *testing.T) {
 		{"and only the whole path", "GET", "/items/42/x", nil, 200, "web GET", nil},
 		{"RequestRedirect", "GET", "/old/page?q=1", nil, 301, "", map[string]string{"Location": "https://new.example.com/new/page?q=1"}},
 		{"RequestRedirect keeps the Gateway listener's port", "GET", "/moved/x", nil, 302, "", map[string]string{"Location": "http://elsewhere.example.com/moved/x"}},
-		{"an unresolved backendRef answers 500", "GET", "/broken", nil, 500, "", nil},
+		{"an unresolved backendRef answers 500, not the sorry page", "GET", "/broken", nil, 500, "500 Internal Server Error: unresolved backend: Service", map[string]string{"Retry-After": ""}},
 		{"timeouts.request: a backend that does not answer in time gets 504", "GET", "/slow", nil, 504, "", nil},
 	} {
 		got := do(t, cl, c.method, u+c.path, c.h)
@@ -195,6 +196,29 @@ func TestGatewayRoutingFeatures(t *testing.T) {
 	}
 	if seen["web"] < 74 || seen["web"] > 76 || seen["web"]+seen["api"] != 100 {
 		t.Errorf("weights 3:1 sent %v of 100", seen)
+	}
+
+	// A split with an unresolved backendRef: its share is the fixed 500,
+	// never the sorry page; the other share is served.
+	split := map[int]int{}
+	for range 10 {
+		got := do(t, cl, "GET", u+"/halfbroken", nil)
+		split[got.code]++
+		if got.code == 500 && (!strings.HasPrefix(got.body, "500 Internal Server Error: unresolved backend: Service "+ns+"/missing does not exist") || got.header.Get("Retry-After") != "") {
+			t.Errorf("the unresolved share answered %q with Retry-After %q", got.body, got.header.Get("Retry-After"))
+		}
+	}
+	if split[200] < 4 || split[200] > 6 || split[200]+split[500] != 10 {
+		t.Errorf("1:1 with one backend unresolved answered %v of 10; want 5 of each, give or take one", split)
+	}
+	// The log says what is wrong: an unresolved backend, not an empty pool.
+	waitFor(t, "the log names the unresolved backend", 5*time.Second, func() bool {
+		return strings.Contains(logs.String(), `"kubernetes: unresolved backend`) && strings.Contains(logs.String(), ns+"/missing does not exist")
+	})
+	for _, line := range strings.Split(logs.String(), "\n") {
+		if strings.Contains(line, "no host in rotation") && strings.Contains(line, "/unresolved") {
+			t.Errorf("an unresolved backend's pool was logged as an empty pool: %s", line)
+		}
 	}
 
 	waitFor(t, "the HTTPRoute accepted with its refs unresolved", 20*time.Second, func() bool {

@@ -193,15 +193,27 @@ func TestFilterTranslation(t *testing.T) {
 			}, ""},
 		{"no backendRefs answers 500", gwv1.HTTPRouteRule{},
 			func(t *testing.T, r config.Route) {
-				if r.Pool != "httproute/a/r/0/unresolved" || r.Sorry.Status != 500 {
-					t.Errorf("pool %q sorry %+v", r.Pool, r.Sorry)
+				if r.Pool != "" || r.Respond == nil || r.Respond.Status != 500 || !strings.Contains(r.Respond.Body, "unresolved backend: the rule has no backendRefs") {
+					t.Errorf("pool %q respond %+v", r.Pool, r.Respond)
+				}
+			}, ""},
+		{"a missing Service answers 500 that says so, with no pool", gwv1.HTTPRouteRule{BackendRefs: to("missing")},
+			func(t *testing.T, r config.Route) {
+				if r.Pool != "" || r.Backends != nil || r.Respond == nil || r.Respond.Status != 500 || !strings.Contains(r.Respond.Body, "unresolved backend: Service a/missing does not exist") {
+					t.Errorf("pool %q respond %+v", r.Pool, r.Respond)
+				}
+			}, ""},
+		{"all weights 0 answers 500", gwv1.HTTPRouteRule{BackendRefs: to("web:0")},
+			func(t *testing.T, r config.Route) {
+				if r.Respond == nil || !strings.Contains(r.Respond.Body, "weight 0") {
+					t.Errorf("respond %+v", r.Respond)
 				}
 			}, ""},
 		{"an unknown extensionRef answers 500, never skipped", gwv1.HTTPRouteRule{BackendRefs: to("web"), Filters: []gwv1.HTTPRouteFilter{{
 			Type: gwv1.HTTPRouteFilterExtensionRef, ExtensionRef: &gwv1.LocalObjectReference{Group: "example.com", Kind: "Auth", Name: "x"}}}},
 			func(t *testing.T, r config.Route) {
-				if r.Sorry.Status != 500 || r.Pool != "httproute/a/r/0/unresolved" {
-					t.Errorf("pool %q sorry %+v", r.Pool, r.Sorry)
+				if r.Respond == nil || r.Respond.Status != 500 || r.Pool != "" || !strings.Contains(r.Respond.Body, "extensionRef") {
+					t.Errorf("pool %q respond %+v", r.Pool, r.Respond)
 				}
 			}, ""},
 		{"a single backendRef's filter is the rule's", gwv1.HTTPRouteRule{BackendRefs: []gwv1.HTTPBackendRef{{BackendRef: to("web")[0].BackendRef, Filters: []gwv1.HTTPRouteFilter{{

@@ -60,7 +60,7 @@ func (t *translator) rule(ro routeObj, i int, rs gwv1.HTTPRouteRule) (ru rule, r
 	own := fmt.Sprintf("%s/%d", ro.prefix(), i)
 	if f.fail500 != "" {
 		// Before a redirect too: the filter may not be skipped.
-		ru.fail(own)
+		ru.unresolved(ro.kind, own, f.fail500)
 		return ru, nil
 	}
 	if f.redirect != nil {
@@ -94,11 +94,31 @@ func (t *translator) rule(ro routeObj, i int, rs gwv1.HTTPRouteRule) (ru rule, r
 	return ru, res
 }
 
-// fail makes the rule's answer an error: Gateway API answers what no
-// backend can serve with 500 (UNAVAILABLE for gRPC, which sturdy's sorry
-// page of a gRPC call is).
-func (ru *rule) fail(own string) {
+// unresolved makes every answer of the rule an error, because nothing
+// it names can serve: Gateway API answers an invalid backendRef with
+// 500. An HTTPRoute's rule answers a fixed 500 that says why, with no
+// Retry-After and no empty pool behind it: waiting resolves nothing,
+// the route's status does. A GRPCRoute's answers UNAVAILABLE, sturdy's
+// sorry page of a gRPC call, through an empty pool.
+func (ru *rule) unresolved(kind, own, why string) {
+	if kind != "HTTPRoute" {
+		ru.fail(kind, own, why)
+		return
+	}
+	tm := &ru.tmpl
+	tm.Pool, tm.Backends, tm.Mirror, tm.Rewrite, tm.RequestHeaders, tm.HostHeader = "", nil, nil, nil, nil, ""
+	tm.Respond = &config.Respond{Status: http.StatusInternalServerError, Body: "500 Internal Server Error: unresolved backend: " + why + ".\n"}
+}
+
+// fail sends the unresolved share of a rule to a pool without hosts: an
+// HTTPRoute's answers the fixed 500 of an unresolved pool (the others'
+// share goes on as it would); a GRPCRoute's is an empty pool whose sorry
+// page is a 500, UNAVAILABLE for a gRPC call.
+func (ru *rule) fail(kind, own, why string) {
 	p := &config.Pool{Name: own + "/unresolved", Discovered: true}
+	if kind == "HTTPRoute" {
+		p.Unresolved = why
+	}
 	ru.pools = append(ru.pools, p)
 	tm := &ru.tmpl
 	tm.Sorry.Status = http.StatusInternalServerError
@@ -141,12 +161,19 @@ func (t *translator) backends(ro routeObj, own string, ru *rule, refs []gwv1.Bac
 	case len(shares) == 1 && unresolved == 0:
 		tm.Pool = shares[0].Pool
 	case len(shares) == 0:
-		// No backendRefs, all of weight 0, or none resolved.
-		ru.fail(own)
+		why := "the rule has no backendRefs"
+		switch {
+		case res != nil:
+			why = res.Message
+		case len(refs) > 0:
+			why = "every backendRef of the rule has weight 0"
+		}
+		ru.unresolved(ro.kind, own, why)
+		return res, ""
 	default:
 		tm.Backends = shares
 		if unresolved > 0 {
-			ru.fail(own)
+			ru.fail(ro.kind, own, res.Message)
 			tm.Backends = append(tm.Backends, config.Backend{Pool: own + "/unresolved", Weight: min(unresolved, config.MaxBackendWeight)})
 		}
 	}

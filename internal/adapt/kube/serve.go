@@ -84,7 +84,7 @@ func NewServer(name string, data []byte, log *slog.Logger, w Wiring) (srv *serve
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	opts := append([]server.Option{server.WithReadiness(ctl.Ready), server.WithComponent("kubernetes", ctl.Run)}, w.Server...)
+	opts := append([]server.Option{server.WithReadiness(ctl.Ready), server.WithComponent("kubernetes", ctl.Run), server.WithCollector(ctl)}, w.Server...)
 	s, err = server.New(first.Config, log, opts...)
 	if err != nil {
 		return nil, nil, nil, err

@@ -25,6 +25,9 @@ type Snapshot struct {
 	Secrets         []*corev1.Secret
 	Namespaces      []*corev1.Namespace
 	Ingresses       []*networkingv1.Ingress
+	// IngressClasses are read for the default class
+	// (ingressclass.kubernetes.io/is-default-class).
+	IngressClasses []*networkingv1.IngressClass
 	// ConfigMaps are those of the watched namespaces, trimmed
 	// (trimConfigMap): the custom-headers of Ingresses name them.
 	ConfigMaps []*corev1.ConfigMap

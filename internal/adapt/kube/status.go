@@ -4,6 +4,7 @@ import (
 	"context"
 	"net"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -12,6 +13,8 @@ import (
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
@@ -62,9 +65,14 @@ func (c *Controller) elect(ctx context.Context) {
 		Callbacks: leaderelection.LeaderCallbacks{
 			OnStartedLeading: func(ctx context.Context) {
 				c.log.Info("kubernetes: this replica writes status", "lease", lock.LeaseMeta.Namespace+"/"+lock.LeaseMeta.Name, "identity", id)
+				c.m.leader.Store(true)
+				c.m.leaderships.Add(1)
 				c.writeStatus(ctx)
 			},
-			OnStoppedLeading: func() { c.log.Info("kubernetes: this replica no longer writes status", "identity", id) },
+			OnStoppedLeading: func() {
+				c.m.leader.Store(false)
+				c.log.Info("kubernetes: this replica no longer writes status", "identity", id)
+			},
 		},
 	}
 	for ctx.Err() == nil {
@@ -114,7 +122,8 @@ func (c *Controller) writeAll(ctx context.Context, o *outcome, posted map[string
 	}
 	res := o.res
 	addrs := c.addresses(ctx)
-	fail := func(what string, err error) {
+	fail := func(kind, what string, err error) {
+		c.m.wrote(kind, err)
 		if err != nil && ctx.Err() == nil {
 			c.log.Warn("kubernetes: status not written; tried again later", "object", what, "err", err)
 		}
@@ -131,7 +140,7 @@ func (c *Controller) writeAll(ctx context.Context, o *outcome, posted map[string
 			n := gc.DeepCopy()
 			n.Status = *st
 			_, err := c.gw.GatewayV1().GatewayClasses().UpdateStatus(ctx, n, metav1.UpdateOptions{})
-			fail("GatewayClass "+gc.Name, err)
+			fail("GatewayClass", "GatewayClass "+gc.Name, err)
 		}
 	}
 	for _, gw := range snap.Gateways {
@@ -147,6 +156,10 @@ func (c *Controller) writeAll(ctx context.Context, o *outcome, posted map[string
 		st := gw.Status.DeepCopy()
 		st.Conditions = merge(st.Conditions, conds)
 		st.Addresses = gatewayAddresses(addrs)
+		if len(res.Config.Kubernetes.GatewayAddresses) > 0 {
+			// Its own address, or none while it has none.
+			st.Addresses = want.Addresses
+		}
 		var ls []gwv1.ListenerStatus
 		for _, wl := range want.Listeners {
 			nl := wl
@@ -167,33 +180,35 @@ func (c *Controller) writeAll(ctx context.Context, o *outcome, posted map[string
 			n := gw.DeepCopy()
 			n.Status = *st
 			_, err := c.gw.GatewayV1().Gateways(gw.Namespace).UpdateStatus(ctx, n, metav1.UpdateOptions{})
-			fail(ref.String(), err)
+			fail(ref.Kind, ref.String(), err)
 		}
 	}
 	for _, r := range snap.HTTPRoutes {
 		ref := refOf("HTTPRoute", r)
-		want, ok := res.Routes[ref]
-		if !ok {
-			continue
+		// A route none of whose parents is sturdy's now (its parentRef
+		// moved, its Gateway was deleted) loses the entries sturdy wrote.
+		var want gwv1.RouteStatus
+		if w, ok := res.Routes[ref]; ok {
+			want = w.RouteStatus
 		}
-		if st := c.routeStatus(r.Status.RouteStatus, want.RouteStatus); st != nil {
+		if st := c.routeStatus(r.Status.RouteStatus, want); st != nil {
 			n := r.DeepCopy()
 			n.Status.RouteStatus = *st
 			_, err := c.gw.GatewayV1().HTTPRoutes(r.Namespace).UpdateStatus(ctx, n, metav1.UpdateOptions{})
-			fail(ref.String(), err)
+			fail(ref.Kind, ref.String(), err)
 		}
 	}
 	for _, r := range snap.GRPCRoutes {
 		ref := refOf("GRPCRoute", r)
-		want, ok := res.GRPCRoutes[ref]
-		if !ok {
-			continue
+		var want gwv1.RouteStatus
+		if w, ok := res.GRPCRoutes[ref]; ok {
+			want = w.RouteStatus
 		}
-		if st := c.routeStatus(r.Status.RouteStatus, want.RouteStatus); st != nil {
+		if st := c.routeStatus(r.Status.RouteStatus, want); st != nil {
 			n := r.DeepCopy()
 			n.Status.RouteStatus = *st
 			_, err := c.gw.GatewayV1().GRPCRoutes(r.Namespace).UpdateStatus(ctx, n, metav1.UpdateOptions{})
-			fail(ref.String(), err)
+			fail(ref.Kind, ref.String(), err)
 		}
 	}
 	for _, ing := range snap.Ingresses {
@@ -203,15 +218,27 @@ func (c *Controller) writeAll(ctx context.Context, o *outcome, posted map[string
 			continue
 		}
 		for _, msg := range ir.Events {
-			key := string(ing.UID) + "/" + itoa(int(ing.Generation)) + "/" + msg
+			key := eventKey(ing.UID, ing.Generation, clip(msg))
 			if posted[key] {
 				continue
 			}
-			if err := c.event(ctx, ing, msg); err != nil {
-				fail(ref.String()+" event", err)
-				continue
+			if seen := "listed/" + string(ing.UID); !posted[seen] {
+				// A new leader first reads what earlier ones posted, so
+				// that a change of leader posts nothing twice.
+				if err := c.postedEvents(ctx, ing, posted); err != nil {
+					fail("Event", ref.String()+" events", err)
+					continue
+				}
+				posted[seen] = true
+				if posted[key] {
+					continue
+				}
 			}
-			posted[key] = true
+			err := c.event(ctx, ing, msg)
+			fail("Event", ref.String()+" event", err)
+			if err == nil {
+				posted[key] = true
+			}
 		}
 		var lb []networkingv1.IngressLoadBalancerIngress
 		if ir.Served && o.applyErr == nil {
@@ -221,7 +248,7 @@ func (c *Controller) writeAll(ctx context.Context, o *outcome, posted map[string
 			n := ing.DeepCopy()
 			n.Status.LoadBalancer.Ingress = lb
 			_, err := c.kube.NetworkingV1().Ingresses(ing.Namespace).UpdateStatus(ctx, n, metav1.UpdateOptions{})
-			fail(ref.String(), err)
+			fail(ref.Kind, ref.String(), err)
 		}
 	}
 }
@@ -230,7 +257,8 @@ func (c *Controller) writeAll(ctx context.Context, o *outcome, posted map[string
 // (other controllers' entries are kept), or nil when that changes nothing.
 func (c *Controller) routeStatus(have, want gwv1.RouteStatus) *gwv1.RouteStatus {
 	st := have.DeepCopy()
-	var parents []gwv1.RouteParentStatus
+	// Never null: the CRDs require the list, empty or not.
+	parents := []gwv1.RouteParentStatus{}
 	for _, p := range st.Parents {
 		if string(p.ControllerName) != c.k.ControllerName {
 			parents = append(parents, p) // another implementation's
@@ -328,6 +356,37 @@ func ingressAddresses(addrs []string) []networkingv1.IngressLoadBalancerIngress 
 	return out
 }
 
+// generationAnnotation on an Event sturdy posted is the generation of
+// the Ingress it is about: a warning is posted once per generation, by
+// whichever replica leads.
+const generationAnnotation = "sturdyproxy.io/generation"
+
+func eventKey(uid types.UID, gen int64, msg string) string {
+	return string(uid) + "/" + strconv.FormatInt(gen, 10) + "/" + msg
+}
+
+// postedEvents marks in posted the events sturdy's controller already
+// posted about ing (by any replica: the Events outlive a leader).
+func (c *Controller) postedEvents(ctx context.Context, ing *networkingv1.Ingress, posted map[string]bool) error {
+	list, err := c.kube.CoreV1().Events(ing.Namespace).List(ctx, metav1.ListOptions{
+		FieldSelector: fields.OneTermEqualSelector("involvedObject.uid", string(ing.UID)).String(),
+	})
+	if err != nil {
+		return err
+	}
+	for _, ev := range list.Items {
+		if ev.ReportingController != c.k.ControllerName {
+			continue
+		}
+		gen, err := strconv.ParseInt(ev.Annotations[generationAnnotation], 10, 64)
+		if err != nil {
+			continue
+		}
+		posted[eventKey(ing.UID, gen, ev.Message)] = true
+	}
+	return nil
+}
+
 // event posts a Warning event on an Ingress.
 func (c *Controller) event(ctx context.Context, ing *networkingv1.Ingress, msg string) error {
 	reason := "Unsupported"
@@ -336,7 +395,8 @@ func (c *Controller) event(ctx context.Context, ing *networkingv1.Ingress, msg s
 	}
 	now := metav1.Now()
 	ev := &corev1.Event{
-		ObjectMeta: metav1.ObjectMeta{GenerateName: ing.Name + ".", Namespace: ing.Namespace},
+		ObjectMeta: metav1.ObjectMeta{GenerateName: ing.Name + ".", Namespace: ing.Namespace,
+			Annotations: map[string]string{generationAnnotation: strconv.FormatInt(ing.Generation, 10)}},
 		InvolvedObject: corev1.ObjectReference{
 			Kind: "Ingress", APIVersion: "networking.k8s.io/v1", Namespace: ing.Namespace,
 			Name: ing.Name, UID: ing.UID, ResourceVersion: ing.ResourceVersion,

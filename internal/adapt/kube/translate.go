@@ -2,6 +2,7 @@ package kube
 
 import (
 	"cmp"
+	"net"
 	"slices"
 	"strconv"
 
@@ -60,6 +61,7 @@ type IngressResult struct {
 // listener) on one port shares it, with certificates chosen by SNI.
 type sport struct {
 	number   int32
+	addr     string // the Gateway's own address (gateway_addresses); "" for the shared one
 	proto    gwv1.ProtocolType
 	name     string
 	certs    []config.Certificate
@@ -78,11 +80,16 @@ type entry struct {
 }
 
 type translator struct {
-	in      Input
-	k       *config.Kubernetes
-	x       *index
-	res     *Result
-	ports   map[int32]*sport
+	in    Input
+	k     *config.Kubernetes
+	x     *index
+	res   *Result
+	ports map[portKey]*sport
+	// addrs are the Gateways' own addresses from gateway_addresses, and
+	// why a Gateway got none.
+	addrs   map[Ref]string
+	noAddr  map[Ref]noAddress
+	pooled  bool // kubernetes.gateway_addresses is set
 	pools   map[string]*config.Pool
 	entries []entry
 	zones   []config.RateLimitZone
@@ -93,7 +100,7 @@ type translator struct {
 func Translate(in Input) *Result {
 	t := &translator{
 		in: in, k: in.Base.Kubernetes, x: newIndex(in.Snap),
-		ports: map[int32]*sport{}, pools: map[string]*config.Pool{},
+		ports: map[portKey]*sport{}, pools: map[string]*config.Pool{},
 		res: &Result{
 			Origins:     map[string]Ref{},
 			Classes:     map[string]*gwv1.GatewayClassStatus{},
@@ -110,15 +117,43 @@ func Translate(in Input) *Result {
 	return t.res
 }
 
-// port returns the sturdy listener for a port, claiming it for proto; ok
+// portKey is one sturdy listener: a port on the shared address (addr
+// "") or on one Gateway's own.
+type portKey struct {
+	addr string
+	n    int32
+}
+
+// port returns the sturdy listener for a port on addr ("" for the shared
+// address, else a Gateway's own, named by gw), claiming it for proto; ok
 // is false when it is already claimed for the other protocol.
-func (t *translator) port(n int32, proto gwv1.ProtocolType) (*sport, bool) {
-	p := t.ports[n]
+func (t *translator) port(addr string, gw Ref, n int32, proto gwv1.ProtocolType) (*sport, bool) {
+	k := portKey{addr, n}
+	p := t.ports[k]
 	if p == nil {
-		p = &sport{number: n, proto: proto, name: "port-" + strconv.Itoa(int(n)), hostname: map[string]Ref{}}
-		t.ports[n] = p
+		name := "port-" + strconv.Itoa(int(n))
+		if addr != "" {
+			name = "gateway/" + gw.Namespace + "/" + gw.Name + "/" + name
+		}
+		p = &sport{number: n, addr: addr, proto: proto, name: name, hostname: map[string]Ref{}}
+		t.ports[k] = p
 	}
 	return p, p.proto == proto
+}
+
+// listen is the local address of a sturdy listener: kubernetes.ports's
+// (else bind_address) for the shared address; a Gateway's own address
+// with the port kubernetes.ports maps its port to.
+func (t *translator) listen(p *sport) string {
+	l := t.k.Listen(int(p.number))
+	if p.addr == "" {
+		return l
+	}
+	_, port, err := net.SplitHostPort(l)
+	if err != nil {
+		port = strconv.Itoa(int(p.number))
+	}
+	return net.JoinHostPort(p.addr, port)
 }
 
 // assemble writes the listeners, routes and pools into a copy of Base.
@@ -130,22 +165,22 @@ func (t *translator) assemble() {
 	cfg.Pools = slices.Clone(base.Pools)
 	cfg.RateLimitZones = slices.Clone(base.RateLimitZones)
 
-	nums := make([]int32, 0, len(t.ports))
-	for n, p := range t.ports {
+	keys := make([]portKey, 0, len(t.ports))
+	for k, p := range t.ports {
 		if p.proto == gwv1.HTTPSProtocolType && len(p.certs) == 0 {
 			continue // no valid certificate: no handshake could complete
 		}
-		nums = append(nums, n)
+		keys = append(keys, k)
 	}
-	slices.Sort(nums)
+	slices.SortFunc(keys, func(a, b portKey) int { return cmp.Or(cmp.Compare(a.addr, b.addr), cmp.Compare(a.n, b.n)) })
 	served := map[string]bool{}
-	for _, n := range nums {
-		p := t.ports[n]
+	for _, k := range keys {
+		p := t.ports[k]
 		// A plain port speaks h2c beside HTTP/1.1, as Gateway API asks of
 		// an HTTP listener that takes GRPCRoutes (prior knowledge), and
 		// on every plain port, so that a GRPCRoute or a backend-protocol
 		// GRPC Ingress that arrives later changes no listener.
-		l := config.Listener{Name: p.name, Listen: t.k.Listen(int(n)), H2C: p.proto == gwv1.HTTPProtocolType}
+		l := config.Listener{Name: p.name, Listen: t.listen(p), H2C: p.proto == gwv1.HTTPProtocolType}
 		path := "listeners[" + itoa(len(cfg.Listeners)) + "]"
 		if p.proto == gwv1.HTTPSProtocolType {
 			l.TLS = &config.TLS{Certificates: p.certs}

@@ -9,6 +9,7 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
@@ -20,6 +21,7 @@ import (
 type listers struct {
 	classes  func() ([]*gwv1.GatewayClass, error)
 	nsList   func() ([]*corev1.Namespace, error)
+	ingClass func() ([]*networkingv1.IngressClass, error)
 	per      []nsListers
 	informer []cache.SharedIndexInformer
 }
@@ -52,6 +54,11 @@ func (c *Controller) informers() (listers, []starter, error) {
 		nsList:  func() ([]*corev1.Namespace, error) { return kAll.Core().V1().Namespaces().Lister().List(all) },
 	}
 	l.informer = append(l.informer, gwAll.Gateway().V1().GatewayClasses().Informer(), kAll.Core().V1().Namespaces().Informer())
+	if c.k.IngressClassName() != "" {
+		ic := kAll.Networking().V1().IngressClasses()
+		l.ingClass = func() ([]*networkingv1.IngressClass, error) { return ic.Lister().List(all) }
+		l.informer = append(l.informer, ic.Informer())
+	}
 	namespaces := c.k.Namespaces
 	if len(namespaces) == 0 {
 		namespaces = []string{corev1.NamespaceAll}
@@ -63,9 +70,15 @@ func (c *Controller) informers() (listers, []starter, error) {
 	for _, ns := range namespaces {
 		gf := gwinformers.NewSharedInformerFactoryWithOptions(c.gw, resync, gwinformers.WithNamespace(ns))
 		kf := informers.NewSharedInformerFactoryWithOptions(c.kube, resync, informers.WithNamespace(ns))
-		starters = append(starters, gf, kf)
+		// Only TLS Secrets are cached: certificates are all sturdy reads
+		// of Secrets, and a cluster's other Secrets (service-account
+		// tokens, Helm releases, applications' own) would otherwise sit in
+		// memory, whole, in every replica (docs/kubernetes.md).
+		tf := informers.NewSharedInformerFactoryWithOptions(c.kube, resync, informers.WithNamespace(ns),
+			informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.FieldSelector = tlsSecrets }))
+		starters = append(starters, gf, kf, tf)
 		g, h, rg := gf.Gateway().V1().Gateways(), gf.Gateway().V1().HTTPRoutes(), gf.Gateway().V1().ReferenceGrants()
-		sv, es, se, in := kf.Core().V1().Services(), kf.Discovery().V1().EndpointSlices(), kf.Core().V1().Secrets(), kf.Networking().V1().Ingresses()
+		sv, es, se, in := kf.Core().V1().Services(), kf.Discovery().V1().EndpointSlices(), tf.Core().V1().Secrets(), kf.Networking().V1().Ingresses()
 		cm := kf.Core().V1().ConfigMaps()
 		if err := cm.Informer().SetTransform(trimConfigMap); err != nil {
 			return listers{}, nil, err
@@ -128,6 +141,9 @@ func (c *Controller) informers() (listers, []starter, error) {
 	return l, starters, nil
 }
 
+// tlsSecrets selects the Secrets sturdy caches.
+var tlsSecrets = fields.OneTermEqualSelector("type", string(corev1.SecretTypeTLS)).String()
+
 // changed is false for the informers' periodic resync, which repeats
 // what they have.
 func changed(old, cur any) bool {
@@ -167,6 +183,10 @@ func (c *Controller) snapshot() (*Snapshot, error) {
 	collect(err)
 	s.Namespaces, err = l.nsList()
 	collect(err)
+	if l.ingClass != nil {
+		s.IngressClasses, err = l.ingClass()
+		collect(err)
+	}
 	for _, p := range l.per {
 		g, err := p.gateways()
 		collect(err)
