@@ -172,11 +172,14 @@ func TestAnOutHostsShareIsSpreadEvenly(t *testing.T) {
 	for _, balance := range []string{"round_robin", "least_conn", "random_two"} {
 		// least_conn and random_two even out requests in flight, not
 		// counts: on a busy machine a backend that is slow for a moment
-		// loses requests to its peers, so their shares wander more (still
-		// far from a neighbour's double share).
+		// loses requests to its peers, so their shares wander (+25 % was
+		// seen with the machine's load at 16 on 2 cores). The fault this
+		// test is for, the out host's share going to one neighbour, gives
+		// that neighbour +33 % of the mean with two hosts left and +50 %
+		// with three: the tolerance stays below both.
 		tol := 0.1
 		if balance != "round_robin" {
-			tol = 0.2
+			tol = 0.3
 		}
 		t.Run(balance, func(t *testing.T) {
 			t.Run("3 hosts, one ejected", func(t *testing.T) {
