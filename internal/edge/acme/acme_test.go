@@ -64,7 +64,7 @@ pools: [ { name: web, hosts: [ { addr: 127.0.0.1:9 } ] } ]
 	if err != nil {
 		t.Fatal(err)
 	}
-	tl, err := certs.CompileListener(c, 1, m)
+	tl, err := certs.CompileListener(c, 1, m, os.ReadFile)
 	if err != nil {
 		t.Fatal(err)
 	}
