@@ -42,28 +42,17 @@ func (tm *timing) add(status int, d time.Duration, hdr http.Header, slow time.Du
 func timedSteady(t *testing.T, url string, clients []string, d, gap, slow time.Duration) *timing {
 	t.Helper()
 	tm := &timing{}
-	var wg sync.WaitGroup
-	end := time.Now().Add(d)
-	for _, ip := range clients {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			c := fake.Client(ip, 10*time.Second)
-			for i := 0; time.Now().Before(end) && i < 10000; i++ {
-				start := time.Now()
-				resp, err := c.Get(fmt.Sprintf("%s/item/%d", url, i))
-				if err != nil {
-					tm.add(0, time.Since(start), nil, slow)
-				} else {
-					io.Copy(io.Discard, resp.Body)
-					resp.Body.Close()
-					tm.add(resp.StatusCode, time.Since(start), resp.Header, slow)
-				}
-				time.Sleep(gap)
-			}
-		}()
-	}
-	wg.Wait()
+	paced(clients, 10000, d, gap, func(c *http.Client, i int) {
+		start := time.Now()
+		resp, err := c.Get(fmt.Sprintf("%s/item/%d", url, i))
+		if err != nil {
+			tm.add(0, time.Since(start), nil, slow)
+			return
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		tm.add(resp.StatusCode, time.Since(start), resp.Header, slow)
+	})
 	return tm
 }
 
