@@ -200,3 +200,22 @@ func (p *progress) WaitPast(n, total int64) int64 {
 	}
 	return p.n
 }
+
+// arrivals is an open loop: it starts send(i) in a goroutine of its own
+// at i*gap from now, for i below n, whether or not earlier ones were
+// answered, and returns when all have returned. It is the one arrival
+// schedule of these tests (overload, detection, a hanging host).
+func arrivals(n int, gap time.Duration, send func(i int)) {
+	var wg sync.WaitGroup
+	start := time.Now()
+	for i := range n {
+		if d := time.Until(start.Add(time.Duration(i) * gap)); d > 0 {
+			// real: when requests arrive is the scenario (an offered
+			// rate, requests in flight when a failure is found), on
+			// real sockets to a running server.
+			time.Sleep(d)
+		}
+		wg.Go(func() { send(i) })
+	}
+	wg.Wait()
+}
