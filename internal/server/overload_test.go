@@ -43,6 +43,8 @@ func (b *fullBackend) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer b.inflight.Add(-1)
+	// real: the work that makes the backend's capacity, against an
+	// offered rate on the real clock (arrivals).
 	time.Sleep(overloadWork)
 	b.served.Add(1)
 	io.WriteString(w, "ok")

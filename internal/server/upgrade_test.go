@@ -355,6 +355,8 @@ pools: [ { name: web, hosts: [ { addr: "{{b}}" } ] } ]
 		}
 		resp.Body.Close()
 		served++
+		// real: shutdown_delay runs on the server's real timer; this
+		// spaces the new connections a load balancer would make.
 		time.Sleep(20 * time.Millisecond)
 	}
 	t.Logf("after SIGTERM: %d new connections served, the first refused after %s", served, firstRefusal)
