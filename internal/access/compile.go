@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 
 	"github.com/sturdyproxy/sturdy/internal/access/acl"
 	"github.com/sturdyproxy/sturdy/internal/access/basicauth"
@@ -37,6 +38,10 @@ type Options struct {
 	// OnShared receives the shared store's reachability changes (for the
 	// event log and webhooks). It must not block. May be nil.
 	OnShared func(ratelimit.SharedEvent)
+	// Read reads the allow/deny and htpasswd files: the compile's own
+	// reads, so that the bytes compiled are the bytes it hashes.
+	// os.ReadFile when nil.
+	Read func(name string) ([]byte, error)
 }
 
 // Compile builds the access state of cfg, reading every file it names.
@@ -47,6 +52,10 @@ type Options struct {
 func Compile(cfg *config.Config, opts Options, prev *Compiled) (*Compiled, error) {
 	c := &Compiled{policies: make([]*Policy, len(cfg.Routes)), names: make([]string, len(cfg.Routes))}
 	var errs []error
+	read := opts.Read
+	if read == nil {
+		read = os.ReadFile
+	}
 	if s := cfg.SharedLimits; s != nil {
 		if prev != nil && prev.Shared != nil && prev.sharedCfg == *s {
 			c.Shared = prev.Shared
@@ -68,7 +77,7 @@ func Compile(cfg *config.Config, opts Options, prev *Compiled) (*Compiled, error
 		c.names[i] = r.Name
 		p := &Policy{route: r.Name}
 		var err error
-		if p.acl, err = acl.Compile(path+".access", r.Access); err != nil {
+		if p.acl, err = acl.Compile(path+".access", r.Access, read); err != nil {
 			errs = append(errs, err)
 		}
 		if p.methods, err = CompileMethods(path+".methods", r.Methods); err != nil {
@@ -82,7 +91,7 @@ func Compile(cfg *config.Config, opts Options, prev *Compiled) (*Compiled, error
 			errs = append(errs, err)
 		}
 		prevPolicy := prev.policy(r.Name)
-		if p.basic, err = basicauth.Compile(path+".basic_auth", r.BasicAuth, prevPolicy.basicAuth()); err != nil {
+		if p.basic, err = basicauth.Compile(path+".basic_auth", r.BasicAuth, prevPolicy.basicAuth(), read); err != nil {
 			errs = append(errs, err)
 		}
 		if r.ForwardAuth != nil {

@@ -53,6 +53,8 @@ func backendAt(t *testing.T, ip, name string) string {
 	}
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/slow" {
+			// real: in flight while the old process hands over to the new
+			// one; both are processes of their own on the real clock.
 			time.Sleep(200 * time.Millisecond)
 		}
 		io.WriteString(w, name)
@@ -200,7 +202,9 @@ func TestBinaryUpgradeUnderLoad(t *testing.T) {
 			}
 		}()
 	}
-	time.Sleep(300 * time.Millisecond)
+	if !testutil.Eventually(10*time.Second, func() bool { return sent.Load() >= 20 }) {
+		t.Fatalf("the load sent %d requests in 10s", sent.Load())
+	}
 	buildSturdy(t, bin+".new", "v2")
 	if err := os.Rename(bin+".new", bin); err != nil {
 		t.Fatal(err)
@@ -215,7 +219,10 @@ func TestBinaryUpgradeUnderLoad(t *testing.T) {
 	}) {
 		t.Fatal("v2 never took over")
 	}
-	time.Sleep(500 * time.Millisecond)
+	// The load goes on through v2 for another 100 requests.
+	if after := sent.Load() + 100; !testutil.Eventually(10*time.Second, func() bool { return sent.Load() >= after }) {
+		t.Fatalf("the load sent only %d of %d requests within 10s of v2 taking over", sent.Load(), after)
+	}
 	close(stop)
 	wg.Wait()
 	t.Logf("binary upgrade under load: %d requests, %d failed, %d connections refused", sent.Load(), failed.Load(), refused.Load())

@@ -90,11 +90,15 @@ func TestBinaryUpgradeUnderHTTP3Load(t *testing.T) {
 				} else if upgraded.Load() {
 					after2.Add(1)
 				}
+				// real: bounds the load's rate against two sturdy
+				// processes of their own, on shared cores.
 				time.Sleep(5 * time.Millisecond)
 			}
 		})
 	}
-	time.Sleep(300 * time.Millisecond)
+	if !testutil.Eventually(10*time.Second, func() bool { return sent.Load() >= 20 }) {
+		t.Fatalf("the load sent %d requests in 10s", sent.Load())
+	}
 	buildSturdy(t, bin+".new", "v2")
 	if err := os.Rename(bin+".new", bin); err != nil {
 		t.Fatal(err)

@@ -168,7 +168,13 @@ func (rt *Runtime) Route(name string) *proxy.Route { return rt.routeBy[name] }
 // clients for what the two configs share; prev itself is not changed. On
 // failure the error is a config.ErrorList.
 func Compile(cfg *config.Config, prev *Runtime, env Env) (*Runtime, error) {
-	c := &compiler{cfg: cfg, prev: prev, env: env, poolTLS: map[string]poolTLS{}, cutters: map[string]*cutter{}}
+	return compileFrom(cfg, prev, env, os.ReadFile)
+}
+
+// compileFrom is Compile reading the files the config names through
+// readFS (tests count the reads).
+func compileFrom(cfg *config.Config, prev *Runtime, env Env, readFS func(string) ([]byte, error)) (*Runtime, error) {
+	c := &compiler{cfg: cfg, prev: prev, env: env, readFS: readFS, poolTLS: map[string]poolTLS{}, cutters: map[string]*cutter{}}
 	if c.env.Monitor == nil {
 		c.env.Monitor = health.NewMonitor(health.Options{})
 	}
@@ -190,7 +196,7 @@ func Compile(cfg *config.Config, prev *Runtime, env Env) (*Runtime, error) {
 	rt.Health = &health.Set{Pools: rt.Pools, Attributing: attr}
 	c.poolHosts()
 	trusted := c.prefixes("trusted_proxies", cfg.TrustedProxies)
-	if ao, err := acme.Compile(cfg); err != nil {
+	if ao, err := acme.Compile(cfg, c.read); err != nil {
 		c.errs = append(c.errs, err.(config.ErrorList)...)
 	} else if ao != nil && c.env.ACME == nil {
 		ao.OnEvent, ao.Log = env.OnACME, env.ACMELog
@@ -345,9 +351,10 @@ type compiler struct {
 	matches  []route.Match      // by route index
 	poolHost []*subst.Template  // by pool index: host_header
 	built    map[string]*route.Table[*proxy.Route]
-	cutters  map[string]*cutter // by pool name
-	files    map[string]file    // by name: what read returned
-	read1    []string           // the names in files, in the order first read
+	cutters  map[string]*cutter           // by pool name
+	readFS   func(string) ([]byte, error) // os.ReadFile but in tests
+	files    map[string]file              // by name: what read returned
+	read1    []string                     // the names in files, in the order first read
 }
 
 func (c *compiler) errorf(path, format string, args ...any) {
@@ -361,7 +368,7 @@ func (c *compiler) read(name string) ([]byte, error) {
 	if f, ok := c.files[name]; ok {
 		return f.b, f.err
 	}
-	b, err := os.ReadFile(name)
+	b, err := c.readFS(name)
 	if c.files == nil {
 		c.files = map[string]file{}
 	}
@@ -450,7 +457,7 @@ func (c *compiler) listeners() []Listener {
 		}
 		// A listener that could never complete a handshake is a config
 		// error rather than a latent outage (incident 001).
-		tl, err := certs.CompileListener(c.cfg, i, src)
+		tl, err := certs.CompileListener(c.cfg, i, src, c.read)
 		if err != nil {
 			c.errs = append(c.errs, err.(config.ErrorList)...)
 			continue

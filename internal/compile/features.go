@@ -42,6 +42,7 @@ func (c *compiler) access() {
 	acc, err := access.Compile(c.cfg, access.Options{
 		ForwardAuthUpstream: c.forwardAuthUpstream,
 		OnShared:            c.env.OnShared,
+		Read:                c.read,
 	}, prev)
 	if err != nil {
 		c.addErr(err)

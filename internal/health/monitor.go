@@ -91,6 +91,7 @@ type Monitor struct {
 	// attributed counts failed attempts by attribution since start.
 	attributed [numAttributions]atomic.Uint64
 	wake       chan struct{}
+	ticks      atomic.Uint64 // periodic work done, for Ticks
 
 	mu     sync.Mutex // guards checks
 	checks map[string]*checker
@@ -166,9 +167,15 @@ func (m *Monitor) tickEvery(s *Set) time.Duration {
 	return min(max(s.Attributing.Window/10, 100*time.Millisecond), time.Second)
 }
 
+// Ticks is how many times the periodic work has run: a test of a running
+// server waits for the next one (where ejections and recoveries are
+// decided) instead of sleeping.
+func (m *Monitor) Ticks() uint64 { return m.ticks.Load() }
+
 // Tick runs the periodic work on s once. Run calls it; tests call it to
 // step time.
 func (m *Monitor) Tick(s *Set, now time.Time) {
+	defer m.ticks.Add(1)
 	for _, p := range s.Pools {
 		p.tick(now)
 	}

@@ -42,28 +42,17 @@ func (tm *timing) add(status int, d time.Duration, hdr http.Header, slow time.Du
 func timedSteady(t *testing.T, url string, clients []string, d, gap, slow time.Duration) *timing {
 	t.Helper()
 	tm := &timing{}
-	var wg sync.WaitGroup
-	end := time.Now().Add(d)
-	for _, ip := range clients {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			c := fake.Client(ip, 10*time.Second)
-			for i := 0; time.Now().Before(end) && i < 10000; i++ {
-				start := time.Now()
-				resp, err := c.Get(fmt.Sprintf("%s/item/%d", url, i))
-				if err != nil {
-					tm.add(0, time.Since(start), nil, slow)
-				} else {
-					io.Copy(io.Discard, resp.Body)
-					resp.Body.Close()
-					tm.add(resp.StatusCode, time.Since(start), resp.Header, slow)
-				}
-				time.Sleep(gap)
-			}
-		}()
-	}
-	wg.Wait()
+	paced(clients, 10000, d, gap, func(c *http.Client, i int) {
+		start := time.Now()
+		resp, err := c.Get(fmt.Sprintf("%s/item/%d", url, i))
+		if err != nil {
+			tm.add(0, time.Since(start), nil, slow)
+			return
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		tm.add(resp.StatusCode, time.Since(start), resp.Header, slow)
+	})
 	return tm
 }
 
@@ -187,44 +176,37 @@ func TestNoHangAfterTheProbeMarksAHostDown(t *testing.T) {
 	}
 	bs[2].Set("", fake.Behavior{Delay: time.Minute})
 	start := time.Now()
-	var wg sync.WaitGroup
 	var slowest atomic.Int64
 	gets, posts := &tally{}, &tally{}
 	var postsReached atomic.Int64
-	for i := range 12 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			c := fake.Client(fmt.Sprintf("127.0.0.%d", 20+i), 10*time.Second)
-			t0 := time.Now()
-			var resp *http.Response
-			var err error
-			if i%2 == 0 {
-				resp, err = c.Get(fmt.Sprintf("%s/item/%d", url, i))
-			} else {
-				resp, err = c.Post(fmt.Sprintf("%s/order/%d", url, i), "text/plain", strings.NewReader("qty=1"))
-			}
-			d := time.Since(t0)
-			for old := slowest.Load(); int64(d) > old && !slowest.CompareAndSwap(old, int64(d)); old = slowest.Load() {
-			}
-			tl := gets
-			if i%2 == 1 {
-				tl = posts
-			}
-			if err != nil {
-				tl.add(0)
-				return
-			}
-			io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-			tl.add(resp.StatusCode)
-			if i%2 == 1 && resp.StatusCode == 503 && resp.Header.Get("Retry-After") == "" {
-				t.Errorf("POST %d: 503 without Retry-After", i)
-			}
-		}()
-		time.Sleep(10 * time.Millisecond)
-	}
-	wg.Wait()
+	arrivals(12, 10*time.Millisecond, func(i int) {
+		c := fake.Client(fmt.Sprintf("127.0.0.%d", 20+i), 10*time.Second)
+		t0 := time.Now()
+		var resp *http.Response
+		var err error
+		if i%2 == 0 {
+			resp, err = c.Get(fmt.Sprintf("%s/item/%d", url, i))
+		} else {
+			resp, err = c.Post(fmt.Sprintf("%s/order/%d", url, i), "text/plain", strings.NewReader("qty=1"))
+		}
+		d := time.Since(t0)
+		for old := slowest.Load(); int64(d) > old && !slowest.CompareAndSwap(old, int64(d)); old = slowest.Load() {
+		}
+		tl := gets
+		if i%2 == 1 {
+			tl = posts
+		}
+		if err != nil {
+			tl.add(0)
+			return
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		tl.add(resp.StatusCode)
+		if i%2 == 1 && resp.StatusCode == 503 && resp.Header.Get("Retry-After") == "" {
+			t.Errorf("POST %d: 503 without Retry-After", i)
+		}
+	})
 	for _, b := range bs {
 		for i := range 12 {
 			postsReached.Add(b.Hits(fmt.Sprintf("/order/%d", i)))

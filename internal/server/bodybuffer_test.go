@@ -7,11 +7,15 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/sturdyproxy/sturdy/internal/testing/testutil"
 )
 
 const bodyBufferConfig = `
@@ -61,14 +65,24 @@ func (b *seenBackend) saw(path string) bool {
 	return false
 }
 
-// waitFor waits until the backend was handed path, or 5s.
+// waitFor waits until the backend was handed path (its handler signals
+// the cond), or 5s: a generous bound, not a threshold.
 func (b *seenBackend) waitFor(path string) bool {
-	deadline := time.Now().Add(5 * time.Second)
-	for !b.saw(path) {
-		if time.Now().After(deadline) {
+	var expired atomic.Bool
+	stop := time.AfterFunc(5*time.Second, func() {
+		expired.Store(true)
+		b.mu.Lock()
+		b.cond.Broadcast()
+		b.mu.Unlock()
+	})
+	defer stop.Stop()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for !slices.Contains(b.heads, path) {
+		if expired.Load() {
 			return false
 		}
-		time.Sleep(5 * time.Millisecond)
+		b.cond.Wait()
 	}
 	return true
 }
@@ -140,10 +154,21 @@ func TestLargeBodiesWaitWholeForABackend(t *testing.T) {
 			huge.Close()
 			sending.Wait()
 
-			// A slow upload: no backend hears of it until it is whole.
+			// A slow upload: no backend hears of it until it is whole. The
+			// upload pauses once sturdy holds its first part on disk
+			// (after the abandoned one's handler gave its part back).
+			spool := s.Runtime().Route("up").Spool
+			if spool == nil {
+				t.Fatal("the route keeps no body on disk")
+			}
+			if !testutil.Eventually(5*time.Second, func() bool { return spool.Used() == 0 }) {
+				t.Fatalf("%d bytes of abandoned bodies still held on disk after 5s", spool.Used())
+			}
 			c = rawDial(t, from(5), proxy)
 			fmt.Fprintf(c, "POST /slow HTTP/1.1\r\nHost: x\r\nContent-Length: 200000\r\n\r\n%s", chunk)
-			time.Sleep(300 * time.Millisecond) // the upload pauses
+			if !testutil.Eventually(5*time.Second, func() bool { return spool.Used() > 0 }) {
+				t.Fatal("sturdy kept no part of a 200 KB upload on disk within 5s")
+			}
 			if b.saw("/slow") {
 				t.Error("the backend was handed a slow upload before it was complete")
 			}
@@ -171,13 +196,8 @@ func TestLargeBodiesWaitWholeForABackend(t *testing.T) {
 					t.Errorf("the backend was handed %s, a body sturdy knew to be broken or refused", p)
 				}
 			}
-			spool := s.Runtime().Route("up").Spool
-			if spool == nil {
-				t.Fatal("the route keeps no body on disk")
-			}
-			for deadline := time.Now().Add(5 * time.Second); spool.Used() != 0 && time.Now().Before(deadline); {
-				time.Sleep(5 * time.Millisecond) // the abandoned upload's handler ends when it notices
-			}
+			// Every handler ends when its request does; 5s is a bound.
+			testutil.Eventually(5*time.Second, func() bool { return spool.Used() == 0 })
 			if n := spool.Used(); n != 0 {
 				t.Errorf("%d bytes of bodies still held on disk after the requests", n)
 			}

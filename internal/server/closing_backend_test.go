@@ -53,6 +53,8 @@ func closesAfterEach(t testing.TB, ip string, seed uint64) (string, *atomic.Int6
 		}
 		io.WriteString(c, resp+"\r\nok")
 		if kind == 2 {
+			// real: the race under test is the kernel's, between this
+			// close and the proxy's next request on the connection.
 			time.Sleep(wait)
 		}
 	})
@@ -93,7 +95,9 @@ func TestPOSTsToABackendThatClosesAfterEveryResponse(t *testing.T) {
 							return
 						}
 						if rng.IntN(10) == 0 {
-							time.Sleep(time.Duration(rng.IntN(20)) * time.Millisecond) // an idle gap
+							// real: an idle gap, in which the backend's close
+							// reaches the proxy's idle connection (kernel timing).
+							time.Sleep(time.Duration(rng.IntN(20)) * time.Millisecond)
 						}
 						sent.Add(1)
 						resp, err := cl.Post(base+"/up", "text/plain", strings.NewReader("post "+strconv.Itoa(n)))

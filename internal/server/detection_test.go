@@ -3,6 +3,7 @@ package server
 import (
 	"fmt"
 	"io"
+	"net/http"
 	"sync"
 	"testing"
 	"time"
@@ -74,13 +75,15 @@ func TestRequestsInFlightAreAnsweredAtDetection(t *testing.T) {
 				status     int
 			}
 			var answers []answer
-			var wg sync.WaitGroup
-			start := time.Now()
+			var cls []*http.Client
 			for c := range 6 {
-				cl := fake.Client(fmt.Sprintf("127.0.8.%d", c+1), 20*time.Second)
-				for j := range 12 {
+				cls = append(cls, fake.Client(fmt.Sprintf("127.0.8.%d", c+1), 20*time.Second))
+			}
+			start := time.Now()
+			arrivals(12, 250*time.Millisecond, func(j int) {
+				var wg sync.WaitGroup
+				for _, cl := range cls {
 					wg.Go(func() {
-						time.Sleep(time.Duration(j) * 250 * time.Millisecond)
 						a := answer{sent: time.Now()}
 						resp, err := cl.Get(fmt.Sprintf("%s/item/%d", url, j))
 						if err == nil {
@@ -94,8 +97,8 @@ func TestRequestsInFlightAreAnsweredAtDetection(t *testing.T) {
 						mu.Unlock()
 					})
 				}
-			}
-			wg.Wait()
+				wg.Wait()
+			})
 			mu.Lock()
 			defer mu.Unlock()
 			if detected.IsZero() {

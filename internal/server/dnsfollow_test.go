@@ -98,8 +98,14 @@ func TestTrafficFollowsANameToItsNewAddress(t *testing.T) {
 	if !testutil.Eventually(3*time.Second, func() bool { return ev.get(event.DNSChanged) > 0 }) {
 		t.Fatalf("no dns_changed; events:%s", ev)
 	}
-	// Let the change be published, then measure.
-	time.Sleep(200 * time.Millisecond)
+	// Measure once the runtime that follows the change is published.
+	published := func() bool {
+		h := s.Runtime().Pool("app").Hosts
+		return len(h) == 1 && h[0].Addr == "127.1.4.2:"+port
+	}
+	if !testutil.Eventually(3*time.Second, published) {
+		t.Fatalf("the new address was not published within 3s: %+v", s.Runtime().Pool("app").Hosts)
+	}
 	old := bs[0].n.Load()
 	bad := sequential(t, c, url, 150)
 	moved := bs[1].n.Load()

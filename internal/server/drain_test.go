@@ -47,7 +47,8 @@ pools: [ { name: web, hosts: [ { addr: "{{b1}}" } ] } ]
 			}
 			s, url, _ := startSturdy(t, parseConfig(t, tmpl, vars(0)))
 			const clients, perClient = 6, 120
-			var failures, done atomic.Int64
+			var failures atomic.Int64
+			done := newProgress()
 			var wg sync.WaitGroup
 			for c := range clients {
 				wg.Go(func() {
@@ -59,17 +60,18 @@ pools: [ { name: web, hosts: [ { addr: "{{b1}}" } ] } ]
 								t.Logf("request %d of client %d: %v %q", n, c, err, body)
 							}
 						}
-						done.Add(1)
+						done.Add()
 					}
 				})
 			}
+			// A reload after every ten answers, while the load lasts.
 			reloads := 0
-			for n := 1; done.Load() < clients*perClient && n < 100; n++ {
+			for n, k := 1, int64(0); k < clients*perClient && n < 100; n++ {
 				if err := s.Reload(parseConfig(t, tmpl, vars(n))); err != nil {
 					t.Fatal(err)
 				}
 				reloads++
-				time.Sleep(5 * time.Millisecond)
+				k = done.WaitPast(k+9, clients*perClient)
 			}
 			wg.Wait()
 			if f := failures.Load(); f != 0 {

@@ -233,9 +233,9 @@ func (b *closingBackend) serve(c net.Conn) {
 		}
 		io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
 		if req.URL.Path != "/keep" {
-			// Close a moment later: long enough for the proxy to take
-			// the connection for its next request, as a busy app server
-			// does.
+			// real: close a moment later: long enough for the proxy to
+			// take the connection for its next request, as a busy app
+			// server does (the keep-alive race is the kernel's timing).
 			time.Sleep(2 * time.Millisecond)
 			return
 		}

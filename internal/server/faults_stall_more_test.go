@@ -186,6 +186,8 @@ pools: [ { name: unused, hosts: [ { addr: "{{dead}}" } ] } ]
 		if err != nil {
 			break
 		}
+		// real: a slow reader against the send timeout, which sturdy
+		// enforces with socket deadlines on the kernel's clock.
 		time.Sleep(5 * time.Millisecond)
 	}
 	if total < size {

@@ -177,6 +177,8 @@ func TestStalledClientsAreCut(t *testing.T) {
 		if _, err := io.WriteString(up, piece); err != nil {
 			t.Fatalf("slow upload cut: %v", err)
 		}
+		// real: slow but moving against the body timeout, a socket
+		// deadline on the kernel's clock.
 		time.Sleep(50 * time.Millisecond)
 	}
 	if r := rawRead(up, 5*time.Second); r.first() != 200 || !strings.Contains(r.text, "got 524288") {
@@ -199,6 +201,8 @@ func TestStalledClientsAreCut(t *testing.T) {
 			derr = err
 			break
 		}
+		// real: a slow reader against the send timeout, a socket
+		// deadline on the kernel's clock.
 		time.Sleep(5 * time.Millisecond)
 	}
 	if d := time.Since(start); d < 600*time.Millisecond {

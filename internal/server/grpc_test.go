@@ -16,6 +16,7 @@ import (
 	"github.com/sturdyproxy/sturdy/internal/outcome"
 	"github.com/sturdyproxy/sturdy/internal/testing/testpki"
 	"github.com/sturdyproxy/sturdy/internal/testing/testutil"
+	"github.com/sturdyproxy/sturdy/internal/view"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
@@ -130,6 +131,27 @@ pools:
     hosts: [ { addr: "{{g1}}" } ]
     health: { passive: { window: 10s, min_requests: 1000 } }
 `
+
+// answered is how many answers route has finished: counted after its
+// attempts were settled, so that a test waits on it rather than a pause.
+func answered(s *Server, route string) uint64 {
+	var v view.Route
+	s.Runtime().Route(route).Stats.View(&v)
+	var n uint64
+	for _, c := range v.Requests {
+		n += c
+	}
+	return n
+}
+
+// waitAnswered waits until route has finished more than before answers;
+// 5s is a generous bound, not a threshold.
+func waitAnswered(t *testing.T, s *Server, route string, before uint64) {
+	t.Helper()
+	if !testutil.Eventually(5*time.Second, func() bool { return answered(s, route) > before }) {
+		t.Fatalf("route %s did not finish the request within 5s", route)
+	}
+}
 
 func attempts(s *Server, pool string, c outcome.Class) uint64 {
 	var n uint64
@@ -316,14 +338,14 @@ func TestGRPCDeadlines(t *testing.T) {
 		t.Errorf("route deadline: %v", err)
 	}
 	// The caller's deadline passes: DEADLINE_EXCEEDED, charged to nobody.
-	before := attempts(s, "svc", outcome.ResponseTimeout)
+	before, done := attempts(s, "svc", outcome.ResponseTimeout), answered(s, "svc")
 	ctx2, cancel2 := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel2()
 	_, err = c.UnaryCall(ctx2, &testpb.SimpleRequest{Payload: &testpb.Payload{Body: []byte("sleep")}})
 	if status.Code(err) != codes.DeadlineExceeded {
 		t.Errorf("caller deadline: %v", err)
 	}
-	time.Sleep(100 * time.Millisecond) // let sturdy finish the call it was handed
+	waitAnswered(t, s, "svc", done) // sturdy finishes the call it was handed
 	if n := attempts(s, "svc", outcome.ResponseTimeout) - before; n != 0 {
 		t.Errorf("the caller's own deadline charged %d response timeouts to the backend", n)
 	}
@@ -502,13 +524,14 @@ func TestGRPCCallerDeadlineMidStreamChargesNoHost(t *testing.T) {
 	req.Header.Set("Content-Type", "application/grpc")
 	req.Header.Set("TE", "trailers")
 	req.Header.Set("Grpc-Timeout", "300m")
+	done := answered(s, "svc")
 	resp, err := h2cClient().Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
 	io.Copy(io.Discard, resp.Body) // cut at the deadline
 	resp.Body.Close()
-	time.Sleep(100 * time.Millisecond)
+	waitAnswered(t, s, "svc", done)
 	if n := attempts(s, "svc", outcome.BodyError); n != 0 {
 		t.Fatalf("the caller's deadline, passed mid-stream, charged %d body errors to the backend", n)
 	}

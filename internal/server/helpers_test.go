@@ -159,3 +159,63 @@ func testLogger(t testing.TB) *slog.Logger {
 	})
 	return slog.New(slog.NewTextHandler(logs, nil))
 }
+
+// progress counts the requests a load has finished, so that whatever must
+// happen during the load (reloads) is paced by the requests themselves,
+// however fast either runs, rather than by pauses.
+type progress struct {
+	mu   sync.Mutex
+	cond sync.Cond
+	n    int64
+}
+
+func newProgress() *progress {
+	p := &progress{}
+	p.cond.L = &p.mu
+	return p
+}
+
+// Add counts one finished request.
+func (p *progress) Add() {
+	p.mu.Lock()
+	p.n++
+	p.cond.Broadcast()
+	p.mu.Unlock()
+}
+
+// Load is how many requests have finished.
+func (p *progress) Load() int64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.n
+}
+
+// WaitPast waits until more than n requests have finished, or total have
+// (the load is over), and returns the count.
+func (p *progress) WaitPast(n, total int64) int64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for p.n <= n && p.n < total {
+		p.cond.Wait()
+	}
+	return p.n
+}
+
+// arrivals is an open loop: it starts send(i) in a goroutine of its own
+// at i*gap from now, for i below n, whether or not earlier ones were
+// answered, and returns when all have returned. It is the one arrival
+// schedule of these tests (overload, detection, a hanging host).
+func arrivals(n int, gap time.Duration, send func(i int)) {
+	var wg sync.WaitGroup
+	start := time.Now()
+	for i := range n {
+		if d := time.Until(start.Add(time.Duration(i) * gap)); d > 0 {
+			// real: when requests arrive is the scenario (an offered
+			// rate, requests in flight when a failure is found), on
+			// real sockets to a running server.
+			time.Sleep(d)
+		}
+		wg.Go(func() { send(i) })
+	}
+	wg.Wait()
+}

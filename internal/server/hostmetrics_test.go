@@ -20,6 +20,8 @@ func TestHostLatencyAndBytesInMetrics(t *testing.T) {
 	answer := strings.Repeat("x", 100<<10)
 	handler := func(delay time.Duration) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			// real: the latency under test is what sturdy measures on
+			// the real clock around a real socket's answer.
 			time.Sleep(delay)
 			w.Header().Set("Content-Length", strconv.Itoa(len(answer)))
 			io.WriteString(w, answer)

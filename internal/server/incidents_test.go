@@ -85,27 +85,49 @@ func (t *tally) failures() int {
 func load(t *testing.T, url string, ips []string, n int, gap time.Duration, path func(i int) string) *tally {
 	t.Helper()
 	tl := &tally{}
+	paced(ips, n, time.Hour, gap, func(c *http.Client, i int) {
+		resp, err := c.Get(url + path(i))
+		if err != nil {
+			tl.add(0)
+			return
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		tl.add(resp.StatusCode)
+	})
+	return tl
+}
+
+// paced runs send from a client of each ip at once, each sending up to n
+// requests for at most d, one every gap, and returns when all are done.
+// It is the one paced load of these tests: load, steady and timedSteady.
+func paced(ips []string, n int, d, gap time.Duration, send func(c *http.Client, i int)) {
 	var wg sync.WaitGroup
+	end := time.Now().Add(d)
 	for _, ip := range ips {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			c := fake.Client(ip, 10*time.Second)
-			for i := range n {
-				resp, err := c.Get(url + path(i))
-				if err != nil {
-					tl.add(0)
-				} else {
-					io.Copy(io.Discard, resp.Body)
-					resp.Body.Close()
-					tl.add(resp.StatusCode)
-				}
+			for i := 0; i < n && time.Now().Before(end); i++ {
+				send(c, i)
+				// real: the clients' pace is the scenario (requests a
+				// second against the monitor's ticks, the attribution
+				// windows and the route timeouts of a running server on
+				// real sockets), not a wait for something to happen.
 				time.Sleep(gap)
 			}
-		}()
+		})
 	}
 	wg.Wait()
-	return tl
+}
+
+// nextTick waits until the server's health monitor has done its periodic
+// work once more (where passive ejections are decided); 5s is a bound.
+func nextTick(t *testing.T, s *Server) {
+	t.Helper()
+	n := s.Monitor().Ticks()
+	if !testutil.Eventually(5*time.Second, func() bool { return s.Monitor().Ticks() > n }) {
+		t.Fatal("the health monitor did not tick within 5s")
+	}
 }
 
 func ips(prefix string, n int) []string {
@@ -418,7 +440,7 @@ func TestHostFailingForEveryoneIsEjected(t *testing.T) {
 						tl.add(st)
 					}
 				}
-				time.Sleep(50 * time.Millisecond)
+				nextTick(t, s)
 			}
 			if !gone() {
 				t.Fatalf("bad host still %s; events:%s", host.Mode(), ev)

@@ -53,7 +53,8 @@ func TestReloadUnderLoadDropsNothing(t *testing.T) {
 	s, url, logs := startSturdy(t, parseConfig(t, reloadConfig, vars(0)))
 
 	const clients, perClient = 8, 150
-	var failures, done atomic.Int64
+	var failures atomic.Int64
+	done := newProgress()
 	var wg sync.WaitGroup
 	for c := range clients {
 		wg.Add(1)
@@ -71,17 +72,18 @@ func TestReloadUnderLoadDropsNothing(t *testing.T) {
 				if resp.StatusCode != 200 || !strings.HasPrefix(string(body), "b") {
 					failures.Add(1)
 				}
-				done.Add(1)
+				done.Add()
 			}
 		}()
 	}
+	// A reload after every ten answers, while the load lasts.
 	reloads := 0
-	for i := 1; done.Load() < clients*perClient && i < 200; i++ {
+	for i, n := 1, int64(0); n < clients*perClient && i < 200; i++ {
 		if err := s.Reload(parseConfig(t, reloadConfig, vars(i))); err != nil {
 			t.Fatal(err)
 		}
 		reloads++
-		time.Sleep(2 * time.Millisecond)
+		n = done.WaitPast(n+9, clients*perClient)
 	}
 	wg.Wait()
 	if f := failures.Load(); f != 0 {
@@ -125,10 +127,10 @@ pools: [ { name: web, hosts: [ { addr: "`+taken+`" } ] } ]
 
 func TestGracefulShutdownFinishesInFlight(t *testing.T) {
 	t.Parallel()
-	entered := make(chan struct{})
+	entered, release := make(chan struct{}), make(chan struct{})
 	b := backend(t, "127.1.0.1", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		close(entered)
-		time.Sleep(300 * time.Millisecond)
+		<-release // in flight until the test has seen the drain
 		io.WriteString(w, "finished")
 	}))
 	cfg := parseConfig(t, basicConfig, map[string]string{"b1": addr(b)})
@@ -167,6 +169,12 @@ func TestGracefulShutdownFinishesInFlight(t *testing.T) {
 			t.Errorf("/readyz during drain: %d", resp.StatusCode)
 		}
 	}
+	select {
+	case err := <-shutdown:
+		t.Fatalf("shutdown returned (%v) while a request was in flight", err)
+	default:
+	}
+	close(release)
 	r := <-res
 	if r.err != nil || r.status != 200 || r.body != "finished" {
 		t.Fatalf("in-flight request: %+v", r)

@@ -2,8 +2,6 @@ package server
 
 import (
 	"fmt"
-	"io"
-	"sync"
 	"testing"
 	"time"
 
@@ -16,29 +14,7 @@ import (
 // the answers.
 func steady(t *testing.T, url string, clients []string, d, gap time.Duration) *tally {
 	t.Helper()
-	tl := &tally{}
-	var wg sync.WaitGroup
-	end := time.Now().Add(d)
-	for _, ip := range clients {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			c := fake.Client(ip, 10*time.Second)
-			for i := 0; time.Now().Before(end) && i < 10000; i++ {
-				resp, err := c.Get(fmt.Sprintf("%s/item/%d", url, i))
-				if err != nil {
-					tl.add(0)
-				} else {
-					io.Copy(io.Discard, resp.Body)
-					resp.Body.Close()
-					tl.add(resp.StatusCode)
-				}
-				time.Sleep(gap)
-			}
-		}()
-	}
-	wg.Wait()
-	return tl
+	return &timedSteady(t, url, clients, d, gap, time.Hour).tally
 }
 
 func (t *tally) total() int {

@@ -5,7 +5,6 @@ import (
 	"io"
 	"net/http"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -44,6 +43,8 @@ func (b *fullBackend) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer b.inflight.Add(-1)
+	// real: the work that makes the backend's capacity, against an
+	// offered rate on the real clock (arrivals).
 	time.Sleep(overloadWork)
 	b.served.Add(1)
 	io.WriteString(w, "ok")
@@ -83,40 +84,33 @@ func TestOverloadIsNotFailure(t *testing.T) {
 		clients[i].Transport.(*http.Transport).MaxIdleConnsPerHost = 64
 	}
 	var ok, shed, own, noRetryAfter, other atomic.Int64
-	var wg sync.WaitGroup
 	gap := dur / time.Duration(n)
 	start := time.Now()
-	for i := range n {
-		// An open loop: requests arrive at the offered rate whether or not
-		// earlier ones were answered.
-		if d := time.Until(start.Add(time.Duration(i) * gap)); d > 0 {
-			time.Sleep(d)
+	// An open loop: requests arrive at the offered rate whether or not
+	// earlier ones were answered.
+	arrivals(n, gap, func(i int) {
+		resp, err := clients[i%len(clients)].Get(fmt.Sprintf("%s/item/%d", url, i))
+		if err != nil {
+			other.Add(1)
+			return
 		}
-		wg.Go(func() {
-			resp, err := clients[i%len(clients)].Get(fmt.Sprintf("%s/item/%d", url, i))
-			if err != nil {
-				other.Add(1)
-				return
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		switch {
+		case resp.StatusCode == 200:
+			ok.Add(1)
+		case resp.StatusCode == 503:
+			shed.Add(1)
+			if strings.Contains(string(body), "shedding load") {
+				own.Add(1)
 			}
-			body, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			switch {
-			case resp.StatusCode == 200:
-				ok.Add(1)
-			case resp.StatusCode == 503:
-				shed.Add(1)
-				if strings.Contains(string(body), "shedding load") {
-					own.Add(1)
-				}
-				if resp.Header.Get("Retry-After") == "" {
-					noRetryAfter.Add(1)
-				}
-			default:
-				other.Add(1)
+			if resp.Header.Get("Retry-After") == "" {
+				noRetryAfter.Add(1)
 			}
-		})
-	}
-	wg.Wait()
+		default:
+			other.Add(1)
+		}
+	})
 	elapsed := time.Since(start)
 
 	var attempts, served int64

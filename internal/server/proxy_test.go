@@ -402,17 +402,26 @@ func TestClientCancelReachesBackendAndFreesHost(t *testing.T) {
 // request while the backend's body is being read).
 func TestClientHangingUpMidBodyChargesNoHost(t *testing.T) {
 	t.Parallel()
+	// The backend either sends 2 MB at once, more than the client reads,
+	// so that sturdy's write to the client fails, or sends 64 KB and
+	// stalls until sturdy, seeing the client leave, cancels it mid-body.
 	b := backend(t, "127.1.0.11", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		piece := bytes.Repeat([]byte("s"), 32<<10)
-		if r.URL.Path == "/fixed" {
+		if strings.HasPrefix(r.URL.Path, "/fixed") {
 			w.Header().Set("Content-Length", strconv.Itoa(64*len(piece)))
 		}
-		for range 64 {
+		for i := range 64 {
+			if i == 2 && strings.HasSuffix(r.URL.Path, "/stall") {
+				select {
+				case <-r.Context().Done():
+				case <-time.After(10 * time.Second): // a bound should sturdy never cancel
+				}
+				return
+			}
 			if _, err := w.Write(piece); err != nil {
 				return
 			}
 			w.(http.Flusher).Flush()
-			time.Sleep(5 * time.Millisecond)
 		}
 	}))
 	s, url, _ := startSturdy(t, parseConfig(t, basicConfig, map[string]string{"b1": addr(b)}))
@@ -422,17 +431,16 @@ func TestClientHangingUpMidBodyChargesNoHost(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			path := []string{"/chunked", "/fixed"}[i%2]
+			path := []string{"/chunked", "/fixed"}[i%2] + []string{"", "/stall"}[i/2%2]
 			c := rawDial(t, fmt.Sprintf("127.0.3.%d", 1+i), hostport)
 			defer c.Close()
 			fmt.Fprintf(c, "GET %s HTTP/1.1\r\nHost: x\r\n\r\n", path)
 			c.SetReadDeadline(time.Now().Add(5 * time.Second))
+			// Each hangs up with unread bytes (a reset).
 			buf := make([]byte, 40<<10)
 			if _, err := io.ReadFull(c, buf); err != nil {
 				t.Errorf("%s: %v", path, err)
 			}
-			// Some hang up with unread bytes (a reset), some after a pause.
-			time.Sleep(time.Duration(i%3) * 20 * time.Millisecond)
 		}()
 	}
 	wg.Wait()

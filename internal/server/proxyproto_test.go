@@ -19,6 +19,7 @@ import (
 	"github.com/pires/go-proxyproto"
 	"github.com/sturdyproxy/sturdy/internal/testing/fake"
 	"github.com/sturdyproxy/sturdy/internal/testing/testpki"
+	"github.com/sturdyproxy/sturdy/internal/testing/testutil"
 )
 
 const proxyProtoConfig = `
@@ -247,23 +248,28 @@ backend be
 			t.Logf("haproxy output:\n%s", out)
 		}
 	})
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	gone := false
+	listening := func() bool {
+		select {
+		case <-exited:
+			gone = true
+			return true
+		default:
+		}
 		c, err := net.DialTimeout("tcp", front, time.Second)
 		if err == nil {
 			c.Close()
-			return front
 		}
-		select {
-		case <-exited:
-			t.Fatalf("haproxy exited: %s", out)
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("haproxy did not listen on %s: %s", front, out)
-		}
-		time.Sleep(20 * time.Millisecond)
+		return err == nil
 	}
+	// haproxy is a process of its own: its listening is seen by dialing.
+	if !testutil.Eventually(10*time.Second, listening) {
+		t.Fatalf("haproxy did not listen on %s within 10s: %s", front, out)
+	}
+	if gone {
+		t.Fatalf("haproxy exited: %s", out)
+	}
+	return front
 }
 
 // h2cOnly are a client's protocols for HTTP/2 with prior knowledge.

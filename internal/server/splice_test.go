@@ -25,6 +25,7 @@ func TestLargeBodiesPassWholeAndAreChargedRight(t *testing.T) {
 	t.Parallel()
 	body := bytes.Repeat([]byte("0123456789abcdef"), (4<<20)/16) // 4 MiB
 	var conns sync.Map                                           // the backend's client addresses
+	cut := make(chan struct{})                                   // the client has the half: end the connection
 	be := backend(t, "127.0.0.1", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		n, _ := strconv.Atoi(r.URL.Query().Get("n"))
 		n = min(max(n, 0), len(body))
@@ -43,7 +44,10 @@ func TestLargeBodiesPassWholeAndAreChargedRight(t *testing.T) {
 			fmt.Fprintf(brw, "HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n", n)
 			brw.Write(body[:n/2])
 			brw.Flush()
-			time.Sleep(50 * time.Millisecond)
+			select {
+			case <-cut:
+			case <-time.After(10 * time.Second): // a bound should the test fail first
+			}
 			if r.URL.Path == "/reset" {
 				c.(*net.TCPConn).SetLinger(0)
 			}
@@ -101,9 +105,14 @@ pools:
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, err := io.ReadAll(resp.Body)
+		half := make([]byte, 1<<20)
+		if _, err := io.ReadFull(resp.Body, half); err != nil {
+			t.Fatalf("%s: the half the backend sent did not arrive: %v", path, err)
+		}
+		cut <- struct{}{}
+		rest, err := io.ReadAll(resp.Body)
 		resp.Body.Close()
-		if err == nil || len(got) >= 2<<20 {
+		if got := append(half, rest...); err == nil || len(got) >= 2<<20 {
 			t.Fatalf("%s: the client got %d bytes and no error: a broken body must not look complete", path, len(got))
 		}
 		if a := attempts(); a["body_error"] != uint64(i+1) {

@@ -7,7 +7,6 @@ import (
 	"regexp"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/sturdyproxy/sturdy/internal/health"
 	"github.com/sturdyproxy/sturdy/internal/testing/fake"
@@ -56,7 +55,7 @@ pools:
 				tl.add(st)
 			}
 		}
-		time.Sleep(50 * time.Millisecond)
+		nextTick(t, s)
 	}
 	if !gone() {
 		t.Fatalf("hosts %s (503) and %s (dead), want both ejected", pool.Hosts[2].Mode(), pool.Hosts[3].Mode())

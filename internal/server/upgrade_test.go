@@ -34,19 +34,74 @@ func freeAddr(t testing.TB) string {
 	return ln.Addr().String()
 }
 
-// wsBackend echoes WebSocket messages, and answers /slow after 300ms and
-// anything else at once.
-func wsBackend(t testing.TB) string {
+// wsBackend echoes WebSocket messages, holds /slow until the test opens
+// its gate, and answers anything else at once.
+func wsBackend(t testing.TB) string { a, _ := gatedWSBackend(t); return a }
+
+// gate holds the requests for /slow until Open; Held counts those waiting.
+type gate struct {
+	mu   sync.Mutex
+	ch   chan struct{}
+	held atomic.Int64
+}
+
+func newGate() *gate { return &gate{ch: make(chan struct{})} }
+
+func (g *gate) wait(ctx context.Context) {
+	g.mu.Lock()
+	ch := g.ch
+	g.mu.Unlock()
+	g.held.Add(1)
+	defer g.held.Add(-1)
+	select {
+	case <-ch:
+	case <-ctx.Done():
+	}
+}
+
+// Open lets every held request and all later ones through.
+func (g *gate) Open() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	select {
+	case <-g.ch:
+	default:
+		close(g.ch)
+	}
+}
+
+// Close makes later requests wait again.
+func (g *gate) Close() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	select {
+	case <-g.ch:
+		g.ch = make(chan struct{})
+	default:
+	}
+}
+
+// waitHeld waits until n requests are held; 5s is a generous bound.
+func (g *gate) waitHeld(t testing.TB, n int64) {
+	t.Helper()
+	if !testutil.Eventually(5*time.Second, func() bool { return g.held.Load() >= n }) {
+		t.Fatalf("%d requests held at the backend after 5s, want %d", g.held.Load(), n)
+	}
+}
+
+func gatedWSBackend(t testing.TB) (string, *gate) {
+	g := newGate()
 	mux := http.NewServeMux()
 	mux.Handle("/ws", websocket.Handler(func(c *websocket.Conn) {
 		io.Copy(c, c)
 	}))
 	mux.HandleFunc("/slow", func(w http.ResponseWriter, r *http.Request) {
-		time.Sleep(300 * time.Millisecond)
+		g.wait(r.Context())
 		io.WriteString(w, "slow ok")
 	})
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") })
-	return addr(backend(t, "127.1.0.1", mux))
+	t.Cleanup(g.Open) // before the backend closes: it waits for handlers
+	return addr(backend(t, "127.1.0.1", mux)), g
 }
 
 // wsConn is a WebSocket client speaking raw frames, so that a test sees
@@ -143,7 +198,8 @@ func TestReloadChangesListenerSettingsOnTheSameSocket(t *testing.T) {
 	dir := t.TempDir()
 	ca := testpki.NewCA(t, "reload CA")
 	cert, key := ca.Write(t, dir, "site", testpki.Leaf{DNS: []string{"site.test"}})
-	vars := map[string]string{"addr": freeAddr(t), "b": wsBackend(t), "idle": "75s", "rht": "10s", "mhb": "64KiB", "tls": ""}
+	b, slowGate := gatedWSBackend(t)
+	vars := map[string]string{"addr": freeAddr(t), "b": b, "idle": "75s", "rht": "10s", "mhb": "64KiB", "tls": ""}
 	s, url, _ := startSturdy(t, parseConfig(t, listenerSettingsConfig, vars))
 	ws := wsDial(t, s.Addr("web"))
 	defer ws.Close()
@@ -163,8 +219,11 @@ func TestReloadChangesListenerSettingsOnTheSameSocket(t *testing.T) {
 					return
 				default:
 				}
+				// Two clients also send requests that are held at the
+				// backend across the reload; two only fast ones, on
+				// through it.
 				path := "/fast"
-				if i%5 == 0 {
+				if c%2 == 0 && i%5 == 4 {
 					path = "/slow"
 				}
 				sent.Add(1)
@@ -184,12 +243,17 @@ func TestReloadChangesListenerSettingsOnTheSameSocket(t *testing.T) {
 			}
 		}()
 	}
-	time.Sleep(500 * time.Millisecond)
+	slowGate.waitHeld(t, 2)
 	vars["idle"], vars["rht"], vars["mhb"] = "5s", "2s", "4KiB"
 	if err := s.Reload(parseConfig(t, listenerSettingsConfig, vars)); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(800 * time.Millisecond)
+	slowGate.Open() // the held requests finish on the old server
+	// The load goes on through the new server for another 200 requests.
+	after := sent.Load() + 200
+	if !testutil.Eventually(10*time.Second, func() bool { return sent.Load() >= after }) {
+		t.Fatalf("only %d requests sent within 10s after the reload", sent.Load())
+	}
 	close(stop)
 	wg.Wait()
 	t.Logf("settings reload under load: %d requests, %d failed, %d refused", sent.Load(), failed.Load(), refused.Load())
@@ -217,6 +281,7 @@ func TestReloadChangesListenerSettingsOnTheSameSocket(t *testing.T) {
 	} else {
 		resp.Body.Close()
 	}
+	slowGate.Close()
 	slow := make(chan error, 1)
 	go func() {
 		resp, err := plain.Get(url + "/slow")
@@ -228,11 +293,12 @@ func TestReloadChangesListenerSettingsOnTheSameSocket(t *testing.T) {
 		}
 		slow <- err
 	}()
-	time.Sleep(50 * time.Millisecond)
+	slowGate.waitHeld(t, 1) // in flight on the plain connection
 	vars["tls"] = `tls: { cert: "` + cert + `", key: "` + key + `" }`
 	if err := s.Reload(parseConfig(t, listenerSettingsConfig, vars)); err != nil {
 		t.Fatal(err)
 	}
+	slowGate.Open()
 	if err := <-slow; err != nil {
 		t.Errorf("the request in flight across TLS on: %v", err)
 	}
@@ -289,6 +355,8 @@ pools: [ { name: web, hosts: [ { addr: "{{b}}" } ] } ]
 		}
 		resp.Body.Close()
 		served++
+		// real: shutdown_delay runs on the server's real timer; this
+		// spaces the new connections a load balancer would make.
 		time.Sleep(20 * time.Millisecond)
 	}
 	t.Logf("after SIGTERM: %d new connections served, the first refused after %s", served, firstRefusal)
@@ -328,7 +396,9 @@ pools: [ { name: web, hosts: [ { addr: "{{b}}" } ] } ]
 	start := time.Now()
 	done := make(chan error, 1)
 	go func() { done <- s.Shutdown(ctx) }()
-	time.Sleep(300 * time.Millisecond)
+	if !testutil.Eventually(time.Second, func() bool { return s.draining.Load() }) {
+		t.Fatal("shutdown did not begin within 1s")
+	}
 	ws.echo(t, "still here during the grace period")
 	op, p, err := ws.read(3 * time.Second)
 	if err != nil || op != 8 || len(p) < 2 || binary.BigEndian.Uint16(p) != 1001 {

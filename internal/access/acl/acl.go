@@ -14,7 +14,6 @@ import (
 	"bytes"
 	"fmt"
 	"net/netip"
-	"os"
 	"strings"
 
 	"github.com/sturdyproxy/sturdy/internal/config"
@@ -45,10 +44,11 @@ type List struct {
 	rules   int // prefixes after expanding files, for Len
 }
 
-// Compile reads rules (reading every file they name) into a List. path
-// names the rules in errors, like "routes[2].access". It returns nil for
-// no rules, so that a route without a list costs one nil check.
-func Compile(path string, rules []config.AccessRule) (*List, error) {
+// Compile reads rules (reading every file they name through read:
+// os.ReadFile, or the compile's own reads) into a List. path names the
+// rules in errors, like "routes[2].access". It returns nil for no rules,
+// so that a route without a list costs one nil check.
+func Compile(path string, rules []config.AccessRule, read func(string) ([]byte, error)) (*List, error) {
 	if len(rules) == 0 {
 		return nil, nil
 	}
@@ -78,7 +78,7 @@ func Compile(path string, rules []config.AccessRule) (*List, error) {
 			key = "allow_file"
 		}
 		if file != "" {
-			ps, err := ReadFile(file)
+			ps, err := readList(read, file)
 			if err != nil {
 				return nil, fmt.Errorf("%s.%s: %v", rp, key, err)
 			}
@@ -105,10 +105,10 @@ func Compile(path string, rules []config.AccessRule) (*List, error) {
 	return &List{v4: build(v4), v6: build(v6), invalid: invalid, rules: n}, nil
 }
 
-// ReadFile reads one address or CIDR per line; blank lines and text after
+// readList reads one address or CIDR per line; blank lines and text after
 // # are ignored. Errors name the file and line.
-func ReadFile(name string) ([]netip.Prefix, error) {
-	b, err := os.ReadFile(name)
+func readList(read func(string) ([]byte, error), name string) ([]netip.Prefix, error) {
+	b, err := read(name)
 	if err != nil {
 		return nil, fmt.Errorf("cannot read the address list: %v", err)
 	}

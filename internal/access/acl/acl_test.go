@@ -13,7 +13,7 @@ import (
 
 func compile(t *testing.T, rules ...config.AccessRule) *List {
 	t.Helper()
-	l, err := Compile("routes[0].access", rules)
+	l, err := Compile("routes[0].access", rules, os.ReadFile)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,11 +80,11 @@ func TestFilesAreReadAndErrorsNameFileAndLine(t *testing.T) {
 	}
 	bad := filepath.Join(dir, "bad.txt")
 	os.WriteFile(bad, []byte("10.0.0.0/8\n10.0.0.0/33\n"), 0o644)
-	_, err := Compile("routes[1].access", []config.AccessRule{{Deny: "all"}, {DenyFile: bad}})
+	_, err := Compile("routes[1].access", []config.AccessRule{{Deny: "all"}, {DenyFile: bad}}, os.ReadFile)
 	if err == nil || !strings.HasPrefix(err.Error(), "routes[1].access[1].deny_file: "+bad+":2: invalid CIDR") {
 		t.Errorf("error %v", err)
 	}
-	_, err = Compile("routes[1].access", []config.AccessRule{{AllowFile: filepath.Join(dir, "missing")}})
+	_, err = Compile("routes[1].access", []config.AccessRule{{AllowFile: filepath.Join(dir, "missing")}}, os.ReadFile)
 	if err == nil || !strings.Contains(err.Error(), "routes[1].access[0].allow_file: cannot read the address list") {
 		t.Errorf("error %v", err)
 	}
@@ -170,7 +170,7 @@ func BenchmarkLookup10kPrefixes(b *testing.B) {
 		a := netip.AddrFrom4([4]byte{byte(1 + i%200), byte(i / 200), 0, 0})
 		rules = append(rules, config.AccessRule{Deny: netip.PrefixFrom(a, 16+i%9).Masked().String()})
 	}
-	l, _ := Compile("bench", rules)
+	l, _ := Compile("bench", rules, os.ReadFile)
 	probe := ip("100.20.3.4")
 	b.ReportAllocs()
 	for b.Loop() {

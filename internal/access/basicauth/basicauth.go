@@ -20,7 +20,6 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"net/http"
-	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -63,16 +62,17 @@ type Counters struct {
 	Blocked  atomic.Uint64 // 429: too many failures from the client
 }
 
-// Compile reads cfg's htpasswd file. path names the key in errors
+// Compile reads cfg's htpasswd file through read (os.ReadFile, or the
+// compile's own reads). path names the key in errors
 // ("routes[2].basic_auth"). prev, the same route's Auth of the previous
 // config (or nil), hands over its cache, failure counts and counters: a
 // cached credential is only used while its user's stored hash is
 // unchanged.
-func Compile(path string, cfg *config.BasicAuth, prev *Auth) (*Auth, error) {
+func Compile(path string, cfg *config.BasicAuth, prev *Auth, read func(string) ([]byte, error)) (*Auth, error) {
 	if cfg == nil {
 		return nil, nil
 	}
-	users, first, err := readFile(cfg.Htpasswd)
+	users, first, err := readFile(read, cfg.Htpasswd)
 	if err != nil {
 		return nil, fmt.Errorf("%s.htpasswd: %v", path, err)
 	}
@@ -113,8 +113,8 @@ func Compile(path string, cfg *config.BasicAuth, prev *Auth) (*Auth, error) {
 // readFile reads an htpasswd file: user:hash lines, # comments, blank
 // lines ignored. It also returns the first user's name. Errors name the
 // file and line.
-func readFile(name string) (users map[string]user, first string, err error) {
-	b, err := os.ReadFile(name)
+func readFile(read func(string) ([]byte, error), name string) (users map[string]user, first string, err error) {
+	b, err := read(name)
 	if err != nil {
 		return nil, "", fmt.Errorf("cannot read the password file: %v", err)
 	}

@@ -37,7 +37,7 @@ func TestSHACryptVectors(t *testing.T) {
 
 func compile(t *testing.T, file string, prev *Auth) *Auth {
 	t.Helper()
-	a, err := Compile("routes[0].basic_auth", &config.BasicAuth{Htpasswd: file, Realm: "staff", FailureRate: config.Rate{N: 1, Per: time.Minute}, FailureBurst: 2}, prev)
+	a, err := Compile("routes[0].basic_auth", &config.BasicAuth{Htpasswd: file, Realm: "staff", FailureRate: config.Rate{N: 1, Per: time.Minute}, FailureBurst: 2}, prev, os.ReadFile)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,12 +138,12 @@ func TestUnusableFilesAreLoadErrorsNamingTheLine(t *testing.T) {
 	} {
 		f := filepath.Join(dir, "f")
 		os.WriteFile(f, []byte(tc.body), 0o600)
-		_, err := Compile("routes[4].basic_auth", &config.BasicAuth{Htpasswd: f}, nil)
+		_, err := Compile("routes[4].basic_auth", &config.BasicAuth{Htpasswd: f}, nil, os.ReadFile)
 		if err == nil || !strings.HasPrefix(err.Error(), "routes[4].basic_auth.htpasswd: "+f) || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%q: error %v, want it to contain %q", tc.body, err, tc.want)
 		}
 	}
-	_, err := Compile("routes[4].basic_auth", &config.BasicAuth{Htpasswd: filepath.Join(dir, "missing")}, nil)
+	_, err := Compile("routes[4].basic_auth", &config.BasicAuth{Htpasswd: filepath.Join(dir, "missing")}, nil, os.ReadFile)
 	if err == nil || !strings.Contains(err.Error(), "cannot read the password file") {
 		t.Errorf("missing file: %v", err)
 	}
@@ -235,7 +235,7 @@ func equal(a, b []int) bool {
 //
 //	go test -run '^$' -bench . -benchmem ./internal/access/basicauth
 func BenchmarkCheckCached(b *testing.B) {
-	a, _ := Compile("b", &config.BasicAuth{Htpasswd: "testdata/users.htpasswd"}, nil)
+	a, _ := Compile("b", &config.BasicAuth{Htpasswd: "testdata/users.htpasswd"}, nil, os.ReadFile)
 	r := withAuth("alice", "wonder land")
 	now := time.Now()
 	b.ReportAllocs()
@@ -245,7 +245,7 @@ func BenchmarkCheckCached(b *testing.B) {
 }
 
 func BenchmarkCheckUncachedBcryptCost5(b *testing.B) {
-	a, _ := Compile("b", &config.BasicAuth{Htpasswd: "testdata/users.htpasswd"}, nil)
+	a, _ := Compile("b", &config.BasicAuth{Htpasswd: "testdata/users.htpasswd"}, nil, os.ReadFile)
 	now := time.Now()
 	b.ReportAllocs()
 	for b.Loop() {

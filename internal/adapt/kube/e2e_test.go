@@ -174,6 +174,7 @@ func waitFor(t *testing.T, what string, within time.Duration, cond func() bool) 
 // stop, counting failures; it is bounded in count and time.
 type load struct {
 	ok, failed atomic.Int64
+	tried      []atomic.Int64 // by client: tries finished
 	mu         sync.Mutex
 	errs       []string
 	stop       chan struct{}
@@ -199,9 +200,9 @@ func httpTries(url string, clients []*http.Client, want string) []func() error {
 // startLoad runs each try in a goroutine of its own, over and over until
 // end, counting successes and failures (the first ten kept).
 func startLoad(tries []func() error) *load {
-	l := &load{stop: make(chan struct{})}
+	l := &load{stop: make(chan struct{}), tried: make([]atomic.Int64, len(tries))}
 	deadline := time.Now().Add(90 * time.Second)
-	for _, try := range tries {
+	for i, try := range tries {
 		l.wg.Go(func() {
 			for n := 0; n < 20000 && time.Now().Before(deadline); n++ {
 				select {
@@ -209,7 +210,9 @@ func startLoad(tries []func() error) *load {
 					return
 				default:
 				}
-				if err := try(); err != nil {
+				err := try()
+				l.tried[i].Add(1)
+				if err != nil {
 					l.failed.Add(1)
 					l.mu.Lock()
 					if len(l.errs) < 10 {
@@ -219,6 +222,8 @@ func startLoad(tries []func() error) *load {
 					continue
 				}
 				l.ok.Add(1)
+				// real: bounds the load's rate; the server under it is a
+				// real process pair (kube-apiserver, etcd) sharing the cores.
 				time.Sleep(2 * time.Millisecond)
 			}
 		})
@@ -227,6 +232,32 @@ func startLoad(tries []func() error) *load {
 }
 
 func (l *load) end() { close(l.stop); l.wg.Wait() }
+
+// more waits until n more tries have succeeded: load before and after a
+// step is counted in requests, not time.
+func (l *load) more(t *testing.T, n int64) {
+	t.Helper()
+	start := l.ok.Load()
+	waitFor(t, fmt.Sprintf("%d more requests succeed under load", n), 30*time.Second, func() bool { return l.ok.Load()-start >= n })
+}
+
+// settle waits until every client has finished a try begun after the
+// call: none is still in flight on a backend it chose before.
+func (l *load) settle(t *testing.T) {
+	t.Helper()
+	start := make([]int64, len(l.tried))
+	for i := range l.tried {
+		start[i] = l.tried[i].Load()
+	}
+	waitFor(t, "every client finishes a request begun after the change", 30*time.Second, func() bool {
+		for i := range l.tried {
+			if l.tried[i].Load()-start[i] < 2 { // the one in flight, then one begun after
+				return false
+			}
+		}
+		return true
+	})
+}
 
 func gwCond(cs []metav1.Condition, typ string) metav1.ConditionStatus {
 	for _, c := range cs {
@@ -320,7 +351,7 @@ func TestGatewayServesAndUpdatesWithoutFailures(t *testing.T) {
 		clients = append(clients, client(https, roots))
 	}
 	l := startLoad(httpTries("https://shop.example.com/", clients, "web-"))
-	time.Sleep(300 * time.Millisecond)
+	l.more(t, 100)
 
 	// 1. An endpoint removed: web-b's pod terminates. It keeps serving
 	// (terminating, serving) while sturdy stops sending it new requests.
@@ -336,8 +367,8 @@ func TestGatewayServesAndUpdatesWithoutFailures(t *testing.T) {
 		}
 		return true
 	})
-	time.Sleep(200 * time.Millisecond) // requests in flight on web-b finish
-	drained.Close()                    // the pod is gone
+	l.settle(t)     // requests in flight on web-b finish
+	drained.Close() // the pod is gone
 
 	// 2. A route changed: /api goes to another Service.
 	r := must(gc.GatewayV1().HTTPRoutes(ns).Get(ctx, "shop", metav1.GetOptions{}))
@@ -361,7 +392,7 @@ func TestGatewayServesAndUpdatesWithoutFailures(t *testing.T) {
 		_, _, cs, err := get(client(https, roots), "https://shop.example.com/")
 		return err == nil && cs != nil && cs.PeerCertificates[0].SerialNumber.Cmp(want) == 0
 	})
-	time.Sleep(300 * time.Millisecond)
+	l.more(t, 100)
 	l.end()
 	if n := l.failed.Load(); n != 0 || l.ok.Load() < 100 {
 		t.Errorf("under load: %d ok, %d failed (want 0 failed, at least 100 ok): %v", l.ok.Load(), n, l.errs)

@@ -261,7 +261,7 @@ func TestGRPCRouteServesAndUpdatesWithoutFailures(t *testing.T) {
 		clients = append(clients, grpcClient(t, addr, "grpc.example.com"))
 	}
 	l := startLoad(grpcTries(clients, func(b string) bool { return b == "users-a" || b == "users-b" || b == "orders" }))
-	time.Sleep(300 * time.Millisecond)
+	l.more(t, 100)
 
 	// 1. An endpoint removed: users-b's pod terminates.
 	sl := must(c.Client.DiscoveryV1().EndpointSlices(ns).Get(ctx, "users-1", metav1.GetOptions{}))
@@ -275,8 +275,8 @@ func TestGRPCRouteServesAndUpdatesWithoutFailures(t *testing.T) {
 		}
 		return true
 	})
-	time.Sleep(200 * time.Millisecond) // calls in flight on users-b finish
-	stopB()                            // the pod is gone
+	l.settle(t) // calls in flight on users-b finish
+	stopB()     // the pod is gone
 
 	// 2. A route changed: UnaryCall is split between users and orders.
 	r := must(gc.GatewayV1().GRPCRoutes(ns).Get(ctx, "users", metav1.GetOptions{}))
@@ -286,7 +286,7 @@ func TestGRPCRouteServesAndUpdatesWithoutFailures(t *testing.T) {
 		h, _ := unary(cl)
 		return first(h, "x-backend") == "orders"
 	})
-	time.Sleep(300 * time.Millisecond)
+	l.more(t, 100)
 	l.end()
 	if n := l.failed.Load(); n != 0 || l.ok.Load() < 100 {
 		t.Errorf("under load: %d ok, %d failed (want 0 failed, at least 100 ok): %v", l.ok.Load(), n, l.errs)

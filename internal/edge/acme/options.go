@@ -60,8 +60,9 @@ const DefaultRenewCheck = 10 * time.Minute
 // is private. It creates nothing; Run creates the directory. The plain
 // and TLS listeners answering challenges are taken from c: the first on
 // port 80 (or else the first) plain listener, and the first on port 443
-// (or else the first) TLS listener with tls.acme.
-func Compile(c *config.Config) (*Options, error) {
+// (or else the first) TLS listener with tls.acme. ca_root is read
+// through read (os.ReadFile, or the compile's own reads).
+func Compile(c *config.Config, read func(string) ([]byte, error)) (*Options, error) {
 	a := c.ACME
 	if a == nil {
 		return nil, nil
@@ -75,7 +76,7 @@ func Compile(c *config.Config) (*Options, error) {
 		o.TLSALPN01 = o.TLSALPN01 || ch == config.ChallengeTLSALPN01
 	}
 	if a.CARoot != "" {
-		pool, err := certs.ReadPool(a.CARoot)
+		pool, err := certs.ReadPool(read, a.CARoot)
 		if err != nil {
 			return nil, fail("acme.ca_root", "%v", err)
 		}

@@ -34,7 +34,7 @@ pools: [ { name: web, hosts: [ { addr: 127.0.0.1:9 } ] } ]
 func TestCompileOptions(t *testing.T) {
 	dir := t.TempDir()
 	ca := testpki.NewCA(t, "private ACME CA").WriteCA(t, dir, "root.pem")
-	o, err := Compile(parseACME(t, filepath.Join(dir, "acme"), ca))
+	o, err := Compile(parseACME(t, filepath.Join(dir, "acme"), ca), os.ReadFile)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,11 +55,11 @@ func TestCompileRefusesOpenStorageAndBadRoots(t *testing.T) {
 	os.Mkdir(open, 0o755)
 	os.Chmod(open, 0o755)
 	ca := testpki.NewCA(t, "CA").WriteCA(t, dir, "root.pem")
-	_, err := Compile(parseACME(t, open, ca))
+	_, err := Compile(parseACME(t, open, ca), os.ReadFile)
 	if err == nil || !strings.Contains(err.Error(), "acme.storage: "+open+" is open to other users (mode 0755) and will hold private keys; run chmod 700 "+open) {
 		t.Errorf("open storage: %v", err)
 	}
-	_, err = Compile(parseACME(t, filepath.Join(dir, "acme"), filepath.Join(dir, "missing.pem")))
+	_, err = Compile(parseACME(t, filepath.Join(dir, "acme"), filepath.Join(dir, "missing.pem")), os.ReadFile)
 	if err == nil || !strings.Contains(err.Error(), "test.yaml:2: acme.ca_root: cannot read the CA file") {
 		t.Errorf("missing root: %v", err)
 	}
@@ -101,7 +101,7 @@ pools: [ { name: web, hosts: [ { addr: 127.0.0.1:9 } ] } ]
 	if err != nil {
 		t.Fatal(err)
 	}
-	ls, err := certs.Compile(c, New(Options{}))
+	ls, err := certs.Compile(c, New(Options{}), os.ReadFile)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,7 +6,6 @@ import (
 	"crypto/x509"
 	"encoding/pem"
 	"fmt"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -41,8 +40,9 @@ type Listener struct {
 // c and builds their runtime form, keyed by listener name. src supplies
 // the certificates of listeners with tls.acme (nil when there is no ACME).
 // The error is a config.ErrorList naming file, line and key of each
-// problem, so that check and reload print every one at once.
-func Compile(c *config.Config, src Source) (map[string]*Listener, error) {
+// problem, so that check and reload print every one at once. Files are
+// read through read (os.ReadFile, or the compile's own reads).
+func Compile(c *config.Config, src Source, read func(string) ([]byte, error)) (map[string]*Listener, error) {
 	out := map[string]*Listener{}
 	var errs config.ErrorList
 	for i, l := range c.Listeners {
@@ -53,7 +53,7 @@ func Compile(c *config.Config, src Source) (map[string]*Listener, error) {
 		if l.TLS.ACME {
 			s = src
 		}
-		cl, err := CompileListener(c, i, s)
+		cl, err := CompileListener(c, i, s, read)
 		if err != nil {
 			errs = append(errs, err.(config.ErrorList)...)
 			continue
@@ -71,8 +71,10 @@ func sorted(errs config.ErrorList) config.ErrorList {
 	return errs
 }
 
-// CompileListener compiles listeners[i] of c, which must have tls set.
-func CompileListener(c *config.Config, i int, src Source) (*Listener, error) {
+// CompileListener compiles listeners[i] of c, which must have tls set,
+// reading its certificates, keys and client CA bundle through read once
+// each: the caller that hashes those files hashes the bytes served.
+func CompileListener(c *config.Config, i int, src Source, read func(string) ([]byte, error)) (*Listener, error) {
 	l := c.Listeners[i]
 	t := l.TLS
 	p := fmt.Sprintf("listeners[%d].tls", i)
@@ -85,7 +87,7 @@ func CompileListener(c *config.Config, i int, src Source) (*Listener, error) {
 		fail(p, "%v", err)
 	}
 	if t.ClientAuth.CA != "" {
-		pool, err := ReadPool(t.ClientAuth.CA)
+		pool, err := ReadPool(read, t.ClientAuth.CA)
 		if err != nil {
 			fail(p+".client_auth.ca", "%v", err)
 		}
@@ -104,7 +106,7 @@ func CompileListener(c *config.Config, i int, src Source) (*Listener, error) {
 		if strings.Contains(cp, "%d") {
 			cp = fmt.Sprintf(entryPath, j)
 		}
-		ct, err := loadCert(e, cp)
+		ct, err := loadCert(read, e, cp)
 		if err != nil {
 			fail(cp, "%v", err)
 			continue
@@ -191,13 +193,13 @@ func settings(t *config.TLS) (*tls.Config, error) {
 	return cfg, nil
 }
 
-func loadCert(e config.Certificate, path string) (*Cert, error) {
+func loadCert(read func(string) ([]byte, error), e config.Certificate, path string) (*Cert, error) {
 	var pair tls.Certificate
 	var err error
 	if e.CertPEM != nil || e.KeyPEM != nil {
 		pair, err = tls.X509KeyPair(e.CertPEM, e.KeyPEM)
 	} else {
-		pair, err = tls.LoadX509KeyPair(e.Cert, e.Key)
+		pair, err = loadPair(read, e.Cert, e.Key)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("cannot load certificate %s with key %s: %v", e.Cert, e.Key, err)
@@ -222,11 +224,8 @@ func loadCert(e config.Certificate, path string) (*Cert, error) {
 	}, nil
 }
 
-// ReadPool reads a PEM bundle of CA certificates.
-func ReadPool(file string) (*x509.CertPool, error) { return readPool(os.ReadFile, file) }
-
-// readPool is ReadPool reading through read.
-func readPool(read func(string) ([]byte, error), file string) (*x509.CertPool, error) {
+// ReadPool reads a PEM bundle of CA certificates through read.
+func ReadPool(read func(string) ([]byte, error), file string) (*x509.CertPool, error) {
 	b, err := read(file)
 	if err != nil {
 		return nil, fmt.Errorf("cannot read the CA file: %v", err)

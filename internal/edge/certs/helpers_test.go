@@ -9,6 +9,7 @@ import (
 	"log"
 	"net"
 	"net/http"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -31,7 +32,7 @@ func parse(t *testing.T, text string, vars map[string]string) *config.Config {
 
 func compile(t *testing.T, c *config.Config) map[string]*Listener {
 	t.Helper()
-	ls, err := Compile(c, nil)
+	ls, err := Compile(c, nil, os.ReadFile)
 	if err != nil {
 		t.Fatal(err)
 	}

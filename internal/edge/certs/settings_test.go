@@ -125,7 +125,7 @@ listeners:
 routes: [ { name: all, default: true, pool: web } ]
 pools: [ { name: web, hosts: [ { addr: 127.0.0.1:9 } ] } ]
 `, map[string]string{"a": a, "ak": ak, "bk": bk, "n": noNames, "nk": noNamesKey})
-	_, err := Compile(c, nil)
+	_, err := Compile(c, nil, os.ReadFile)
 	var list config.ErrorList
 	if !errors.As(err, &list) || len(list) != 4 {
 		t.Fatalf("got %v; want 4 errors", err)

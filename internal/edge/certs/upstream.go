@@ -20,7 +20,7 @@ func UpstreamConfig(t *config.UpstreamTLS, path string, read func(string) ([]byt
 		InsecureSkipVerify: t.InsecureSkipVerify,
 	}
 	if t.CA != "" {
-		pool, err := readPool(read, t.CA)
+		pool, err := ReadPool(read, t.CA)
 		if err != nil {
 			return nil, fmt.Errorf("%s.ca: %v", path, err)
 		}

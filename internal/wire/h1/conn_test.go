@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sturdyproxy/sturdy/internal/testing/testutil"
 )
 
 // dialRaw opens a client connection from 127.0.0.2, reading responses.
@@ -56,10 +58,11 @@ func TestIdleConnectionHoldsNoBuffers(t *testing.T) {
 	roundTrip(t, c, br, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
 	// The server goroutine exits after the answer; once the connection
 	// is idle again, it holds neither buffer.
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	var idle, held int
+	settled := func() bool {
 		s.mu.Lock()
-		var idle, held int
+		defer s.mu.Unlock()
+		idle, held = 0, 0
 		for cc := range s.conns {
 			if cc.state.Load() == stIdle {
 				idle++
@@ -70,17 +73,13 @@ func TestIdleConnectionHoldsNoBuffers(t *testing.T) {
 				cc.idle <- struct{}{}
 			}
 		}
-		s.mu.Unlock()
-		if idle == 1 {
-			if held != 0 {
-				t.Fatal("an idle connection holds its read or write buffer")
-			}
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the connection never became idle")
-		}
-		time.Sleep(5 * time.Millisecond) // real: polls for a real socket's connection to go idle
+		return idle == 1
+	}
+	if !testutil.Eventually(10*time.Second, settled) {
+		t.Fatal("the connection never became idle")
+	}
+	if held != 0 {
+		t.Fatal("an idle connection holds its read or write buffer")
 	}
 }
 

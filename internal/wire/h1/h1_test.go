@@ -133,8 +133,9 @@ func TestPipelinedRequests(t *testing.T) {
 }
 
 func TestClientGoneCancelsRequest(t *testing.T) {
-	canceled := make(chan error, 1)
+	canceled, running := make(chan error, 1), make(chan struct{})
 	addr, _ := start(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		close(running)
 		select {
 		case <-r.Context().Done():
 			canceled <- r.Context().Err()
@@ -147,7 +148,7 @@ func TestClientGoneCancelsRequest(t *testing.T) {
 		t.Fatal(err)
 	}
 	io.WriteString(c, "GET /slow HTTP/1.1\r\nHost: x\r\n\r\n")
-	time.Sleep(50 * time.Millisecond) // real: the close must come after the handler runs, and a socket has no fake clock
+	<-running // the close comes while the handler runs
 	c.Close()
 	if err := <-canceled; err != context.Canceled {
 		t.Fatalf("request context: %v, want canceled", err)

@@ -44,7 +44,7 @@ func TestSpliceAfterTheBackendClosedInOrderIsTheClientsFailure(t *testing.T) {
 	const size = 256 << 10
 	for _, reset := range []bool{false, true} {
 		t.Run(fmt.Sprintf("reset=%v", reset), func(t *testing.T) {
-			sent := make(chan struct{})
+			sent, head := make(chan struct{}), make(chan struct{})
 			s := newRawServer(t, func(s *rawServer, c net.Conn) {
 				s.readRequest(bufio.NewReader(c))
 				n := size
@@ -53,7 +53,10 @@ func TestSpliceAfterTheBackendClosedInOrderIsTheClientsFailure(t *testing.T) {
 				}
 				fmt.Fprintf(c, "HTTP/1.1 200 OK\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s", size, strings.Repeat("x", n))
 				if reset {
-					time.Sleep(50 * time.Millisecond) // real: let the client read the half body before the reset
+					select { // the client has the head before the reset
+					case <-head:
+					case <-time.After(10 * time.Second): // a bound should the test fail first
+					}
 					c.(*net.TCPConn).SetLinger(0)
 				}
 				c.Close()
@@ -65,6 +68,7 @@ func TestSpliceAfterTheBackendClosedInOrderIsTheClientsFailure(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer resp.Body.Close()
+			close(head)
 			<-sent
 			time.Sleep(50 * time.Millisecond) // real: the kernel delivers the FIN or RST; nothing to poll without reading
 			sp := resp.Body.(interface {
