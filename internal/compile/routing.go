@@ -146,7 +146,12 @@ func (c *compiler) routing(i int, r *proxy.Route, m route.Match) {
 		g.Redirect, used = out, true
 	}
 	if rs := rc.Respond; rs != nil {
-		g.Respond, used = proxy.NewRespond(rs.Status, rs.ContentType, []byte(rs.Body)), true
+		if rs.Close {
+			g.Respond = proxy.NewClose()
+		} else {
+			g.Respond = proxy.NewRespond(rs.Status, rs.ContentType, []byte(rs.Body))
+		}
+		used = true
 	}
 	if rw := rc.Rewrite; rw != nil {
 		q := p + ".rewrite"

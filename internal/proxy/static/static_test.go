@@ -131,6 +131,7 @@ func TestRangeAndConditionalRequests(t *testing.T) {
 var typeCases = map[string]string{
 	"/a.css":   "text/css; charset=utf-8",
 	"/a.mjs":   "text/javascript; charset=utf-8",
+	"/a.js":    "application/javascript; charset=utf-8", // nginx's mime.types
 	"/a.woff2": "font/woff2",
 	"/a.wasm":  "application/wasm",
 	"/a.SVG":   "image/svg+xml",

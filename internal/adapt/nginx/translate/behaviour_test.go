@@ -678,6 +678,13 @@ func TestImportBehaviours(t *testing.T) {
 			yaml:   []string{"listen: :8080\n    proxy_protocol: required", "trusted_proxies: [10.0.0.0/8]"},
 		},
 		{
+			name:   "return 444 in a location closes the connection as nginx did",
+			http:   up + "server {\nlisten 80;\nlocation /wp-admin/ { return 444; }\nlocation / { proxy_pass http://app; }\n}",
+			line:   5,
+			status: Translated,
+			yaml:   []string{"path: /wp-admin/\n    respond: {close: true} # nginx's return 444"},
+		},
+		{
 			name:   "a 302 to https is a redirect route",
 			http:   up + "server {\nlisten 80;\nreturn 302 https://$host$request_uri;\n}\nserver {\nlisten 81;\nlocation / { proxy_pass http://app; }\n}",
 			line:   3,

@@ -261,12 +261,18 @@ func (t *translator) renderRoute(r *route) *yaml.Node {
 	}
 	if rs := r.respond; rs != nil {
 		rm := &yaml.Node{Kind: yaml.MappingNode, Style: yaml.FlowStyle}
-		set(rm, "status", num(rs.Status), "", "")
-		if rs.Body != "" {
-			set(rm, "body", str(rs.Body), "", "")
+		comment := ""
+		if rs.Close {
+			set(rm, "close", yes(), "", "")
+			comment = "nginx's return 444: the connection closed without an answer"
+		} else {
+			set(rm, "status", num(rs.Status), "", "")
+			if rs.Body != "" {
+				set(rm, "body", str(rs.Body), "", "")
+			}
+			set(rm, "content_type", str(rs.ContentType), "", "")
 		}
-		set(rm, "content_type", str(rs.ContentType), "", "")
-		set(m, "respond", rm, "", "")
+		set(m, "respond", rm, "", comment)
 	}
 	if len(r.backends) > 0 {
 		set(m, "backends", renderBackends(r.backends), "nginx's map / split_clients behind proxy_pass", "")
