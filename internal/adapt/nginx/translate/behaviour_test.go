@@ -135,7 +135,7 @@ func TestImportBehaviours(t *testing.T) {
 			http:    up + "server {\nlisten 80;\nlocation /api/ { proxy_pass http://app/v1/; }\nlocation / { proxy_pass http://app; }\n}",
 			line:    5,
 			status:  Translated,
-			yaml:    []string{"path: /\n    default: true\n    pool: app\n    timeouts:\n      connect: 5s\n      response_header: 30s\n    max_body_bytes: 1MiB # nginx's default client_max_body_size\n    allow_encoded_slashes: true # nginx forwarded %2F as sent"},
+			yaml:    []string{"path: /\n    default: true\n    pool: app\n    timeouts:\n      connect: 5s\n      response_header: 30s\n    max_body_bytes: 1MiB # nginx's default client_max_body_size\n    upgrades: [] # nginx sent no Upgrade header here (proxy_set_header Upgrade $http_upgrade), so it never switched to WebSocket\n    allow_encoded_slashes: true # nginx forwarded %2F as sent"},
 			notYAML: []string{"rewrite: {prefix: /v1/}\n    allow_encoded_slashes", "allow_encoded_slashes: true # nginx forwarded %2F as sent here (proxy_pass without a URI part)\n    # the path"},
 		},
 		{
@@ -676,6 +676,14 @@ func TestImportBehaviours(t *testing.T) {
 			line:   5,
 			status: Translated,
 			yaml:   []string{"listen: :8080\n    proxy_protocol: required", "trusted_proxies: [10.0.0.0/8]"},
+		},
+		{
+			name:    "a location that sets no Upgrade header for the backend is not upgraded, as in nginx; one that passes $http_upgrade is",
+			http:    up + "server {\nlisten 80;\nlocation /ws/ { proxy_http_version 1.1; proxy_set_header Upgrade $http_upgrade; proxy_set_header Connection upgrade; proxy_pass http://app; }\nlocation /-/cable { proxy_http_version 1.1; proxy_pass http://app; }\n}",
+			line:    6,
+			status:  Translated,
+			yaml:    []string{"path: {starts_with: /-/cable}\n    pool: app\n    timeouts:\n      connect: 5s\n      response_header: 30s\n    max_body_bytes: 1MiB # nginx's default client_max_body_size\n    upgrades: []"},
+			notYAML: []string{"path: /ws/\n    pool: app\n    timeouts:\n      connect: 5s\n      response_header: 30s\n    max_body_bytes: 1MiB # nginx's default client_max_body_size\n    upgrades"},
 		},
 		{
 			name:   "return 444 in a location closes the connection as nginx did",

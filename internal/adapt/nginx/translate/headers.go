@@ -56,6 +56,12 @@ func (t *translator) requestHeaders(c *locCtx, sc *nginx.Scope, tls bool) {
 		}
 		set[n] = d
 	}
+	// nginx passes a client's Upgrade on only when the location sets it
+	// for the backend (hop-by-hop, it is not forwarded otherwise): without
+	// it no backend ever answered 101 through nginx.
+	if d := set["Upgrade"]; d == nil || d.Arg(1) == "" {
+		c.r.noUpgrade = true
+	}
 	x := &varCtx{c: c, re: c.regex()}
 	var kept []string // sturdy's forwarding headers nginx sent with the same value
 	if d := set["Host"]; d == nil && c.noDefaultHost {

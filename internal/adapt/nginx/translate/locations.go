@@ -240,6 +240,9 @@ func (t *translator) content(c *locCtx, l *nginx.Location, depth int) {
 		c.content, c.pass, c.target = l, l.ProxyPass, l.Target
 		return
 	}
+	if t.fileTest(c, l, depth) {
+		return
+	}
 	for _, d := range l.Local("if") {
 		if c.handledIf(d) {
 			continue

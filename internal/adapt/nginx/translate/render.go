@@ -291,6 +291,9 @@ func (t *translator) renderRoute(r *route) *yaml.Node {
 	if r.streamBody && r.pool != nil {
 		set(m, "request_buffering", no(), "", "nginx proxy_request_buffering off: bodies stream to the backend as they arrive")
 	}
+	if r.noUpgrade && (r.pool != nil || len(r.backends) > 0) {
+		set(m, "upgrades", &yaml.Node{Kind: yaml.SequenceNode, Style: yaml.FlowStyle}, "", "nginx sent no Upgrade header here (proxy_set_header Upgrade $http_upgrade), so it never switched to WebSocket")
+	}
 	if r.encodedSlashes && r.pool != nil {
 		set(m, "allow_encoded_slashes", yes(), "", "nginx forwarded %2F as sent here (proxy_pass without a URI part)")
 	}

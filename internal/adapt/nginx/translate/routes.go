@@ -28,6 +28,9 @@ type route struct {
 	maxBodyDefault bool
 	// streamBody is nginx's proxy_request_buffering off.
 	streamBody bool
+	// noUpgrade: nginx sent the backend no Upgrade header here, so it
+	// never switched protocols (upgrades: []).
+	noUpgrade bool
 	tries      int // 0: sturdy's default
 	comments   []string
 	// sorryFile is the error_page file for 502/503/504, "" for sturdy's default page.
