@@ -31,8 +31,8 @@ type route struct {
 	// noUpgrade: nginx sent the backend no Upgrade header here, so it
 	// never switched protocols (upgrades: []).
 	noUpgrade bool
-	tries      int // 0: sturdy's default
-	comments   []string
+	tries     int // 0: sturdy's default
+	comments  []string
 	// sorryFile is the error_page file for 502/503/504, "" for sturdy's default page.
 	sorryFile string
 	// sorryBody is the refusal page of a refusal route.
