@@ -301,7 +301,13 @@ func (t *translator) forwardAuth(c *locCtx, sc *nginx.Scope, d *nginx.Directive,
 	if query != "" {
 		sent += "?" + query
 	}
-	f := &config.ForwardAuth{URL: tg.Scheme + "://" + tg.Host + sent, Pool: p.name}
+	// nginx's sub-request carried every client header (unless the auth
+	// location turned that off), and nginx read its answer its own way.
+	f := &config.ForwardAuth{URL: tg.Scheme + "://" + tg.Host + sent, Pool: p.name, RequestHeaders: []string{"*"}, Statuses: config.ForwardAuthStatusesNginx}
+	if h := sub.content.Scope.Get1("proxy_pass_request_headers"); h != nil && h.Arg(0) == "off" {
+		t.use(h)
+		f.RequestHeaders = []string{}
+	}
 	if r := sub.content.Scope.Get1("proxy_read_timeout"); r != nil {
 		if v, err := nginx.ParseTime(r.Arg(0)); err == nil && v > 0 {
 			f.Timeout = config.Duration(v)
@@ -335,7 +341,7 @@ func (t *translator) forwardAuth(c *locCtx, sc *nginx.Scope, d *nginx.Directive,
 			}
 		}
 	}
-	c.differs.add("", "the auth service gets the client's Cookie and Authorization headers and sturdy's X-Forwarded-*/X-Original-* headers; nginx sent it every client header")
+	c.differs.add("", "the auth service gets sturdy's X-Forwarded-*/X-Original-* headers beside the client's, and its Host is the one of url, not the proxy_set_header of location %s (%s)", locationLabel(target), target.Dir.Pos())
 	g.forward = f
 	g.kept.add("", "nginx asked %s whether to let each request in (auth_request, %s)", uri, d.Pos())
 }
