@@ -116,7 +116,10 @@ func (t *translator) requestHeaders(c *locCtx, sc *nginx.Scope, tls bool) {
 					c.differs.add(NeedRequestHeaders, "nginx set %s: %s (%s); %s, so sturdy sends its own", name, v, d.Pos(), why)
 					continue
 				}
-				c.differs.add(NeedRequestHeaders, "nginx set %s: %s (%s); %s, so sturdy does not set it", name, v, d.Pos(), why)
+				// The client's own value must not reach the backend in
+				// nginx's place: a backend may trust the header.
+				c.r.reqRemove = append(c.r.reqRemove, name)
+				c.differs.add(NeedRequestHeaders, "nginx set %s: %s (%s); %s, so sturdy removes the client's %s and sets none", name, v, d.Pos(), why, name)
 				continue
 			}
 			c.r.reqSet = append(c.r.reqSet, headerRule{name, tpl})
