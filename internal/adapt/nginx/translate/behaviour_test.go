@@ -168,10 +168,20 @@ func TestImportBehaviours(t *testing.T) {
 			reason: "2 rewrites in turn",
 		},
 		{
-			name:   "proxy_pass with a variable",
+			name:   "proxy_pass with a variable sturdy cannot resolve refuses its paths, so they reach no other route",
 			http:   up + "server {\nlisten 80;\nlocation /v/ { proxy_pass http://$host; }\nlocation / { proxy_pass http://app; }\n}",
 			line:   5,
 			status: NotTranslated, needs: []Need{NeedVariables},
+			reason: "$host names the backend by the request's host",
+			yaml:   []string{"name: default-v-held\n    listeners: [http]\n    path: /v/\n    pool: refused"},
+		},
+		{
+			name:   "proxy_pass http://$var with a set naming an upstream is that upstream; a set in an if is refused",
+			http:   up + "upstream api { server 10.0.0.2:8080; }\nserver {\nlisten 80;\nset $up api;\nlocation /s/ { proxy_pass http://$up; }\nlocation /i/ { if ($http_x) { set $up app; } proxy_pass http://$up; }\nlocation / { proxy_pass http://app; }\n}",
+			line:   8,
+			status: NotTranslated, needs: []Need{NeedVariables},
+			reason: "$up is set when if ($http_x)",
+			yaml:   []string{"path: /s/\n    pool: api", "path: /i/\n    pool: refused"},
 		},
 		{
 			name:   "the default server of the TLS listener answers unknown hosts there",

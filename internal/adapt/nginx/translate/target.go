@@ -26,11 +26,30 @@ func wholeVar(s string) string {
 	return v
 }
 
+// setInIf returns a set, inside an if block of sc or a scope around it,
+// of a variable v uses: such a value depends on the request.
+func setInIf(sc *nginx.Scope, v string) (cond, set *nginx.Directive) {
+	for s := sc; s != nil; s = s.Parent {
+		for _, d := range s.Local("if") {
+			for _, x := range d.All("set") {
+				if n := x.Arg(0); n != "" && strings.Contains(v, n) {
+					return d, x
+				}
+			}
+		}
+	}
+	return nil, nil
+}
+
 // proxyTarget checks the proxy_pass URL and finds its pool.
 func (t *translator) proxyTarget(c *locCtx) {
 	tg, pass, l := c.target, c.pass, c.content
 	t.use(pass)
 	if tg != nil && tg.Variable {
+		if cond, d := setInIf(l.Scope, tg.Scheme+"://"+tg.Host); d != nil {
+			c.blockers.add(NeedVariables, "proxy_pass %s (%s) chooses the backend per request: %s is set when if %s (%s)", pass.Arg(0), pass.Pos(), d.Arg(0), strings.Join(cond.Args, " "), d.Pos())
+			return
+		}
 		// set $backend http://app:8080; proxy_pass $backend;
 		if v, ok := expandSet(l.Scope, pass.Arg(0)); ok {
 			tg = t.site.DecodeTarget(v)
