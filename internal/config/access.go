@@ -208,6 +208,10 @@ type ForwardAuth struct {
 	// CopyHeaders are the auth answer's headers set on the upstream request
 	// after a 2xx, like X-Auth-Request-User. Default: none.
 	CopyHeaders []string `yaml:"copy_headers"`
+	// HostHeader is the sub-request's Host: "" (default) the host of URL,
+	// "$host" the request's host without port, "$http_host" the request's
+	// Host as sent, or a name.
+	HostHeader string `yaml:"host_header"`
 	// Statuses is how the auth service's answer is read: "sturdy"
 	// (default): 2xx allows, 401, 403 and 3xx go back to the client,
 	// anything else is 502 (504 for a timeout); "nginx", as nginx's

@@ -24,6 +24,7 @@ import (
 	"net/textproto"
 	"net/url"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -49,6 +50,7 @@ type Auth struct {
 	request []string // canonical names of client headers sent
 	all     bool     // every client header is sent (request_headers: ["*"])
 	nginx   bool     // statuses: nginx
+	host    string   // host_header: "", "$host", "$http_host" or a name
 	copy    []string // canonical names of answer headers set upstream
 	C       *Counters
 }
@@ -93,6 +95,7 @@ func Compile(path, route string, cfg *config.ForwardAuth, up Upstream, prev *Aut
 		a.request = append(a.request, textproto.CanonicalMIMEHeaderKey(h))
 	}
 	a.nginx = cfg.Statuses == config.ForwardAuthStatusesNginx
+	a.host = cfg.HostHeader
 	for _, h := range cfg.CopyHeaders {
 		a.copy = append(a.copy, textproto.CanonicalMIMEHeaderKey(h))
 	}
@@ -152,6 +155,15 @@ func (v *Verdict) Write(w http.ResponseWriter) {
 	_, _ = w.Write(v.Body)
 }
 
+// hostOnly is nginx's $host of a Host field: lower case, without port
+// (an IPv6 literal keeps its brackets, as a Host needs them).
+func hostOnly(h string) string {
+	if i := strings.LastIndexByte(h, ':'); i >= 0 && !strings.Contains(h[i:], "]") {
+		h = h[:i]
+	}
+	return strings.ToLower(strings.TrimSuffix(h, "."))
+}
+
 // notSent are the client headers request_headers: ["*"] leaves out: those
 // of the client's connection and body (the sub-request is a GET without
 // one, on its own connection).
@@ -175,6 +187,15 @@ func (a *Auth) Check(r *http.Request, o Origin) Verdict {
 		Header:     make(http.Header, len(a.request)+8),
 		Host:       a.url.Host,
 	}).WithContext(ctx)
+	switch a.host {
+	case "":
+	case "$host":
+		sub.Host = hostOnly(r.Host)
+	case "$http_host":
+		sub.Host = r.Host
+	default:
+		sub.Host = a.host
+	}
 	if a.all {
 		for k, vs := range r.Header {
 			if !notSent[k] {

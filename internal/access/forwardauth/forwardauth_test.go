@@ -257,6 +257,19 @@ func TestNginxStatusesAndEveryHeader(t *testing.T) {
 	if h.Get("X-Token") != "good" || h.Get("Cookie") != "_oauth2_proxy=signed-in:bob" || h.Get("Connection") != "" {
 		t.Errorf("with request_headers [*], the sub-request's headers are %v", h)
 	}
+	for hh, want := range map[string]string{"": strings.TrimPrefix(auth.URL, "http://"), "$host": "site.example", "$http_host": "Site.Example:8443", "auth.internal": "auth.internal"} {
+		_, front := site(t, config.ForwardAuth{URL: auth.URL + "/oauth2/auth", Timeout: config.Duration(5 * time.Second), HostHeader: hh})
+		req, _ := http.NewRequest("GET", front+"/x", nil)
+		req.Host = "Site.Example:8443"
+		resp, err := client(t, "127.0.0.8", nil).Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if got := auth.last().Host; got != want {
+			t.Errorf("host_header %q: the auth service got Host %q, want %q", hh, got, want)
+		}
+	}
 }
 
 // A client that gives up is not reported as a failure of the auth service.

@@ -132,6 +132,9 @@ func renderGuard(m *yaml.Node, r *route) {
 			}
 			set(fm, "request_headers", flowList(f.RequestHeaders), "", note)
 		}
+		if f.HostHeader != "" {
+			set(fm, "host_header", str(f.HostHeader), "", "nginx proxy_set_header Host of the auth location")
+		}
 		if f.Statuses != "" {
 			set(fm, "statuses", str(f.Statuses), "", "2xx allows, 401 and 403 go back, anything else is 500, as nginx's auth_request")
 		}
