@@ -147,6 +147,12 @@ func (t *translator) render() ([]byte, error) {
 		"max_body_bytes: nginx's client_max_body_size (nginx's default 1m where it was not set).",
 		"retry: nginx retried error and timeout on every server; sturdy retries once (tries: 2), only when",
 		"  nothing reached a backend or the method is idempotent, within a 20% retry budget.",
+		"The path a backend gets: where proxy_pass had no URI part, nginx sent the request URI as the",
+		"  client wrote it (/a/../b//c, /%7Euser); sturdy sends the path it routed on: dot segments",
+		"  resolved, runs of slashes merged, unreserved escapes decoded (/b/c, /~user), so that the",
+		"  path its rules judged is the path the backend serves. %2F stays encoded where",
+		"  allow_encoded_slashes says so. Where proxy_pass had a URI part, or a rewrite changed the path,",
+		"  both send the normalised path with the prefix replaced.",
 	}, "\n"), "")
 
 	pools := &yaml.Node{Kind: yaml.SequenceNode}
