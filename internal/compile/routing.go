@@ -332,6 +332,9 @@ func (c *compiler) backends(p string, rc config.Route, routeHost *subst.Template
 			Host:     c.hostHeader(routeHost, bc.Pool),
 			Weight:   uint64(bc.Weight),
 		}
+		if bc.HostHeader != "" {
+			be.Host = c.template(q+".host_header", bc.HostHeader, subst.Options{Context: subst.Header, ProxyHost: true, RequestID: hdr.RequestID})
+		}
 		if fb := cmpOr(bc.Fallback, rc.Fallback.Pool); fb != "" {
 			be.Fallback = c.rt.poolBy[fb]
 		}

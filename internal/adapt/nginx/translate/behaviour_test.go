@@ -176,6 +176,13 @@ func TestImportBehaviours(t *testing.T) {
 			yaml:   []string{"name: default-v-held\n    listeners: [http]\n    path: /v/\n    pool: refused"},
 		},
 		{
+			name:   "proxy_pass http://$map without proxy_set_header Host sends each upstream's name, as nginx's $proxy_host",
+			http:   up + "upstream api { server 10.0.0.2:8080; }\nmap $http_x_side $side { api api; default app; }\nserver {\nlisten 80;\nlocation / { proxy_pass http://$side; }\n}",
+			line:   7,
+			status: Translated,
+			yaml:   []string{"- {pool: api, header: {name: X-Side, regex: '^(?i:api)$'}, host_header: api}", "- {pool: app, weight: 1, host_header: app}"},
+		},
+		{
 			name:   "proxy_pass http://$var with a set naming an upstream is that upstream; a set in an if is refused",
 			http:   up + "upstream api { server 10.0.0.2:8080; }\nserver {\nlisten 80;\nset $up api;\nlocation /s/ { proxy_pass http://$up; }\nlocation /i/ { if ($http_x) { set $up app; } proxy_pass http://$up; }\nlocation / { proxy_pass http://app; }\n}",
 			line:   8,

@@ -65,6 +65,7 @@ func (t *translator) requestHeaders(c *locCtx, sc *nginx.Scope, tls bool) {
 	x := &varCtx{c: c, re: c.regex()}
 	var kept []string // sturdy's forwarding headers nginx sent with the same value
 	if d := set["Host"]; d == nil && c.noDefaultHost {
+		c.r.hostHeader = c.mapHost // "" where each backend sends its own
 	} else if d == nil {
 		// nginx's default, $proxy_host: the name written in proxy_pass,
 		// which is sturdy's $proxy_host for an address (or a socket).

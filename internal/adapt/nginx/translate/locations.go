@@ -48,6 +48,9 @@ type locCtx struct {
 	// noDefaultHost: nginx's Host was the upstream it chose per request,
 	// which no one host_header says (maps.go).
 	noDefaultHost bool
+	// mapHost is nginx's Host where a map chose one pool for every method
+	// left: the value that named it.
+	mapHost string
 	// superset is the location's regex without its look-around, matched
 	// in its place when the location keeps clients out (superset.go).
 	superset string

@@ -44,6 +44,9 @@ type backendPlan struct {
 	// headers the request rules that send it (proxy_set_header X $pool).
 	value   string
 	headers []headerRule
+	// host is the Host nginx sent this entry's requests ($proxy_host:
+	// the value), "" for the route's.
+	host string
 }
 
 // mapBackends resolves proxy_pass's $name into backends; why says what

@@ -612,6 +612,9 @@ func renderBackends(bs []backendPlan) *yaml.Node {
 		if b.pool.fallback != nil {
 			set(e, "fallback", str(b.pool.fallback.name), "", "")
 		}
+		if b.host != "" {
+			set(e, "host_header", str(b.host), "", "")
+		}
 		if len(b.headers) > 0 {
 			rs := renderRuleSet(b.headers, nil, nil)
 			rs.Style = yaml.FlowStyle
