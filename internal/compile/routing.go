@@ -147,7 +147,12 @@ func (c *compiler) routing(i int, r *proxy.Route, m route.Match) {
 		g.Redirect, used = out, true
 	}
 	if rs := rc.Respond; rs != nil {
-		g.Respond, used = proxy.NewRespond(rs.Status, rs.ContentType, []byte(rs.Body)), true
+		if rs.Close {
+			g.Respond = proxy.NewClose()
+		} else {
+			g.Respond = proxy.NewRespond(rs.Status, rs.ContentType, []byte(rs.Body))
+		}
+		used = true
 	}
 	if rw := rc.Rewrite; rw != nil {
 		q := p + ".rewrite"
@@ -327,6 +332,9 @@ func (c *compiler) backends(p string, rc config.Route, routeHost *subst.Template
 			Upstream: c.upstream(rc, pc),
 			Host:     c.hostHeader(routeHost, bc.Pool),
 			Weight:   uint64(bc.Weight),
+		}
+		if bc.HostHeader != "" {
+			be.Host = c.template(q+".host_header", bc.HostHeader, subst.Options{Context: subst.Header, ProxyHost: true, RequestID: hdr.RequestID})
 		}
 		if fb := cmpOr(bc.Fallback, rc.Fallback.Pool); fb != "" {
 			be.Fallback = c.rt.poolBy[fb]

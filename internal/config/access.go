@@ -201,13 +201,30 @@ type ForwardAuth struct {
 	Pool string `yaml:"pool"`
 	// Timeout bounds the whole sub-request. Default 5s.
 	Timeout Duration `yaml:"timeout"`
-	// RequestHeaders are the client headers sent to the auth service.
-	// Default [Cookie, Authorization].
+	// RequestHeaders are the client headers sent to the auth service;
+	// "*" sends every one (but those of the connection, its framing and
+	// Host), as nginx's auth_request. Default [Cookie, Authorization].
 	RequestHeaders []string `yaml:"request_headers"`
 	// CopyHeaders are the auth answer's headers set on the upstream request
 	// after a 2xx, like X-Auth-Request-User. Default: none.
 	CopyHeaders []string `yaml:"copy_headers"`
+	// HostHeader is the sub-request's Host: "" (default) the host of URL,
+	// "$host" the request's host without port, "$http_host" the request's
+	// Host as sent, or a name.
+	HostHeader string `yaml:"host_header"`
+	// Statuses is how the auth service's answer is read: "sturdy"
+	// (default): 2xx allows, 401, 403 and 3xx go back to the client,
+	// anything else is 502 (504 for a timeout); "nginx", as nginx's
+	// auth_request: 2xx allows, 401 and 403 go back, anything else (3xx
+	// included, and a failed or timed-out sub-request) is 500.
+	Statuses string `yaml:"statuses"`
 }
+
+// Forward auth answer readings (forward_auth.statuses).
+const (
+	ForwardAuthStatusesSturdy = "sturdy"
+	ForwardAuthStatusesNginx  = "nginx"
+)
 
 // SharedLimits (top level, shared_limits) is the Redis that zones with
 // shared: true keep their buckets in.
@@ -274,6 +291,9 @@ func (c *Config) setAccessDefaults() {
 			setDefault(&f.Timeout, DefaultForwardAuthTimeout)
 			if f.RequestHeaders == nil {
 				f.RequestHeaders = append([]string(nil), DefaultForwardAuthRequestHeaders...)
+			}
+			if f.Statuses == "" {
+				f.Statuses = ForwardAuthStatusesSturdy
 			}
 		}
 	}

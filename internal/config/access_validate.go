@@ -188,7 +188,7 @@ func (v *validator) forwardAuth(p string, f *ForwardAuth, pools map[string]bool)
 		v.errorf(p+".timeout", "must be positive; a sub-request that may wait forever holds every request behind it")
 	}
 	for j, h := range f.RequestHeaders {
-		if !validHeaderName(h) {
+		if h != "*" && !validHeaderName(h) {
 			v.errorf(fmt.Sprintf("%s.request_headers[%d]", p, j), "invalid header name %q", h)
 		}
 	}
@@ -196,6 +196,12 @@ func (v *validator) forwardAuth(p string, f *ForwardAuth, pools map[string]bool)
 		if !validHeaderName(h) {
 			v.errorf(fmt.Sprintf("%s.copy_headers[%d]", p, j), "invalid header name %q", h)
 		}
+	}
+	if h := f.HostHeader; h != "" && h != "$host" && h != "$http_host" && strings.ContainsAny(h, "$/@?# \t\r\n") {
+		v.errorf(p+".host_header", "%q is not a host; expected $host, $http_host or a name like auth.internal", h)
+	}
+	if f.Statuses != "" && f.Statuses != ForwardAuthStatusesSturdy && f.Statuses != ForwardAuthStatusesNginx {
+		v.errorf(p+".statuses", "%q is not a reading of the auth answer; expected sturdy or nginx", f.Statuses)
 	}
 }
 

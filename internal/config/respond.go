@@ -22,11 +22,16 @@ type Respond struct {
 	Body string `yaml:"body"`
 	// ContentType of Body. Default text/plain.
 	ContentType string `yaml:"content_type"`
+	// Close answers nothing: an HTTP/1 connection is closed, an HTTP/2 or
+	// HTTP/3 stream reset (nginx's `return 444`, for scanners and unknown
+	// hosts, which learn nothing, not even a status). No status, body or
+	// content_type beside it.
+	Close bool `yaml:"close"`
 }
 
 func (c *Config) setRespondDefaults() {
 	for i := range c.Routes {
-		if rs := c.Routes[i].Respond; rs != nil {
+		if rs := c.Routes[i].Respond; rs != nil && !rs.Close {
 			setDefaultInt(&rs.Status, 200)
 			if rs.ContentType == "" {
 				rs.ContentType = DefaultRespondContentType
@@ -41,6 +46,13 @@ func (v *validator) respond(p string, r *Route) {
 		return
 	}
 	q := p + ".respond"
+	if rs.Close {
+		if rs.Status != 0 || rs.Body != "" || rs.ContentType != "" {
+			v.errorf(q+".close", "a route that closes the connection sends no status, body or content_type; leave them out or drop close")
+		}
+		v.respondAlone(q, r)
+		return
+	}
 	switch {
 	case rs.Status < 200 || rs.Status > 599:
 		v.errorf(q+".status", "status %d out of range; expected 200 to 599", rs.Status)
@@ -53,6 +65,11 @@ func (v *validator) respond(p string, r *Route) {
 	if _, _, err := mime.ParseMediaType(rs.ContentType); err != nil || strings.ContainsAny(rs.ContentType, "\r\n") {
 		v.errorf(q+".content_type", "invalid media type %q; expected one like text/plain or application/json", rs.ContentType)
 	}
+	v.respondAlone(q, r)
+}
+
+// respondAlone refuses what would answer beside a fixed answer.
+func (v *validator) respondAlone(q string, r *Route) {
 	for _, other := range []struct {
 		set  bool
 		name string

@@ -167,6 +167,11 @@ type Backend struct {
 	// the route's request_headers (nginx: a proxy_set_header whose value
 	// is the variable that chose the upstream). Default: none.
 	RequestHeaders *HeaderRules `yaml:"request_headers"`
+	// HostHeader is the Host requests sent to this entry's pool get: a
+	// name or a template, like routes[].host_header, which it overrides
+	// (nginx: proxy_pass http://$pool sent the upstream's name). Default:
+	// the route's host_header, else the pool's, else the client's Host.
+	HostHeader string `yaml:"host_header"`
 }
 
 // Mirror (routes[].mirror) copies a share of the route's requests to

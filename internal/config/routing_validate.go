@@ -351,6 +351,9 @@ func (v *validator) backends(p string, r *Route, pools map[string]bool) {
 	for j, b := range r.Backends {
 		q := fmt.Sprintf("%s.backends[%d]", p, j)
 		v.headerRules(q+".request_headers", b.RequestHeaders)
+		if v.c.Has(q+".host_header") && strings.TrimSpace(b.HostHeader) == "" {
+			v.errorf(q+".host_header", "empty; leave it out for the route's Host, or give a name or $proxy_host")
+		}
 		switch {
 		case b.Pool == "":
 			v.errorf(q+".pool", "missing; expected the name of a pool")

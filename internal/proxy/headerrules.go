@@ -34,13 +34,6 @@ func NewHeaderValue(name string, t *subst.Template) HeaderValue {
 	return hv
 }
 
-func (hv *HeaderValue) values(v *subst.Vars) []string {
-	if hv.static != nil {
-		return hv.static
-	}
-	return []string{hv.Value.Expand(v)}
-}
-
 // Dynamic reports whether a value has variables: Apply needs Vars.
 func (hr *HeaderRules) Dynamic() bool {
 	for _, l := range [][]HeaderValue{hr.Set, hr.Add} {
@@ -58,22 +51,35 @@ func (hr *HeaderRules) Apply(h http.Header, v *subst.Vars) {
 	for _, k := range hr.Remove {
 		delete(h, k)
 	}
+	// A value whose variables expand to nothing sets no header, as nginx
+	// passes no header whose value is empty ($cookie_session without the
+	// cookie): set removes the header, add adds nothing.
 	for i := range hr.Set {
 		hv := &hr.Set[i]
-		h[hv.Name] = hv.values(v)
+		if hv.static != nil {
+			h[hv.Name] = hv.static
+		} else if val := hv.Value.Expand(v); val != "" {
+			h[hv.Name] = []string{val}
+		} else {
+			delete(h, hv.Name)
+		}
 	}
 	for i := range hr.Add {
 		hv := &hr.Add[i]
-		prior := h[hv.Name]
-		if len(prior) == 0 {
-			h[hv.Name] = hv.values(v)
-			continue
-		}
 		val := ""
 		if hv.static != nil {
 			val = hv.static[0]
-		} else {
-			val = hv.Value.Expand(v)
+		} else if val = hv.Value.Expand(v); val == "" {
+			continue
+		}
+		prior := h[hv.Name]
+		if len(prior) == 0 && hv.static != nil {
+			h[hv.Name] = hv.static
+			continue
+		}
+		if len(prior) == 0 {
+			h[hv.Name] = []string{val}
+			continue
 		}
 		h[hv.Name] = append(prior[:len(prior):len(prior)], val)
 	}

@@ -368,6 +368,9 @@ func (fw *forwarder) serveAdmitted(w http.ResponseWriter) {
 		fw.status = writeBusy(fw.w, rt.Name, "this route is at its limit of requests in flight")
 		return
 	}
+	if g := rt.Routing; g != nil && g.Respond != nil && g.Respond.Close {
+		fw.answerFixed(g.Respond) // before compression, which could write a tail
+	}
 	if rt.Compress != nil {
 		if cw := compress.Wrap(w, fw.r, rt.Compress); cw != nil {
 			defer cw.Close() // before the counters: the compressed tail is part of the answer

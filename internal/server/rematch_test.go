@@ -2,6 +2,7 @@ package server
 
 import (
 	"net/http"
+	"strings"
 	"testing"
 )
 
@@ -98,7 +99,7 @@ routes:
     default: true
     request_headers: { set: { X-Route: site } }
     backends:
-      - { pool: canary, header: { name: X-Canary, exact: "1" }, request_headers: { set: { X-Release: canary, X-Route: mine } } }
+      - { pool: canary, header: { name: X-Canary, exact: "1" }, request_headers: { set: { X-Release: canary, X-Route: mine } }, host_header: canary }
       - { pool: stable, request_headers: { set: { X-Release: stable } } }
 pools:
   - { name: canary, hosts: [ { addr: "{{canary}}" } ] }
@@ -106,7 +107,9 @@ pools:
 `
 
 // backends[].request_headers go only to that backend's requests, after
-// the route's own rules (nginx: proxy_set_header X-Release $pool).
+// the route's own rules (nginx: proxy_set_header X-Release $pool), and
+// backends[].host_header sets only that backend's Host (nginx's default
+// Host for proxy_pass http://$pool, the upstream's name).
 func TestBackendRequestHeaders(t *testing.T) {
 	t.Parallel()
 	canary, stable := recordingBackend(t, "127.0.0.1", "canary"), recordingBackend(t, "127.0.0.1", "stable")
@@ -115,12 +118,12 @@ func TestBackendRequestHeaders(t *testing.T) {
 	do(t, c, "GET", base+"/", nil, "X-Canary", "1")
 	do(t, c, "GET", base+"/", nil)
 	for _, tt := range []struct {
-		b             *recorder
-		release, from string
-	}{{canary, "canary", "mine"}, {stable, "stable", "site"}} {
-		h := tt.b.last(t).Header
-		if h.Get("X-Release") != tt.release || h.Get("X-Route") != tt.from {
-			t.Errorf("%s got X-Release %q, X-Route %q; want %q, %q", tt.b.name, h.Get("X-Release"), h.Get("X-Route"), tt.release, tt.from)
+		b                   *recorder
+		release, from, host string
+	}{{canary, "canary", "mine", "canary"}, {stable, "stable", "site", strings.TrimPrefix(base, "http://")}} {
+		got := tt.b.last(t)
+		if h := got.Header; h.Get("X-Release") != tt.release || h.Get("X-Route") != tt.from || got.Host != tt.host {
+			t.Errorf("%s got X-Release %q, X-Route %q, Host %q; want %q, %q, %q", tt.b.name, h.Get("X-Release"), h.Get("X-Route"), got.Host, tt.release, tt.from, tt.host)
 		}
 	}
 }

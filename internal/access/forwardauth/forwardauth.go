@@ -24,6 +24,7 @@ import (
 	"net/textproto"
 	"net/url"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -47,6 +48,9 @@ type Auth struct {
 	up      Upstream
 	timeout time.Duration
 	request []string // canonical names of client headers sent
+	all     bool     // every client header is sent (request_headers: ["*"])
+	nginx   bool     // statuses: nginx
+	host    string   // host_header: "", "$host", "$http_host" or a name
 	copy    []string // canonical names of answer headers set upstream
 	C       *Counters
 }
@@ -84,8 +88,14 @@ func Compile(path, route string, cfg *config.ForwardAuth, up Upstream, prev *Aut
 		hs = config.DefaultForwardAuthRequestHeaders
 	}
 	for _, h := range hs {
+		if h == "*" {
+			a.all = true
+			continue
+		}
 		a.request = append(a.request, textproto.CanonicalMIMEHeaderKey(h))
 	}
+	a.nginx = cfg.Statuses == config.ForwardAuthStatusesNginx
+	a.host = cfg.HostHeader
 	for _, h := range cfg.CopyHeaders {
 		a.copy = append(a.copy, textproto.CanonicalMIMEHeaderKey(h))
 	}
@@ -118,6 +128,7 @@ type Verdict struct {
 
 	set http.Header // the copy headers of a 2xx answer
 	del []string
+	why string // what failed, for sturdy's own answer
 }
 
 // Apply sets the headers of a 2xx answer on the upstream request's h,
@@ -144,6 +155,21 @@ func (v *Verdict) Write(w http.ResponseWriter) {
 	_, _ = w.Write(v.Body)
 }
 
+// hostOnly is nginx's $host of a Host field: lower case, without port
+// (an IPv6 literal keeps its brackets, as a Host needs them).
+func hostOnly(h string) string {
+	if i := strings.LastIndexByte(h, ':'); i >= 0 && !strings.Contains(h[i:], "]") {
+		h = h[:i]
+	}
+	return strings.ToLower(strings.TrimSuffix(h, "."))
+}
+
+// notSent are the client headers request_headers: ["*"] leaves out: those
+// of the client's connection and body (the sub-request is a GET without
+// one, on its own connection).
+var notSent = map[string]bool{"Connection": true, "Keep-Alive": true, "Proxy-Connection": true, "Te": true, "Trailer": true,
+	"Transfer-Encoding": true, "Upgrade": true, "Content-Length": true, "Expect": true, "Http2-Settings": true}
+
 // passBack are the answer headers a refusal or redirect carries to the
 // client.
 var passBack = []string{"Location", "Www-Authenticate", "Set-Cookie", "Content-Type", "Retry-After"}
@@ -161,6 +187,22 @@ func (a *Auth) Check(r *http.Request, o Origin) Verdict {
 		Header:     make(http.Header, len(a.request)+8),
 		Host:       a.url.Host,
 	}).WithContext(ctx)
+	switch a.host {
+	case "":
+	case "$host":
+		sub.Host = hostOnly(r.Host)
+	case "$http_host":
+		sub.Host = r.Host
+	default:
+		sub.Host = a.host
+	}
+	if a.all {
+		for k, vs := range r.Header {
+			if !notSent[k] {
+				sub.Header[k] = vs
+			}
+		}
+	}
 	for _, k := range a.request {
 		if vs := r.Header[k]; len(vs) > 0 {
 			sub.Header[k] = vs
@@ -189,6 +231,33 @@ func (a *Auth) Check(r *http.Request, o Origin) Verdict {
 		h["X-Forwarded-For"] = []string{o.ClientIP}
 		h["X-Real-Ip"] = []string{o.ClientIP}
 	}
+	v := a.ask(ctx, r, sub)
+	if a.nginx && !v.OK && v.Status != 401 && v.Status != 403 && v.Status != 499 {
+		// nginx's auth_request: whatever else the sub-request ended in
+		// (a redirect, another status, a failure) is its 500.
+		why := v.why
+		if why == "" {
+			why = "the auth service answered " + strconv.Itoa(v.Status)
+		}
+		return a.failed(http.StatusInternalServerError, why+", which nginx's auth_request reads as an error (statuses: nginx)")
+	}
+	if a.nginx && !v.OK && v.Status != 499 {
+		// nginx answered a refusal with its own page and only the
+		// challenge of a 401: the auth service's body and cookies never
+		// reached the client.
+		body := strconv.Itoa(v.Status) + " " + http.StatusText(v.Status) + "\n"
+		h := http.Header{}
+		plain.Header(h, len(body))
+		if c := v.Header["Www-Authenticate"]; v.Status == http.StatusUnauthorized && len(c) > 0 {
+			h["Www-Authenticate"] = c
+		}
+		return Verdict{Status: v.Status, Header: h, Body: []byte(body)}
+	}
+	return v
+}
+
+// ask sends the sub-request and reads its answer.
+func (a *Auth) ask(ctx context.Context, r, sub *http.Request) Verdict {
 	resp, err := a.up.RoundTrip(sub)
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) || ctx.Err() == context.DeadlineExceeded {
@@ -242,5 +311,5 @@ func (a *Auth) failed(status int, why string) Verdict {
 	body := strconv.Itoa(status) + " " + http.StatusText(status) + ": route " + strconv.Quote(a.route) + ": " + why + "; the request was not passed on.\n"
 	h := http.Header{}
 	plain.Header(h, len(body))
-	return Verdict{Status: status, Body: []byte(body), Header: h}
+	return Verdict{Status: status, Body: []byte(body), Header: h, why: why}
 }

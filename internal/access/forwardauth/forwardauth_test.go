@@ -219,6 +219,59 @@ func TestRefusalsAndFailures(t *testing.T) {
 	}
 }
 
+// statuses: nginx reads the answer as nginx's auth_request: 2xx allows,
+// 401 and 403 go back, anything else (a redirect, another status, a
+// timeout, a failed connection) is 500. request_headers: ["*"] sends
+// every client header but those of the connection and framing.
+func TestNginxStatusesAndEveryHeader(t *testing.T) {
+	auth := newAuthServer(t)
+	closed, _ := net.Listen("tcp", "127.0.0.1:0")
+	dead := "http://" + closed.Addr().String() + "/auth"
+	closed.Close()
+	for _, tc := range []struct {
+		url    string
+		status int
+	}{
+		{auth.URL + "/deny", 401},
+		{auth.URL + "/forbid", 403},
+		{auth.URL + "/oauth2/auth", 500}, // its 302 to sign in
+		{auth.URL + "/broken", 500},
+		{auth.URL + "/slow", 500},
+		{dead, 500},
+	} {
+		_, front := site(t, config.ForwardAuth{URL: tc.url, Timeout: config.Duration(300 * time.Millisecond), Statuses: config.ForwardAuthStatusesNginx})
+		resp, body := get(t, client(t, "127.0.0.8", nil), front+"/x")
+		if resp.StatusCode != tc.status || strings.Contains(body, "protected") {
+			t.Errorf("%s: %d %q, want %d", tc.url, resp.StatusCode, body, tc.status)
+		}
+		if tc.status == 500 && !strings.Contains(body, "nginx's auth_request reads as an error") {
+			t.Errorf("%s: body %q does not say why", tc.url, body)
+		}
+		if tc.status == 401 && (body != "401 Unauthorized\n" || resp.Header.Get("Www-Authenticate") != `Bearer realm="api"` || resp.Header.Get("Set-Cookie") != "") {
+			t.Errorf("401: %q, challenge %q, cookie %q; want sturdy's page and only the challenge, as nginx", body, resp.Header.Get("Www-Authenticate"), resp.Header.Get("Set-Cookie"))
+		}
+	}
+	_, front := site(t, config.ForwardAuth{URL: auth.URL + "/oauth2/auth", Timeout: config.Duration(5 * time.Second), RequestHeaders: []string{"*"}, Statuses: config.ForwardAuthStatusesNginx})
+	get(t, client(t, "127.0.0.8", nil), front+"/x", "X-Token", "good", "Cookie", "_oauth2_proxy=signed-in:bob", "Connection", "X-Token")
+	h := auth.last().Header
+	if h.Get("X-Token") != "good" || h.Get("Cookie") != "_oauth2_proxy=signed-in:bob" || h.Get("Connection") != "" {
+		t.Errorf("with request_headers [*], the sub-request's headers are %v", h)
+	}
+	for hh, want := range map[string]string{"": strings.TrimPrefix(auth.URL, "http://"), "$host": "site.example", "$http_host": "Site.Example:8443", "auth.internal": "auth.internal"} {
+		_, front := site(t, config.ForwardAuth{URL: auth.URL + "/oauth2/auth", Timeout: config.Duration(5 * time.Second), HostHeader: hh})
+		req, _ := http.NewRequest("GET", front+"/x", nil)
+		req.Host = "Site.Example:8443"
+		resp, err := client(t, "127.0.0.8", nil).Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if got := auth.last().Host; got != want {
+			t.Errorf("host_header %q: the auth service got Host %q, want %q", hh, got, want)
+		}
+	}
+}
+
 // A client that gives up is not reported as a failure of the auth service.
 func TestClientCancelIsNotAnAuthFailure(t *testing.T) {
 	auth := newAuthServer(t)

@@ -44,7 +44,7 @@ func TestPrecompressedSiblingChosenByQValues(t *testing.T) {
 		if r.body != c.body || r.header.Get("Content-Encoding") != c.encoding {
 			t.Errorf("%q: got %q with Content-Encoding %q, want %q with %q", c.accept, r.body, r.header.Get("Content-Encoding"), c.body, c.encoding)
 		}
-		if r.header.Get("Content-Type") != "text/javascript; charset=utf-8" || r.header.Get("Vary") != "Accept-Encoding" {
+		if r.header.Get("Content-Type") != "application/javascript; charset=utf-8" || r.header.Get("Vary") != "Accept-Encoding" {
 			t.Errorf("%q: Content-Type %q, Vary %q", c.accept, r.header.Get("Content-Type"), r.header.Get("Vary"))
 		}
 		if r.header.Get("Content-Length") != strconv.Itoa(len(c.body)) {

@@ -9,14 +9,16 @@ import (
 // types is the Content-Type of the common web formats, so that they do not
 // depend on the machine's /etc/mime.types (which Go's mime package reads,
 // and which differs between distributions, or is missing in containers).
-// Text types carry charset=utf-8. Values are shared header slices: read-only.
+// Text types carry charset=utf-8. .js is application/javascript, as in
+// nginx's mime.types, so that a site moved from nginx sends its scripts
+// with the type it always did. Values are shared header slices: read-only.
 var types = map[string][]string{}
 
 func init() {
 	const utf8 = "; charset=utf-8"
 	for ext, t := range map[string]string{
 		".html": "text/html" + utf8, ".htm": "text/html" + utf8,
-		".css": "text/css" + utf8, ".js": "text/javascript" + utf8, ".mjs": "text/javascript" + utf8,
+		".css": "text/css" + utf8, ".js": "application/javascript" + utf8, ".mjs": "text/javascript" + utf8,
 		".cjs": "text/javascript" + utf8, ".json": "application/json", ".map": "application/json",
 		".webmanifest": "application/manifest+json", ".jsonld": "application/ld+json",
 		".xml": "application/xml", ".rss": "application/rss+xml", ".atom": "application/atom+xml",

@@ -149,6 +149,7 @@ func (h *Handler) Serve(w http.ResponseWriter, r *http.Request, p string) (serve
 	if root != nil {
 		defer root.Close()
 	}
+	sawDir := false // a directory without index or listing matched an entry
 	for _, t := range h.chain {
 		switch t.Kind {
 		case config.TryPool:
@@ -164,7 +165,9 @@ func (h *Handler) Serve(w http.ResponseWriter, r *http.Request, p string) (serve
 		var done bool
 		switch {
 		case t.Kind == config.TryDir:
-			done = h.tryDir(w, r, root, name, t, p)
+			var dir bool
+			done, dir = h.tryDir(w, r, root, name, t, p)
+			sawDir = sawDir || dir
 		case asDir:
 			// /a.txt/ names a directory: a file is not it (nginx: 404).
 		default:
@@ -173,6 +176,11 @@ func (h *Handler) Serve(w http.ResponseWriter, r *http.Request, p string) (serve
 		if done {
 			return true
 		}
+	}
+	if sawDir {
+		// nginx: "directory index of ... is forbidden".
+		writeStatus(w, http.StatusForbidden)
+		return true
 	}
 	writeStatus(w, http.StatusNotFound)
 	return true
@@ -269,15 +277,16 @@ func (h *Handler) tryFile(w http.ResponseWriter, r *http.Request, root *os.Root,
 
 // tryDir answers with the directory's index file or listing. A directory
 // asked for without its trailing slash is redirected to it first, so that
-// the page's relative links resolve inside it.
-func (h *Handler) tryDir(w http.ResponseWriter, r *http.Request, root *os.Root, name string, t config.TryFile, p string) bool {
+// the page's relative links resolve inside it. dir reports a directory
+// that has neither (done is then false).
+func (h *Handler) tryDir(w http.ResponseWriter, r *http.Request, root *os.Root, name string, t config.TryFile, p string) (done, dir bool) {
 	fi, err := root.Stat(name)
 	if err != nil || !fi.IsDir() {
 		if err != nil && !missing(err) {
 			writeStatus(w, statusFor(err))
-			return true
+			return true, false
 		}
-		return false
+		return false, false
 	}
 	if t.Before == "" && t.After == "/" && !strings.HasSuffix(p, "/") {
 		target := r.URL.EscapedPath() + "/"
@@ -285,20 +294,21 @@ func (h *Handler) tryDir(w http.ResponseWriter, r *http.Request, root *os.Root, 
 			target += "?" + r.URL.RawQuery
 		}
 		http.Redirect(w, r, target, http.StatusMovedPermanently)
-		return true
+		return true, false
 	}
 	for _, idx := range h.index {
 		if h.tryFile(w, r, root, path.Join(name, idx)) {
-			return true
+			return true, false
 		}
 	}
 	if h.autoindex {
 		h.list(w, r, root, name, p)
-		return true
+		return true, false
 	}
 	// No index and no listing: the directory does not match, the chain
-	// goes on (a single-page app's /index.html, the pool, 404).
-	return false
+	// goes on (a single-page app's /index.html, the pool); where it ends
+	// without an answer, 403 as nginx, not 404.
+	return false, true
 }
 
 // openRegular opens name without blocking (a FIFO in the directory must

@@ -37,9 +37,18 @@ func TestIndexFilesAndTheTrailingSlashRedirect(t *testing.T) {
 	if r := get(t, "GET", url+"/docs?x=1"); r.status != http.StatusMovedPermanently || r.header.Get("Location") != "/docs/?x=1" {
 		t.Errorf("/docs: %d Location %q", r.status, r.header.Get("Location"))
 	}
-	// A directory without an index and without autoindex does not match.
-	if r := get(t, "GET", url+"/empty/"); r.status != 404 {
-		t.Errorf("/empty/: %d", r.status)
+	// A directory without an index and without autoindex does not match;
+	// when nothing else does, it is 403, as nginx's "directory index is
+	// forbidden"; a directory that is not there is 404.
+	if r := get(t, "GET", url+"/empty/"); r.status != 403 {
+		t.Errorf("/empty/: %d, want 403", r.status)
+	}
+	if r := get(t, "GET", url+"/none/"); r.status != 404 {
+		t.Errorf("/none/: %d, want 404", r.status)
+	}
+	spa, _ := compile(t, route{static: "root: " + dir + ", try_files: [ $uri, $uri/, /index.html ]"})
+	if r := get(t, "GET", start(t, spa, nil)+"/empty/"); r.status != 200 || r.body != "home" {
+		t.Errorf("/empty/ with a fallback file: %d %q, want the fallback", r.status, r.body)
 	}
 }
 
@@ -131,6 +140,7 @@ func TestRangeAndConditionalRequests(t *testing.T) {
 var typeCases = map[string]string{
 	"/a.css":   "text/css; charset=utf-8",
 	"/a.mjs":   "text/javascript; charset=utf-8",
+	"/a.js":    "application/javascript; charset=utf-8", // nginx's mime.types
 	"/a.woff2": "font/woff2",
 	"/a.wasm":  "application/wasm",
 	"/a.SVG":   "image/svg+xml",
@@ -168,8 +178,8 @@ func TestDirectoryListing(t *testing.T) {
 		t.Errorf("listing shows a dotfile or an unescaped name:\n%s", r.body)
 	}
 	off, _ := compile(t, route{static: "root: " + dir})
-	if r := get(t, "GET", start(t, off, nil)+"/files/"); r.status != 404 {
-		t.Errorf("without autoindex: %d", r.status)
+	if r := get(t, "GET", start(t, off, nil)+"/files/"); r.status != 403 {
+		t.Errorf("without autoindex: %d, want nginx's 403", r.status)
 	}
 }
 

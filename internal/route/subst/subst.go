@@ -9,9 +9,11 @@
 //	$is_args       "?" when there is a query, else nothing
 //	$scheme        http or https, as the client connected
 //	$remote_addr   the client's address, after trusted_proxies
+//	$server_port   the port the client connected to (of the listener)
 //	$request_id    the request's id (routes with request_id)
 //	$request_method
 //	$http_NAME     a request header, "-" in NAME written "_" ($http_user_agent)
+//	$cookie_NAME   a request cookie's value ($cookie_session)
 //	$proxy_host    the backend's address (only in host_header)
 //	$1 ... $9      captures of the route's regular expression
 //	$NAME, ${NAME} named captures; braces also end a variable: ${uri}x
@@ -27,6 +29,7 @@ package subst
 import (
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -60,7 +63,9 @@ const (
 	vRemoteAddr
 	vRequestID
 	vMethod
+	vServerPort
 	vHTTP
+	vCookie
 	vProxyHost
 	vCapture
 )
@@ -69,12 +74,12 @@ var names = map[string]kind{
 	"host": vHost, "http_host": vHTTPHost, "request_uri": vRequestURI, "uri": vURI,
 	"args": vArgs, "query_string": vArgs, "is_args": vIsArgs, "scheme": vScheme,
 	"remote_addr": vRemoteAddr, "request_id": vRequestID, "request_method": vMethod,
-	"proxy_host": vProxyHost,
+	"server_port": vServerPort, "proxy_host": vProxyHost,
 }
 
 // Variables lists the variable names a template may use, for messages.
 func Variables() []string {
-	out := []string{"http_NAME"}
+	out := []string{"http_NAME", "cookie_NAME"}
 	for n := range names {
 		out = append(out, n)
 	}
@@ -188,6 +193,9 @@ func resolve(name string, o Options) (part, error) {
 			return part{}, errors.New("$request_id needs request_id on this route")
 		}
 		return part{kind: k}, nil
+	}
+	if c, ok := strings.CutPrefix(name, "cookie_"); ok && c != "" {
+		return part{kind: vCookie, text: c}, nil
 	}
 	if h, ok := strings.CutPrefix(name, "http_"); ok && h != "" {
 		return part{kind: vHTTP, text: http.CanonicalHeaderKey(strings.ReplaceAll(h, "_", "-"))}, nil
@@ -314,6 +322,8 @@ func (t *Template) value(p *part, v *Vars) string {
 		return v.RequestID
 	case vMethod:
 		return r.Method
+	case vServerPort:
+		return serverPort(r)
 	case vProxyHost:
 		return v.ProxyHost
 	case vHTTP:
@@ -325,10 +335,32 @@ func (t *Template) value(p *part, v *Vars) string {
 			return vv[0]
 		}
 		return strings.Join(vv, ", ")
+	case vCookie:
+		if c, err := r.Cookie(p.text); err == nil {
+			return c.Value
+		}
+		return ""
 	case vCapture:
 		return v.capture(p.n)
 	}
 	return ""
+}
+
+// serverPort is the port of the connection's local address, nginx's
+// $server_port: the listener's, whatever the Host names.
+func serverPort(r *http.Request) string {
+	switch a := r.Context().Value(http.LocalAddrContextKey).(type) {
+	case *net.TCPAddr:
+		return strconv.Itoa(a.Port)
+	case net.Addr:
+		if _, p, err := net.SplitHostPort(a.String()); err == nil {
+			return p
+		}
+	}
+	if r.TLS != nil {
+		return "443"
+	}
+	return "80"
 }
 
 // appendURL inserts a value into a URL: variables that are already
@@ -336,7 +368,7 @@ func (t *Template) value(p *part, v *Vars) string {
 // ones (captures of the decoded path, headers, the host) are escaped.
 func appendURL(b []byte, k kind, s string) []byte {
 	switch k {
-	case vRequestURI, vArgs, vIsArgs, vURI, vScheme:
+	case vRequestURI, vArgs, vIsArgs, vURI, vScheme, vServerPort:
 		return appendHeaderValue(b, s)
 	case vHost:
 		if strings.IndexByte(s, ':') >= 0 {

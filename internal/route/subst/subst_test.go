@@ -1,6 +1,8 @@
 package subst
 
 import (
+	"context"
+	"net"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -53,6 +55,16 @@ var expandCases = []struct {
 	{"a $uri b", Header, request("http://h/a%0d%0aInjected:%201"), "a /aInjected: 1 b"},
 	{"$uri", Header, request("http://h/a%0aX"), "/aX"},
 	{"https://$host$request_uri", URL, request("http://[::1]:8080/x?y"), "https://[::1]/x?y"},
+	// $server_port is the listener's, not the Host's.
+	{"$host:$server_port", Header, onPort(request("http://h:9999/"), 8448), "h:8448"},
+	{"$server_port", Header, request("http://h:9999/"), "80"},
+	{"[$cookie_session]", Header, request("http://h/", "Cookie", "a=1; session=s3"), "[s3]"},
+	{"[$cookie_none]", Header, request("http://h/", "Cookie", "a=1"), "[]"},
+}
+
+// onPort is r as received on a listener of that port.
+func onPort(r *http.Request, port int) *http.Request {
+	return r.WithContext(context.WithValue(r.Context(), http.LocalAddrContextKey, &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: port}))
 }
 
 func TestExpand(t *testing.T) {

@@ -66,6 +66,16 @@ func (b *backend) handler(addr string) http.Handler {
 		b.records[id] = record{Addr: addr, Method: r.Method, URI: r.RequestURI, Host: r.Host, Headers: r.Header.Clone()}
 		b.mu.Unlock()
 		w.Header().Set("Content-Type", "text/plain")
+		// X-Harness-Answer: 403 makes it answer that status (an auth
+		// service refusing, a redirect to sign in), with a challenge.
+		if code, err := strconv.Atoi(r.Header.Get("X-Harness-Answer")); err == nil && code >= 200 && code <= 599 {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="harness"`)
+			if code >= 300 && code < 400 {
+				w.Header().Set("Location", "/signin")
+			}
+			w.WriteHeader(code)
+			return
+		}
 		w.Header().Set("Content-Length", strconv.Itoa(len(backendBody)))
 		w.Write([]byte(backendBody))
 	})

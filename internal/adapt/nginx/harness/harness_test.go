@@ -60,15 +60,33 @@ const corpusDir = "../testdata/corpus"
 // figures and every request's verdict are kept in testdata/summary.golden:
 // a change either way fails, with -update recording it.
 func TestBehaviour(t *testing.T) {
+	dir := corpusDir
+	if *corpusFlag != "" {
+		dir = *corpusFlag
+	}
+	runCorpus(t, dir, "testdata/summary.golden", *corpusFlag == "")
+}
+
+// featuresDir holds one small configuration per nginx feature the import
+// translates (return 444, upgrades, static fall-throughs, auth_request,
+// header variables, proxy_pass with variables), each with a requests file
+// of the requests that show it.
+const featuresDir = "../testdata/features"
+
+// TestFeatures is TestBehaviour on the feature configurations, with its
+// own golden file, testdata/features.golden.
+func TestFeatures(t *testing.T) {
+	runCorpus(t, featuresDir, "testdata/features.golden", true)
+}
+
+// runCorpus runs the configurations below dir and compares the summary
+// with golden (when compare is set; -update rewrites it).
+func runCorpus(t *testing.T, dir, golden string, compare bool) {
 	if testing.Short() {
 		t.Skip("starts nginx and sturdy for every corpus configuration; skipped under -short")
 	}
 	if nginxtest.Binary() == "" {
 		t.Skip(nginxtest.SkipMessage)
-	}
-	dir := corpusDir
-	if *corpusFlag != "" {
-		dir = *corpusFlag
 	}
 	dirs, err := filepath.Glob(filepath.Join(dir, "*"))
 	if err != nil {
@@ -90,13 +108,12 @@ func TestBehaviour(t *testing.T) {
 		t.Logf("%s: %s", name, r.figures())
 		results = append(results, r)
 	}
-	s := summarize(results)
+	s := summarize(results, dir)
 	t.Log("\n" + s.totalsLine())
-	if *corpusFlag != "" {
+	if !compare {
 		t.Log("\n" + s.text)
 		return
 	}
-	golden := "testdata/summary.golden"
 	if *update {
 		if err := os.WriteFile(golden, []byte(s.text), 0o644); err != nil {
 			t.Fatal(err)
@@ -105,7 +122,7 @@ func TestBehaviour(t *testing.T) {
 	}
 	want, err := os.ReadFile(golden)
 	if err != nil {
-		t.Fatalf("%v (run go test -run TestBehaviour -update to record the figures)", err)
+		t.Fatalf("%v (run go test -run %s -update to record the figures)", err, t.Name())
 	}
 	if string(want) != s.text {
 		t.Errorf("the results differ from %s: %s\n%s\nrun with -update to record them", golden, s.compareTo(string(want)), diffLines(string(want), s.text))
@@ -219,6 +236,11 @@ func runConfig(t *testing.T, dir string, rsa [2]string) *configResult {
 		t.Fatal(err)
 	}
 	reqs := requests(site)
+	extra, err := readRequests(filepath.Join(dir, "requests"), site)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reqs = append(reqs, extra...)
 	for _, rq := range reqs {
 		if err := placeStatic(ndir, rq); err != nil {
 			t.Fatal(err)
@@ -347,7 +369,7 @@ func rsaPair(t *testing.T) [2]string {
 func readRejects(t *testing.T, path string) map[string]string {
 	t.Helper()
 	f, err := os.Open(path)
-	if errors.Is(err, fs.ErrNotExist) && *corpusFlag != "" {
+	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
 	if err != nil {

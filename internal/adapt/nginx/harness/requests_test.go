@@ -1,6 +1,10 @@
 package harness
 
 import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
 	"regexp"
 	"regexp/syntax"
 	"slices"
@@ -18,6 +22,16 @@ type request struct {
 	tls  bool
 	host string
 	path string // with the query
+	// method is GET unless a requests file names another; header holds
+	// that file's extra request headers, in order.
+	method string
+	header [][2]string
+	// extra marks a request of a requests file: its answer's media type
+	// and the Upgrade header the backend received are compared too.
+	extra bool
+	// files says what placeStatic puts at the path: "" a file (when the
+	// location serves files), "none" nothing, "dir" an empty directory.
+	files string
 	// srv and loc are where nginx handles it, for reports and for naming
 	// the features that would make sturdy answer the same.
 	srv *nginx.Server
@@ -29,7 +43,72 @@ func (r request) String() string {
 	if r.tls {
 		scheme = "https"
 	}
-	return scheme + " :" + r.key + " " + r.host + " GET " + r.path
+	s := scheme + " :" + r.key + " " + r.host + " " + r.verb() + " " + r.path
+	for _, h := range r.header {
+		s += " " + h[0] + "=" + h[1]
+	}
+	if r.files != "" {
+		s += " files=" + r.files
+	}
+	return s
+}
+
+func (r request) verb() string {
+	if r.method == "" {
+		return "GET"
+	}
+	return r.method
+}
+
+// readRequests reads a configuration's requests file, the requests a
+// feature needs beyond those derived from its locations, one a line:
+//
+//	[https] KEY HOST METHOD PATH [Name=value ...] [files=none|dir]
+//
+// KEY is the listen key (the port, or host:port), PATH includes the
+// query; # starts a comment.
+func readRequests(file string, site *nginx.Site) ([]request, error) {
+	b, err := os.ReadFile(file)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var out []request
+	for i, line := range strings.Split(string(b), "\n") {
+		line, _, _ = strings.Cut(line, "#")
+		f := strings.Fields(line)
+		if len(f) == 0 {
+			continue
+		}
+		r := request{extra: true}
+		if f[0] == "https" {
+			r.tls, f = true, f[1:]
+		}
+		if len(f) < 4 {
+			return nil, fmt.Errorf("%s:%d: want [https] KEY HOST METHOD PATH [Name=value ...]", file, i+1)
+		}
+		r.key, r.host, r.method, r.path = f[0], f[1], f[2], f[3]
+		for _, kv := range f[4:] {
+			k, v, ok := strings.Cut(kv, "=")
+			switch {
+			case !ok:
+				return nil, fmt.Errorf("%s:%d: %q is not Name=value", file, i+1, kv)
+			case k == "files":
+				r.files = v
+			default:
+				r.header = append(r.header, [2]string{k, v})
+			}
+		}
+		r.srv = selectServer(site, r.key, r.host)
+		if r.srv != nil {
+			p, _, _ := strings.Cut(r.path, "?")
+			r.loc = selectLocation(r.srv, p)
+		}
+		out = append(out, r)
+	}
+	return out, nil
 }
 
 // unknownHost is a Host no server names: nginx's default server answers it.

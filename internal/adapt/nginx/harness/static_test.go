@@ -26,10 +26,10 @@ func placeStatic(prefix string, r request) error {
 		return filepath.Join(prefix, p)
 	}
 	path, _, _ := strings.Cut(r.path, "?")
-	if r.srv == nil || !servesFiles(r.loc) {
+	if r.srv == nil || r.files == "none" || r.files == "" && !servesFiles(r.loc) {
 		return nil
 	}
-	if strings.HasSuffix(path, "/") {
+	if strings.HasSuffix(path, "/") && r.files != "dir" {
 		path += "index.html" // nginx's default index
 	}
 	var file string
@@ -54,6 +54,9 @@ func placeStatic(prefix string, r request) error {
 		default:
 			file = filepath.Join(under(d.Arg(0)), path)
 		}
+	}
+	if r.files == "dir" {
+		return os.MkdirAll(file, 0o755)
 	}
 	if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
 		return err

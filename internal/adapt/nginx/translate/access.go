@@ -301,7 +301,29 @@ func (t *translator) forwardAuth(c *locCtx, sc *nginx.Scope, d *nginx.Directive,
 	if query != "" {
 		sent += "?" + query
 	}
-	f := &config.ForwardAuth{URL: tg.Scheme + "://" + tg.Host + sent, Pool: p.name}
+	// nginx's sub-request carried every client header (unless the auth
+	// location turned that off), and nginx read its answer its own way.
+	f := &config.ForwardAuth{URL: tg.Scheme + "://" + tg.Host + sent, Pool: p.name, RequestHeaders: []string{"*"}, Statuses: config.ForwardAuthStatusesNginx}
+	if h := sub.content.Scope.Get1("proxy_pass_request_headers"); h != nil && h.Arg(0) == "off" {
+		t.use(h)
+		f.RequestHeaders = []string{}
+	}
+	hostNote := ""
+	for _, h := range sub.content.Scope.Get("proxy_set_header") {
+		if !strings.EqualFold(h.Arg(0), "Host") {
+			continue
+		}
+		switch v := h.Arg(1); {
+		case v == "$host" || v == "$http_host":
+			f.HostHeader = v
+		case v == "$proxy_host":
+			f.HostHeader = ""
+		case !strings.ContainsAny(v, "$/@?# \t"):
+			f.HostHeader = v
+		default:
+			hostNote = fmt.Sprintf("; its Host is the one of url, not proxy_set_header Host %s (%s)", v, h.Pos())
+		}
+	}
 	if r := sub.content.Scope.Get1("proxy_read_timeout"); r != nil {
 		if v, err := nginx.ParseTime(r.Arg(0)); err == nil && v > 0 {
 			f.Timeout = config.Duration(v)
@@ -335,7 +357,7 @@ func (t *translator) forwardAuth(c *locCtx, sc *nginx.Scope, d *nginx.Directive,
 			}
 		}
 	}
-	c.differs.add("", "the auth service gets the client's Cookie and Authorization headers and sturdy's X-Forwarded-*/X-Original-* headers; nginx sent it every client header")
+	c.differs.add("", "the auth service gets sturdy's X-Forwarded-*/X-Original-* headers beside the client's, not the other proxy_set_header of location %s (%s)%s", locationLabel(target), target.Dir.Pos(), hostNote)
 	g.forward = f
 	g.kept.add("", "nginx asked %s whether to let each request in (auth_request, %s)", uri, d.Pos())
 }

@@ -60,22 +60,31 @@ func defaultType(sc *nginx.Scope) string {
 	return "text/plain"
 }
 
-// fixedAnswer makes the location answer every request with code and
-// body, where nginx answered itself.
-func (t *translator) fixedAnswer(c *locCtx, l *nginx.Location, code int, body string, hasText bool, why string) {
-	c.content = l
-	rs := &config.Respond{Status: code, Body: body, ContentType: defaultType(l.Scope)}
+// fixedRespond is the fixed answer of a return CODE ["text"] in scope:
+// nginx's built-in page when it has no text, and for 444 no answer at all
+// (respond.close: nginx closed the connection; Status stays 444 for the
+// import's own reading of what keeps clients out, and is not written).
+func fixedRespond(sc *nginx.Scope, code int, text string, hasText bool) *config.Respond {
+	if code == 444 {
+		return &config.Respond{Status: code, Close: true}
+	}
+	rs := &config.Respond{Status: code, Body: text, ContentType: defaultType(sc)}
 	if !hasText {
 		rs.Body = errorPage(code)
 		if rs.Body != "" {
 			rs.ContentType = "text/html"
 		}
 	}
+	return rs
+}
+
+// fixedAnswer makes the location answer every request with code and
+// body, where nginx answered itself.
+func (t *translator) fixedAnswer(c *locCtx, l *nginx.Location, code int, body string, hasText bool, why string) {
+	c.content = l
+	rs := fixedRespond(l.Scope, code, body, hasText)
 	c.r.respond = rs
 	c.r.comments = append(c.r.comments, why)
-	if code == 444 {
-		c.differs.add(NeedFixedAnswers, "return 444 closed the connection without an answer; sturdy answers status 444")
-	}
 	if st := l.Scope.Get1("server_tokens"); !hasText && rs.Body != "" && (st == nil || st.Arg(0) != "off") {
 		c.differs.add("", "nginx's own %d page named its version unless server_tokens was off; sturdy's copy of it does not", code)
 	}
@@ -96,17 +105,7 @@ func (t *translator) serverFixed(c *locCtx, d *nginx.Directive) bool {
 	if why != "" {
 		return false
 	}
-	rs := &config.Respond{Status: code, Body: text, ContentType: defaultType(srv.Scope)}
-	if !hasText {
-		rs.Body = errorPage(code)
-		if rs.Body != "" {
-			rs.ContentType = "text/html"
-		}
-	}
-	if code == 444 {
-		rs.Body, rs.ContentType = "", defaultType(srv.Scope) // nginx sent nothing at all
-		c.sp.differs.add(NeedFixedAnswers, "return 444 closed the connection without an answer; sturdy answers status 444")
-	}
+	rs := fixedRespond(srv.Scope, code, text, hasText)
 	if st := srv.Scope.Get1("server_tokens"); !hasText && rs.Body != "" && (st == nil || st.Arg(0) != "off") {
 		c.sp.differs.add("", "nginx's own %d page named its version unless server_tokens was off; sturdy's copy of it does not", code)
 	}

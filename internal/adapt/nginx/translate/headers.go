@@ -56,9 +56,16 @@ func (t *translator) requestHeaders(c *locCtx, sc *nginx.Scope, tls bool) {
 		}
 		set[n] = d
 	}
+	// nginx passes a client's Upgrade on only when the location sets it
+	// for the backend (hop-by-hop, it is not forwarded otherwise): without
+	// it no backend ever answered 101 through nginx.
+	if d := set["Upgrade"]; d == nil || d.Arg(1) == "" {
+		c.r.noUpgrade = true
+	}
 	x := &varCtx{c: c, re: c.regex()}
 	var kept []string // sturdy's forwarding headers nginx sent with the same value
 	if d := set["Host"]; d == nil && c.noDefaultHost {
+		c.r.hostHeader = c.mapHost // "" where each backend sends its own
 	} else if d == nil {
 		// nginx's default, $proxy_host: the name written in proxy_pass,
 		// which is sturdy's $proxy_host for an address (or a socket).
@@ -110,7 +117,10 @@ func (t *translator) requestHeaders(c *locCtx, sc *nginx.Scope, tls bool) {
 					c.differs.add(NeedRequestHeaders, "nginx set %s: %s (%s); %s, so sturdy sends its own", name, v, d.Pos(), why)
 					continue
 				}
-				c.differs.add(NeedRequestHeaders, "nginx set %s: %s (%s); %s, so sturdy does not set it", name, v, d.Pos(), why)
+				// The client's own value must not reach the backend in
+				// nginx's place: a backend may trust the header.
+				c.r.reqRemove = append(c.r.reqRemove, name)
+				c.differs.add(NeedRequestHeaders, "nginx set %s: %s (%s); %s, so sturdy removes the client's %s and sets none", name, v, d.Pos(), why, name)
 				continue
 			}
 			c.r.reqSet = append(c.r.reqSet, headerRule{name, tpl})

@@ -56,6 +56,9 @@ func (t *translator) namedBlock(sp *serverPlan, l *nginx.Location) {
 func (t *translator) holdRoutes(c *locCtx) []*route {
 	where := c.sp.label + ", location " + locationLabel(c.loc) + " (" + c.loc.Dir.Pos() + ")"
 	body := fmt.Sprintf("Not served: nginx answered %s itself (%s), which sturdy cannot do yet; it refuses rather than let another route answer.\n", where, strings.Join(c.blockers.reasons(), "; "))
+	if !c.runsCode() {
+		body = fmt.Sprintf("Not served: nginx proxied %s in a way sturdy cannot repeat (%s); it refuses rather than let another route answer.\n", where, strings.Join(c.blockers.reasons(), "; "))
+	}
 	var out []*route
 	for _, v := range c.sp.variants {
 		for _, p := range c.paths {

@@ -48,6 +48,9 @@ type locCtx struct {
 	// noDefaultHost: nginx's Host was the upstream it chose per request,
 	// which no one host_header says (maps.go).
 	noDefaultHost bool
+	// mapHost is nginx's Host where a map chose one pool for every method
+	// left: the value that named it.
+	mapHost string
 	// superset is the location's regex without its look-around, matched
 	// in its place when the location keeps clients out (superset.go).
 	superset string
@@ -238,6 +241,9 @@ func (t *translator) content(c *locCtx, l *nginx.Location, depth int) {
 	}
 	if l.ProxyPass != nil {
 		c.content, c.pass, c.target = l, l.ProxyPass, l.Target
+		return
+	}
+	if t.fileTest(c, l, depth) {
 		return
 	}
 	for _, d := range l.Local("if") {

@@ -44,6 +44,9 @@ type backendPlan struct {
 	// headers the request rules that send it (proxy_set_header X $pool).
 	value   string
 	headers []headerRule
+	// host is the Host nginx sent this entry's requests ($proxy_host:
+	// the value), "" for the route's.
+	host string
 }
 
 // mapBackends resolves proxy_pass's $name into backends; why says what
@@ -134,7 +137,12 @@ func (t *translator) resolveVar(name string, depth int) ([]choice, string) {
 			return t.mapChoices(d, depth)
 		}
 	}
-	return nil, fmt.Sprintf("$%s is not set by a map or split_clients", name)
+	switch name {
+	case "host", "http_host", "server_name", "hostname":
+		// With a resolver, nginx proxied to whatever the client named.
+		return nil, fmt.Sprintf("$%s names the backend by the request's host, resolved per request; sturdy proxies only to the pools it was given", name)
+	}
+	return nil, fmt.Sprintf("$%s is not set by a map, split_clients or a set of a fixed value", name)
 }
 
 func splitChoices(d *nginx.Directive) ([]choice, string) {

@@ -66,13 +66,7 @@ func (t *translator) methodIfs(c *locCtx, l *nginx.Location) {
 		if len(hs) == 0 && len(l.Local("add_header")) > 0 {
 			continue // nginx inherited the location's headers into the block
 		}
-		rs := &config.Respond{Status: code, Body: text, ContentType: defaultType(l.Scope)}
-		if !hasText {
-			rs.Body = errorPage(code)
-			if rs.Body != "" {
-				rs.ContentType = "text/html"
-			}
-		}
+		rs := fixedRespond(l.Scope, code, text, hasText)
 		t.use(d)
 		t.useTree(d)
 		c.methodAnswers = append(c.methodAnswers, methodAnswer{method: m, respond: rs, headers: hs, dir: d})

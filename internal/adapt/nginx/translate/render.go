@@ -147,6 +147,12 @@ func (t *translator) render() ([]byte, error) {
 		"max_body_bytes: nginx's client_max_body_size (nginx's default 1m where it was not set).",
 		"retry: nginx retried error and timeout on every server; sturdy retries once (tries: 2), only when",
 		"  nothing reached a backend or the method is idempotent, within a 20% retry budget.",
+		"The path a backend gets: where proxy_pass had no URI part, nginx sent the request URI as the",
+		"  client wrote it (/a/../b//c, /%7Euser); sturdy sends the path it routed on: dot segments",
+		"  resolved, runs of slashes merged, unreserved escapes decoded (/b/c, /~user), so that the",
+		"  path its rules judged is the path the backend serves. %2F stays encoded where",
+		"  allow_encoded_slashes says so. Where proxy_pass had a URI part, or a rewrite changed the path,",
+		"  both send the normalised path with the prefix replaced.",
 	}, "\n"), "")
 
 	pools := &yaml.Node{Kind: yaml.SequenceNode}
@@ -261,12 +267,18 @@ func (t *translator) renderRoute(r *route) *yaml.Node {
 	}
 	if rs := r.respond; rs != nil {
 		rm := &yaml.Node{Kind: yaml.MappingNode, Style: yaml.FlowStyle}
-		set(rm, "status", num(rs.Status), "", "")
-		if rs.Body != "" {
-			set(rm, "body", str(rs.Body), "", "")
+		comment := ""
+		if rs.Close {
+			set(rm, "close", yes(), "", "")
+			comment = "nginx's return 444: the connection closed without an answer"
+		} else {
+			set(rm, "status", num(rs.Status), "", "")
+			if rs.Body != "" {
+				set(rm, "body", str(rs.Body), "", "")
+			}
+			set(rm, "content_type", str(rs.ContentType), "", "")
 		}
-		set(rm, "content_type", str(rs.ContentType), "", "")
-		set(m, "respond", rm, "", "")
+		set(m, "respond", rm, "", comment)
 	}
 	if len(r.backends) > 0 {
 		set(m, "backends", renderBackends(r.backends), "nginx's map / split_clients behind proxy_pass", "")
@@ -284,6 +296,9 @@ func (t *translator) renderRoute(r *route) *yaml.Node {
 	}
 	if r.streamBody && r.pool != nil {
 		set(m, "request_buffering", no(), "", "nginx proxy_request_buffering off: bodies stream to the backend as they arrive")
+	}
+	if r.noUpgrade && (r.pool != nil || len(r.backends) > 0) {
+		set(m, "upgrades", &yaml.Node{Kind: yaml.SequenceNode, Style: yaml.FlowStyle}, "", "nginx sent no Upgrade header here (proxy_set_header Upgrade $http_upgrade), so it never switched to WebSocket")
 	}
 	if r.encodedSlashes && r.pool != nil {
 		set(m, "allow_encoded_slashes", yes(), "", "nginx forwarded %2F as sent here (proxy_pass without a URI part)")
@@ -596,6 +611,9 @@ func renderBackends(bs []backendPlan) *yaml.Node {
 		}
 		if b.pool.fallback != nil {
 			set(e, "fallback", str(b.pool.fallback.name), "", "")
+		}
+		if b.host != "" {
+			set(e, "host_header", str(b.host), "", "")
 		}
 		if len(b.headers) > 0 {
 			rs := renderRuleSet(b.headers, nil, nil)

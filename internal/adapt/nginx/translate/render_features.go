@@ -125,6 +125,19 @@ func renderGuard(m *yaml.Node, r *route) {
 		if len(f.CopyHeaders) > 0 {
 			set(fm, "copy_headers", flowList(f.CopyHeaders), "", "nginx auth_request_set + proxy_set_header")
 		}
+		if f.RequestHeaders != nil {
+			note := "every client header, as nginx sent them"
+			if len(f.RequestHeaders) == 0 {
+				note = "nginx proxy_pass_request_headers off"
+			}
+			set(fm, "request_headers", flowList(f.RequestHeaders), "", note)
+		}
+		if f.HostHeader != "" {
+			set(fm, "host_header", str(f.HostHeader), "", "nginx proxy_set_header Host of the auth location")
+		}
+		if f.Statuses != "" {
+			set(fm, "statuses", str(f.Statuses), "", "2xx allows, 401 and 403 go back, anything else is 500, as nginx's auth_request")
+		}
 		set(m, "forward_auth", fm, "nginx auth_request", "")
 	}
 }

@@ -28,8 +28,11 @@ type route struct {
 	maxBodyDefault bool
 	// streamBody is nginx's proxy_request_buffering off.
 	streamBody bool
-	tries      int // 0: sturdy's default
-	comments   []string
+	// noUpgrade: nginx sent the backend no Upgrade header here, so it
+	// never switched protocols (upgrades: []).
+	noUpgrade bool
+	tries     int // 0: sturdy's default
+	comments  []string
 	// sorryFile is the error_page file for 502/503/504, "" for sturdy's default page.
 	sorryFile string
 	// sorryBody is the refusal page of a refusal route.
@@ -222,10 +225,11 @@ func (t *translator) emit(c *locCtx) int {
 		b.Status, b.Reasons, b.Needs = NotTranslated, c.blockers.reasons(), c.blockers.needs()
 		t.noteBlockedPass(c)
 		t.useTree(c.loc.Dir)
-		if c.match != nil && len(c.paths) > 0 && c.loc != nil && !c.loc.Named && c.runsCode() {
+		if c.match != nil && len(c.paths) > 0 && c.loc != nil && !c.loc.Named && (c.runsCode() || c.pass != nil) {
 			// Its requests would reach another route: the files a
 			// FastCGI location ran would be served as they are (PHP
-			// sources). They get a refusal instead.
+			// sources), a proxy_pass sturdy cannot repeat would become
+			// another location's backend. They get a refusal instead.
 			for _, r := range t.holdRoutes(c) {
 				r.block = b
 				if n := t.addRoute(r); n != "" {

@@ -26,11 +26,47 @@ func wholeVar(s string) string {
 	return v
 }
 
+// valueHost is nginx's $proxy_host where proxy_pass's variable held
+// value: the host (and port, unless the scheme's own) it named.
+func (t *translator) valueHost(tg *nginx.ProxyTarget, value string) string {
+	u := value
+	if tg.Scheme != "" {
+		u = tg.Scheme + "://" + value
+	}
+	vt := t.site.DecodeTarget(u)
+	if vt == nil {
+		return value
+	}
+	if h, ok := strings.CutSuffix(vt.Host, map[string]string{"http": ":80", "https": ":443"}[vt.Scheme]); ok {
+		return h
+	}
+	return vt.Host
+}
+
+// setInIf returns a set, inside an if block of sc or a scope around it,
+// of a variable v uses: such a value depends on the request.
+func setInIf(sc *nginx.Scope, v string) (cond, set *nginx.Directive) {
+	for s := sc; s != nil; s = s.Parent {
+		for _, d := range s.Local("if") {
+			for _, x := range d.All("set") {
+				if n := x.Arg(0); n != "" && strings.Contains(v, n) {
+					return d, x
+				}
+			}
+		}
+	}
+	return nil, nil
+}
+
 // proxyTarget checks the proxy_pass URL and finds its pool.
 func (t *translator) proxyTarget(c *locCtx) {
 	tg, pass, l := c.target, c.pass, c.content
 	t.use(pass)
 	if tg != nil && tg.Variable {
+		if cond, d := setInIf(l.Scope, tg.Scheme+"://"+tg.Host); d != nil {
+			c.blockers.add(NeedVariables, "proxy_pass %s (%s) chooses the backend per request: %s is set when if %s (%s)", pass.Arg(0), pass.Pos(), d.Arg(0), strings.Join(cond.Args, " "), d.Pos())
+			return
+		}
 		// set $backend http://app:8080; proxy_pass $backend;
 		if v, ok := expandSet(l.Scope, pass.Arg(0)); ok {
 			tg = t.site.DecodeTarget(v)
@@ -68,8 +104,18 @@ func (t *translator) proxyTarget(c *locCtx) {
 			c.differs.add(NeedVariables, "split_clients hashed each client to one side (sticky); sturdy spreads requests evenly by weight, so one client sees both")
 		}
 		if sc := c.content.Scope; sc.Get1("proxy_set_header") == nil || !slices.ContainsFunc(sc.Get("proxy_set_header"), func(d *nginx.Directive) bool { return strings.EqualFold(d.Arg(0), "Host") }) {
-			c.differs.add(NeedHostHeader, "nginx sent Host: the name of the upstream it chose; sturdy sends the client's Host")
+			// nginx's default Host, $proxy_host, was the value that chose
+			// the upstream: each backend sends its own.
 			c.noDefaultHost = true
+			for i := range c.r.backends {
+				c.r.backends[i].host = t.valueHost(tg, c.r.backends[i].value)
+			}
+			if len(c.r.backends) == 0 {
+				c.mapHost = t.valueHost(tg, c.mapValue)
+			}
+			if len(c.methodPools) > 0 {
+				c.differs.add(NeedHostHeader, "nginx sent Host: the name of the upstream it chose; sturdy's routes by method send the client's Host")
+			}
 		}
 		return
 	case tg.Variable && strings.Contains(tg.Host, "$") || tg.Variable && tg.Scheme == "":

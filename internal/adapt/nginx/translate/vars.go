@@ -93,6 +93,8 @@ func (x *varCtx) value(name string) (string, string) {
 		return "${" + lower + "}", ""
 	case strings.HasPrefix(lower, "http_") && len(lower) > 5:
 		return "${" + lower + "}", ""
+	case strings.HasPrefix(name, "cookie_") && len(name) > 7:
+		return "${" + name + "}", "" // cookie names keep their case
 	case lower == "proxy_host":
 		// nginx's $proxy_host is the name written in proxy_pass: an
 		// upstream's name is known now; sturdy's ${proxy_host} is the
@@ -117,6 +119,7 @@ func (x *varCtx) value(name string) (string, string) {
 		if p := c.sp.onePort(); p != "" {
 			return p, ""
 		}
+		return "${server_port}", "" // the listener the request came in on
 	case lower == "proxy_add_x_forwarded_for":
 		return "", "$proxy_add_x_forwarded_for is sturdy's own X-Forwarded-For"
 	}
