@@ -55,6 +55,7 @@ var KnownBroken = []Known{
 	{Invariant: InvNamed, Kind: RequestKill, With: SturdyFDs, Issue: "sim: while sturdy is out of descriptors a killing request seldom reaches two backends, and is not named"},
 	{Invariant: InvHostActed, Kind: Host5xx, With: RouteFailing, Issue: "sim: a host's failures during a route fault are charged to the route"},
 	{Invariant: InvHostActed, Kind: Host5xx, With: RouteSlow, Issue: "sim: a host's failures during a route fault are charged to the route"},
+	{Invariant: InvInnocents, Kind: HostCloses, Issue: "sim: with two of four hosts closing after every answer, 5.4 % of the innocents' GETs fail, charged to nobody (seed 355, in some runs, on main before #32's last fixes too; a GET meeting the keep-alive race on both closing hosts is the likely cause, not yet confirmed)"},
 	{Invariant: InvHostActed, Kind: HostReset, With: RouteSlow, Issue: "sim: a resetting host beside a slow route is acted on just after the bound (10.0-10.3 s, seeds 646, 715)"},
 	{Invariant: InvHostActed, Kind: HostGray, With: RouteFailing, Issue: "sim: a host's failures during a route fault are charged to the route"},
 	{Invariant: InvHostActed, Kind: Host5xx, With: RequestKill, Issue: "sim: clients that sent the killing request are attributed as faulty; a failing host's failures from them are then theirs, and the host is acted on late"},
