@@ -187,6 +187,12 @@ type clientEntry struct {
 	evidence   string
 	last       int64
 	served     int64 // unix nanos: the client's latest success on any route, once it has an entry
+	// onRoutes holds, for the routes it failed on lately (a few), when
+	// it last failed there and has not succeeded there since (0: it has).
+	onRoutes [4]struct {
+		rt     *RouteTracker
+		failed int64
+	}
 	// pending counts the client's failures attributed elsewhere (to a
 	// host, the request or the route) before it was attributed itself;
 	// those charged to a host's window are counted in its slot, and the
@@ -247,6 +253,12 @@ func (t *clientTracker) record(p *Pool, r *Request, h *Host, class outcome.Class
 	e.times[e.n%clientRing] = ns
 	e.n++
 	e.last = ns
+	for i := range e.onRoutes {
+		if o := &e.onRoutes[i]; o.rt == r.Route || o.rt == nil {
+			o.rt, o.failed = r.Route, ns
+			break
+		}
+	}
 	slot := slotFor(&e.hosts, &e.nhosts, h)
 	if e.attributed {
 		if slot != nil {
@@ -292,9 +304,11 @@ func (t *clientTracker) record(p *Pool, r *Request, h *Host, class outcome.Class
 }
 
 // served notes a success of client r.ClientKey, if it failed lately: a
-// client whose other requests succeed is not one whose requests all fail.
-// Clients that have not failed pay one atomic load.
-func (t *clientTracker) served(r *Request, now time.Time) {
+// client whose other requests succeed is not one whose requests all fail,
+// and one served again on a route it failed on is not failing on that
+// route (RouteTracker.record). Clients that have not failed pay one
+// atomic load.
+func (t *clientTracker) served(r *Request, window time.Duration, now time.Time) {
 	if r.ClientKey == "" || t.failing.Load()&r.ClientBit == 0 {
 		return
 	}
@@ -302,6 +316,12 @@ func (t *clientTracker) served(r *Request, now time.Time) {
 	s.mu.Lock()
 	if e := s.m[r.ClientKey]; e != nil {
 		e.served = now.UnixNano()
+		for i := range e.onRoutes {
+			if o := &e.onRoutes[i]; o.rt == r.Route && o.rt != nil && o.failed != 0 {
+				o.failed = 0
+				o.rt.clients.addBack(now, window, r.ClientBit)
+			}
+		}
 	}
 	s.mu.Unlock()
 }

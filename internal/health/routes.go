@@ -102,9 +102,16 @@ func (rt *RouteTracker) record(p *Pool, r *Request, h *Host, class outcome.Class
 	// site's route is the scanner's, and it is attributed first). And
 	// other routes must succeed now on the hosts where it fails. A pool
 	// of one host has only that host to compare on.
+	// A client that succeeded on the route since it failed there is not
+	// failing on it: one request of its failed (a request that kills
+	// whatever serves it, sent now and then by visitors who are otherwise
+	// served), not the route. A route failing for its clients serves them
+	// nothing. (It came back after it failed, so it stays back in the
+	// window as long as its failure does.)
 	attributed := p.m.clients.bits.Load()
 	ok, failed := rt.clients.sum(now, cfg.Window, windowBuckets)
-	failing, all := Count(failed&^attributed), Count((ok|failed)&^attributed)
+	back := rt.clients.sumBack(now, cfg.Window, windowBuckets)
+	failing, all := Count(failed&^back&^attributed), Count((ok|failed)&^attributed)
 	seen := func(h *Host) bool { return h.window.SumRecent(now, 2).OKRoutes&^bit != 0 }
 	tally := tallySlots(rt.hosts[:rt.nhosts], ns, span, int64(cfg.Window), seen)
 	spreadOK := spreadOwn(tally)
@@ -223,6 +230,10 @@ type clientSketch struct {
 	b [windowBuckets]struct {
 		epoch    atomic.Int64
 		ok, fail atomic.Uint64
+		// back: clients that succeeded on the route after failing on it
+		// (clientTracker.served): a request of theirs failed, not the
+		// route for them.
+		back atomic.Uint64
 	}
 }
 
@@ -238,12 +249,34 @@ func (s *clientSketch) add(now time.Time, window time.Duration, c uint64, failed
 		// be lost: an estimate, like the hosts' windows.
 		b.ok.Store(0)
 		b.fail.Store(0)
+		b.back.Store(0)
 	}
 	if failed {
 		b.fail.Or(c)
 	} else {
 		b.ok.Or(c)
 	}
+}
+
+// addBack records that client bit c succeeded on the route after failing
+// on it.
+func (s *clientSketch) addBack(now time.Time, window time.Duration, c uint64) {
+	s.add(now, window, c, false) // clears a stale slice first
+	epoch := now.UnixNano() / sliceWidth(window)
+	s.b[epoch%windowBuckets].back.Or(c)
+}
+
+// sumBack returns the clients that came back in the last k slices.
+func (s *clientSketch) sumBack(now time.Time, window time.Duration, k int) uint64 {
+	cur := now.UnixNano() / sliceWidth(window)
+	var back uint64
+	for i := range s.b {
+		b := &s.b[i]
+		if e := b.epoch.Load(); e > cur-int64(k) && e <= cur {
+			back |= b.back.Load()
+		}
+	}
+	return back
 }
 
 // sum returns the clients that succeeded and failed in the last k slices.
