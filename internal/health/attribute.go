@@ -69,7 +69,6 @@ func (p *Pool) Settle(r *Request, fails []Failure, sameTwice bool, now time.Time
 		if f.Class == outcome.BodyError {
 			continue
 		}
-		f.Host.sent.Add(1)
 		if !f.Host.servesOthers(ns, span) {
 			byRequest = false
 		}
@@ -79,23 +78,41 @@ func (p *Pool) Settle(r *Request, fails []Failure, sameTwice bool, now time.Time
 		h := f.Host
 		h.attempts[f.Class].Add(1)
 		h.lastFailure.Store(ns)
+		if f.Class != outcome.BodyError {
+			// Counted as it is recorded, not before: the request's next
+			// failure, on another host, is not yet "someone else's" there
+			// while this one is judged.
+			h.sent.Add(1)
+		}
 		if f.Class == outcome.BodyError || f.Stale && !byRequest {
 			// Headers came, the body broke; or a reused connection was
 			// found closed: counted, not held against anyone.
+			if f.Class != outcome.BodyError {
+				h.explained.Add(1)
+			}
 			h.window.Attempt(now, r.ClientBit)
 			continue
 		}
 		// The client first: one client failing on every host is its own
 		// problem whatever its share of the route's traffic, and the
-		// route never hears of failures a client explains.
+		// route never hears of failures a client explains, nor of those
+		// of a client that fails everywhere while the route serves
+		// others (they say nothing about the route).
 		a := AttrHost
+		attributed, wholly, served := m.clients.record(p, r, h, f.Class, now)
 		switch {
-		case m.clients.record(p, r, h, f.Class, now):
+		case attributed:
 			a = AttrClient
-		case r.Route.record(p, r, h, f.Class, now):
+		case !wholly && r.Route.record(p, r, h, f.Class, now):
 			a = AttrRoute
 		case byRequest:
 			a = AttrRequest
+		}
+		if a == AttrClient || a == AttrRoute || wholly {
+			// A request failing on two hosts is not explained here: that
+			// others fail too, the route's way, is what keeps innocents
+			// unjudged while a route starts failing.
+			h.explained.Add(1)
 		}
 		m.attributed[a].Add(1)
 		charged := a == AttrHost && p.cfg.Passive.On()
@@ -106,7 +123,7 @@ func (p *Pool) Settle(r *Request, fails []Failure, sameTwice bool, now time.Time
 			h.window.Attempt(now, r.ClientBit)
 		}
 		if a != AttrClient {
-			m.clients.charged(m, r.ClientKey, h, a, charged, now)
+			m.clients.charged(m, r.ClientKey, h, a, charged, served, now)
 		}
 		last = a
 	}
@@ -142,6 +159,10 @@ type clientTracker struct {
 	// bits sketches the clients attributed now, so that a route's count
 	// of failing clients leaves them out.
 	bits atomic.Uint64
+	// failing sketches the clients with an entry (a failure in the
+	// window): a success of one of them is noted (served), and any other
+	// success pays one atomic load.
+	failing atomic.Uint64
 }
 
 type clientShard struct {
@@ -165,6 +186,13 @@ type clientEntry struct {
 	since      time.Time
 	evidence   string
 	last       int64
+	served     int64 // unix nanos: the client's latest success on any route, once it has an entry
+	// onRoutes holds, for the routes it failed on lately (a few), when
+	// it last failed there and has not succeeded there since (0: it has).
+	onRoutes [4]struct {
+		rt     *RouteTracker
+		failed int64
+	}
 	// pending counts the client's failures attributed elsewhere (to a
 	// host, the request or the route) before it was attributed itself;
 	// those charged to a host's window are counted in its slot, and the
@@ -201,11 +229,13 @@ func (t *clientTracker) isAttributed(k string) bool {
 
 // record adds a failure of client r.ClientKey on h and reports whether the
 // client is (now) attributed: enough recent failures, on two or more hosts,
-// while other clients succeed now on those hosts.
-func (t *clientTracker) record(p *Pool, r *Request, h *Host, class outcome.Class, now time.Time) bool {
+// while other clients succeed now on those hosts. wholly reports that,
+// attributed or not yet, the client fails on every host it reaches and
+// succeeds on none while the route serves others (failingWholly).
+func (t *clientTracker) record(p *Pool, r *Request, h *Host, class outcome.Class, now time.Time) (attributed, wholly, served bool) {
 	cfg := p.attr
 	if r.ClientKey == "" {
-		return false
+		return false, false, false
 	}
 	s := t.shard(r.ClientKey)
 	s.mu.Lock()
@@ -213,30 +243,44 @@ func (t *clientTracker) record(p *Pool, r *Request, h *Host, class outcome.Class
 	if e == nil {
 		if len(s.m) >= maxClientsPerShard {
 			s.mu.Unlock()
-			return false
+			return false, false, false
 		}
 		e = &clientEntry{bit: r.ClientBit}
 		s.m[r.ClientKey] = e
+		t.failing.Or(r.ClientBit)
 	}
 	ns, span := now.UnixNano(), nowSpan(cfg.Window)
 	e.times[e.n%clientRing] = ns
 	e.n++
 	e.last = ns
-	if slot := slotFor(&e.hosts, &e.nhosts, h); slot != nil {
-		slot.note(ns, span)
+	for i := range e.onRoutes {
+		if o := &e.onRoutes[i]; o.rt == r.Route || o.rt == nil {
+			o.rt, o.failed = r.Route, ns
+			break
+		}
 	}
+	slot := slotFor(&e.hosts, &e.nhosts, h)
 	if e.attributed {
+		if slot != nil {
+			slot.note(ns, span, true)
+		}
 		s.mu.Unlock()
-		return true
+		return true, true, false
 	}
 	recent := e.recent(ns - int64(cfg.Window))
+	served = ns-e.served <= 2*span
+	wholly = recent >= cfg.ClientMinFailures && !served && p.failingWholly(e, r, ns, now)
+	if slot != nil {
+		slot.note(ns, span, wholly)
+	}
 	if recent < cfg.ClientMinFailures || !judgeSlots(e.hosts[:e.nhosts], ns, span, int64(cfg.Window), func(h *Host) bool {
 		return h.window.SumRecent(now, 2).OKClients&^e.bit != 0
-	}) || r.Route.othersFailing(now, cfg.Window, windowBuckets, e.bit) >= routeMinClients-1 {
-		// Enough other clients failing on the same route make it the
-		// route's problem in the making, not this client's.
+	}) || r.Route.inTheMaking(p, r, class, now, e.bit) {
+		// Enough other clients failing on the same route, across its
+		// hosts, make it the route's problem in the making, not this
+		// client's.
 		s.mu.Unlock()
-		return false
+		return false, wholly, served
 	}
 	hosts := e.nhosts
 	e.attributed, e.since = true, now
@@ -256,7 +300,57 @@ func (t *clientTracker) record(p *Pool, r *Request, h *Host, class outcome.Class
 		Message:  "client attributed: its failures are its own and count against no host",
 		Evidence: evidence,
 	})
-	return true
+	return true, true, false
+}
+
+// served notes a success of client r.ClientKey, if it failed lately: a
+// client whose other requests succeed is not one whose requests all fail,
+// and one served again on a route it failed on is not failing on that
+// route (RouteTracker.record). Clients that have not failed pay one
+// atomic load.
+func (t *clientTracker) served(r *Request, window time.Duration, now time.Time) {
+	if r.ClientKey == "" || t.failing.Load()&r.ClientBit == 0 {
+		return
+	}
+	s := t.shard(r.ClientKey)
+	s.mu.Lock()
+	if e := s.m[r.ClientKey]; e != nil {
+		e.served = now.UnixNano()
+		for i := range e.onRoutes {
+			if o := &e.onRoutes[i]; o.rt == r.Route && o.rt != nil && o.failed != 0 {
+				o.failed = 0
+				o.rt.clients.addBack(now, window, r.ClientBit)
+			}
+		}
+	}
+	s.mu.Unlock()
+}
+
+// failingWholly reports whether client entry e, with enough recent
+// failures and not served lately (no success in the last two spans), fails
+// on two hosts or more while other clients succeed on r's route: a scanner, not yet
+// judged, whose failures say nothing about the hosts or the route. They
+// are left out when another client is judged, so that two scanners at
+// once, each failing on every host, do not each make the hosts look
+// failing to the other (one would never be attributed, however long it
+// scanned), and are not counted as the route's failing clients. A client
+// of the route alone, failing while nobody succeeds on it, is the route's
+// evidence, not this. The client's shard lock is held.
+func (p *Pool) failingWholly(e *clientEntry, r *Request, ns int64, now time.Time) bool {
+	if r.Route == nil {
+		return false
+	}
+	hosts := 0
+	for i := range e.hosts[:e.nhosts] {
+		if ns-e.hosts[i].last <= int64(p.attr.Window) {
+			hosts++
+		}
+	}
+	if hosts < 2 {
+		return false
+	}
+	ok, _ := r.Route.clients.sum(now, p.attr.Window, 2)
+	return ok&^e.bit&^p.m.clients.bits.Load() != 0
 }
 
 // earlier is what a client was charged with before it was attributed.
@@ -337,9 +431,19 @@ func (m *Monitor) FailedAnswer(k string, rt *RouteTracker) bool {
 }
 
 // charged notes a failure of client k on h that was attributed to a
-// (not the client); charged says it went into h's window. A client
+// (not the client); charged says it went into h's window, served that the
+// client's other requests succeed lately (servedLately). A client
 // attributed since is given it at once.
-func (t *clientTracker) charged(m *Monitor, k string, h *Host, a Attribution, charged bool, now time.Time) {
+//
+// A degraded route's failure is no evidence against the client: an
+// innocent failing on such a route, and once on a broken host, is not a
+// client failing on every host. Nor is a request's own, failing the same
+// way on two hosts, from a client whose other requests succeed: the
+// killing request that innocents send now and then made them "clients
+// failing on two hosts" after five of them. A scanner's requests also
+// fail on two hosts each, and none of its requests succeed: from a client
+// not served, they stay its evidence.
+func (t *clientTracker) charged(m *Monitor, k string, h *Host, a Attribution, charged, served bool, now time.Time) {
 	if k == "" {
 		return
 	}
@@ -351,9 +455,22 @@ func (t *clientTracker) charged(m *Monitor, k string, h *Host, a Attribution, ch
 		return
 	}
 	e.pending[a]++
-	if charged {
+	forget := a == AttrRoute || a == AttrRequest && served
+	if forget {
+		e.forget(now.UnixNano())
+	}
+	if charged || forget {
 		if slot := slotFor(&e.hosts, &e.nhosts, h); slot != nil {
-			slot.charged++
+			if charged {
+				slot.charged++
+			}
+			if a == AttrRoute && slot.ownBad > 0 {
+				// Noted as unexplained; the route explained it.
+				slot.ownBad--
+			}
+			if forget {
+				slot.forget(now.UnixNano())
+			}
 		}
 	}
 	var give earlier
@@ -363,6 +480,16 @@ func (t *clientTracker) charged(m *Monitor, k string, h *Host, a Attribution, ch
 	s.mu.Unlock()
 	if e.attributed {
 		m.settleEarlier(give, now)
+	}
+}
+
+// forget takes the failure recorded at ns out of the entry's recent ones.
+func (e *clientEntry) forget(ns int64) {
+	for i := 0; i < min(e.n, clientRing); i++ {
+		if e.times[i] == ns {
+			e.times[i] = 0
+			return
+		}
 	}
 }
 
@@ -380,6 +507,12 @@ func (e *clientEntry) recent(after int64) int {
 // attributed ones among them.
 func (t *clientTracker) sweep(m *Monitor, now time.Time, window time.Duration) {
 	cutoff := now.UnixNano() - int64(window)
+	forgot := false
+	defer func() {
+		if forgot {
+			t.rebuildBits()
+		}
+	}()
 	for i := range t.shards {
 		s := &t.shards[i]
 		var released []string
@@ -394,6 +527,7 @@ func (t *clientTracker) sweep(m *Monitor, now time.Time, window time.Duration) {
 				since = append(since, e.since)
 			}
 			delete(s.m, k)
+			forgot = true
 		}
 		s.mu.Unlock()
 		if len(released) > 0 {
@@ -410,10 +544,10 @@ func (t *clientTracker) sweep(m *Monitor, now time.Time, window time.Duration) {
 	}
 }
 
-// rebuildBits recomputes the sketch of attributed clients after some
-// were released.
+// rebuildBits recomputes the sketches of attributed and failing clients
+// after some were forgotten.
 func (t *clientTracker) rebuildBits() {
-	var b uint64
+	var b, f uint64
 	for i := range t.shards {
 		s := &t.shards[i]
 		s.mu.Lock()
@@ -421,10 +555,12 @@ func (t *clientTracker) rebuildBits() {
 			if e.attributed {
 				b |= e.bit
 			}
+			f |= e.bit
 		}
 		s.mu.Unlock()
 	}
 	t.bits.Store(b)
+	t.failing.Store(f)
 }
 
 // AttributedClient is a client whose failures are its own.

@@ -75,7 +75,13 @@ type hostState struct {
 
 	attempts [outcome.NumClasses]atomic.Uint64
 	sent     atomic.Uint64 // failed attempts that reached the host, whoever was blamed
-	window   window
+	// explained counts those of them that say nothing about whether the
+	// host serves others: an attributed client's, a degraded route's, a
+	// client's that fails on every host and succeeds on none (see
+	// failingWholly), and the keep-alive race's. Attribution asks whether the host fails for anyone
+	// else with the rest (hostState.unexplained).
+	explained atomic.Uint64
+	window    window
 	// runAt and runOK: when the current run of failures on the host began
 	// (unix nanos) and its success count then (see servesOthers).
 	runAt         atomic.Int64

@@ -25,22 +25,51 @@ type hostSlot struct {
 	at      int64  // unix nanos: the first failure of this run on the host
 	last    int64  // unix nanos: the latest failure on the host
 	ok, bad uint64 // the host's successes and sent failures at `at`
+	unexp   uint64 // the host's unexplained failures at `at`
 	own     uint64 // the owner's failures on the host since `at`
+	// ownBad counts those of own that were not explained when noted: the
+	// part of the host's unexplained failures that is the owner's.
+	ownBad  uint64
 	charged uint64 // a client's failures charged to the host's window before it was attributed
 }
 
-// note records a failure on the slot's host at ns. A run of failures older
-// than span is forgotten: what the host did before it says nothing about
-// now.
-func (s *hostSlot) note(ns, span int64) {
+// note records a failure on the slot's host at ns; explained says the
+// failure is known not to be the host's (see hostState.explained). A run
+// of failures older than span is forgotten: what the host did before it
+// says nothing about now.
+func (s *hostSlot) note(ns, span int64, explained bool) {
 	s.last = ns
 	if s.at == 0 || ns-s.at > span {
 		s.at = ns
-		s.ok, s.bad = s.h.attempts[okClass].Load(), s.h.sent.Load()
-		s.own = 0
+		s.ok, s.bad, s.unexp = s.h.attempts[okClass].Load(), s.h.sent.Load(), s.h.unexplained()
+		s.own, s.ownBad = 0, 0
 		return
 	}
 	s.own++
+	if !explained {
+		s.ownBad++
+	}
+}
+
+// forget takes the owner's failure at ns back out of the slot: it turned
+// out to be someone else's (a degraded route's). The first of a run
+// forgets the run.
+func (s *hostSlot) forget(ns int64) {
+	switch {
+	case s.own > 0:
+		s.own--
+	case s.at == ns:
+		s.at = 0
+	}
+}
+
+// unexplained is how many failed attempts reached the host that nobody
+// else explains: the ones that may say it fails for its clients. Two
+// scanners at once, each failing on every host, must not each make the
+// hosts look failing for the other's judgement; nor must a degraded
+// route's failures hide a scanner.
+func (s *hostState) unexplained() uint64 {
+	return since(s.sent.Load(), s.explained.Load())
 }
 
 // othersSucceed judges the slot at ns: known reports whether the run is
@@ -56,7 +85,7 @@ func (s *hostSlot) othersSucceed(ns, span int64) (known, ok bool) {
 	// noted here, so one may be in s.bad and in s.own as well: what is
 	// left for the others never goes below zero (a wrapped count would
 	// make every host look failing for others, and no route degraded).
-	others := since(since(s.h.sent.Load(), s.bad), s.own)
+	others := since(since(s.h.unexplained(), s.unexp), s.ownBad)
 	return true, oks >= 1 && oks > 2*others
 }
 
@@ -78,6 +107,10 @@ func (s *hostSlot) alone() bool {
 type slotTally struct {
 	succeed, alone int
 	vetoed         bool
+	// ownSucceed counts the owner's failures in the runs on hosts where
+	// others succeed, ownElse those on hosts that vetoed or served nobody
+	// else.
+	ownSucceed, ownElse uint64
 }
 
 // tallySlots applies othersSucceed to the slots with a failure in the
@@ -96,24 +129,30 @@ func tallySlots(slots []hostSlot, ns, span, window int64, seen func(*Host) bool)
 		case !k:
 		case !ok && s.alone():
 			t.alone++
+			t.ownElse += s.own + 1
 		case !ok || !seen(s.h):
 			t.vetoed = true
+			t.ownElse += s.own + 1
 		default:
 			t.succeed++
+			t.ownSucceed += s.own + 1
 		}
 	}
 	return t
 }
 
 // judgeSlots reports whether a client's failures are its own: other
-// traffic succeeds now on at least two of the hosts where it fails and
-// fails on none of them. A host that served nobody else keeps the client
-// unblamed: its failures there may be the host's with no one else to see
-// them, and shedding a client is a harsher answer than degrading a route
-// (RouteTracker.record weighs such hosts differently).
+// traffic succeeds now on at least two of the hosts where it fails, and
+// most of its failures are on such hosts. A host where others fail too,
+// or that served nobody else, speaks for the client: its failures there
+// may be the host's. But one such host among several where everyone else
+// is served does not make a scanner's failures on all of them the
+// hosts' (a hanging or gray host beside a scanner kept it unjudged for as
+// long as both lasted): what counts is where its failures are. An
+// innocent failing on a broken host has most of its failures there.
 func judgeSlots(slots []hostSlot, ns, span, window int64, seen func(*Host) bool) bool {
 	t := tallySlots(slots, ns, span, window, seen)
-	return !t.vetoed && t.alone == 0 && t.succeed >= 2
+	return t.succeed >= 2 && t.ownSucceed > t.ownElse
 }
 
 // slotFor returns the slot of h in slots, adding one while there is room

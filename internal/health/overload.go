@@ -55,6 +55,13 @@ func (s *hostState) shedAllows(ns int64) bool {
 	return u == 0 || ns >= u || s.inflight.Load() < s.shedCap.Load()
 }
 
+// shedHeld reports whether the host shed load lately and its Retry-After
+// has not passed: it is chosen only when no peer can take the request.
+func (s *hostState) shedHeld(ns int64) bool {
+	u := s.shedUntil.Load()
+	return u != 0 && ns < u
+}
+
 // Sheds is how many requests the host refused with 503 and Retry-After
 // since start (overload, not failure).
 func (s *hostState) Sheds() uint64 { return s.sheds.Load() }

@@ -61,3 +61,40 @@ func TestASheddingHostIsSentLessNeverEjected(t *testing.T) {
 		t.Fatalf("held to %d until %s, want 3 for %s", limit, until.Sub(now), maxShedHold)
 	}
 }
+
+// A host that sheds with only the refused request in flight can take
+// nothing now, and its cap (one, at least) was no back-off: it kept its
+// whole share and refused half of it (simulator seeds 2 and 22, 7–12 % of
+// the innocents' requests answered 503). Until its Retry-After it takes
+// only what its peers cannot; then its share again.
+func TestASheddingHostIsSentNothingWhilePeersHaveRoom(t *testing.T) {
+	_, p, _ := setup(t, 2, "{}", nil)
+	h, peer := p.Hosts[0], p.Hosts[1]
+	p.Overloaded(h, time.Second, 1, t0)
+	pick := func(at time.Time, skipPeer bool) *Host {
+		var tried balance.Tried
+		if skipPeer {
+			tried.Add(peer.Index())
+		}
+		return p.Next(0, &tried, at)
+	}
+	for i := range 20 {
+		if got := pick(t0.Add(time.Duration(i)*40*time.Millisecond), false); got != peer {
+			t.Fatalf("pick %d while the host is held went to %v, want its peer", i, got.Addr)
+		}
+	}
+	// With its peer unable to take it (tried, here), the held host takes
+	// the request within its cap.
+	if got := pick(t0.Add(100*time.Millisecond), true); got != h {
+		t.Fatalf("with no peer left the held host took nothing (%v)", got)
+	}
+	hits := 0
+	for i := range 20 {
+		if pick(t0.Add(time.Second+time.Duration(i)*time.Millisecond), false) == h {
+			hits++
+		}
+	}
+	if hits < 5 {
+		t.Fatalf("after its Retry-After the host took %d of 20 picks, want its share back", hits)
+	}
+}

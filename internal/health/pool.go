@@ -264,9 +264,23 @@ func (p *Pool) Next(key uint64, tried *balance.Tried, now time.Time) *Host {
 		if len(tr.hosts) == 0 {
 			continue
 		}
-		i := tr.policy.Pick(key,
-			func(i int) bool { h := tr.hosts[i]; return free(h) && h.slowStartAllows(ns) },
-			func(i int) int64 { return tr.hosts[i].InFlight() })
+		// A host that shed load said when to come back: until then it
+		// takes only what its peers cannot (within its cap). Its cap alone
+		// is no back-off when it sheds with one request in flight: held to
+		// one, it kept its whole share, and refused half of it.
+		held := false
+		load := func(i int) int64 { return tr.hosts[i].InFlight() }
+		i := tr.policy.Pick(key, func(i int) bool {
+			h := tr.hosts[i]
+			if h.shedHeld(ns) {
+				held = true
+				return false
+			}
+			return free(h) && h.slowStartAllows(ns)
+		}, load)
+		if i < 0 && held {
+			i = tr.policy.Pick(key, func(i int) bool { h := tr.hosts[i]; return free(h) && h.slowStartAllows(ns) }, load)
+		}
 		if i >= 0 {
 			return tr.hosts[i]
 		}

@@ -46,6 +46,7 @@ func (p *Pool) success(h *Host, r *Request, now time.Time) {
 		h.window.Success(now, r.ClientBit, r.RouteBit)
 	}
 	r.Route.success(now, p.attr.Window, r.ClientBit)
+	p.m.clients.served(r, p.attr.Window, now)
 	if p.shared.failing.Load() {
 		p.recovered(h, now)
 	}

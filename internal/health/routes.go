@@ -25,6 +25,14 @@ type RouteTracker struct {
 	// route's figures take them (TakeClientFaults).
 	clientFaults atomic.Uint64
 
+	// classes holds the outcome classes (bit c: class c) the route has
+	// failed with since it was last quiet, up to when it was degraded:
+	// the way the route fails. A degraded route owns only failures of
+	// those classes; a host resetting its requests while the route answers
+	// 502 everywhere, or a WAF's 502 to a scanner on a route that times
+	// out, is not the route's.
+	classes atomic.Uint64
+
 	mu       sync.Mutex // guards the fields below; only failures take it
 	times    [clientRing]int64
 	n        int
@@ -63,7 +71,7 @@ const routeMinClients = 3
 // record adds a failure of request r on host h that no client explains,
 // and reports whether the route is (now) degraded.
 func (rt *RouteTracker) record(p *Pool, r *Request, h *Host, class outcome.Class, now time.Time) bool {
-	if rt == nil {
+	if rt == nil || rt.degraded.Load() && !rt.failsWith(class) {
 		return false
 	}
 	cfg := p.attr
@@ -75,12 +83,13 @@ func (rt *RouteTracker) record(p *Pool, r *Request, h *Host, class outcome.Class
 	rt.n++
 	rt.last = ns
 	if slot := slotFor(&rt.hosts, &rt.nhosts, h); slot != nil {
-		slot.note(ns, span)
+		slot.note(ns, span, rt.degraded.Load())
 	}
 	if rt.degraded.Load() {
 		rt.mu.Unlock()
 		return true
 	}
+	rt.classes.Or(1 << class)
 	recent := 0
 	for i := 0; i < min(rt.n, clientRing); i++ {
 		if rt.times[i] > ns-int64(cfg.Window) {
@@ -93,9 +102,16 @@ func (rt *RouteTracker) record(p *Pool, r *Request, h *Host, class outcome.Class
 	// site's route is the scanner's, and it is attributed first). And
 	// other routes must succeed now on the hosts where it fails. A pool
 	// of one host has only that host to compare on.
+	// A client that succeeded on the route since it failed there is not
+	// failing on it: one request of its failed (a request that kills
+	// whatever serves it, sent now and then by visitors who are otherwise
+	// served), not the route. A route failing for its clients serves them
+	// nothing. (It came back after it failed, so it stays back in the
+	// window as long as its failure does.)
 	attributed := p.m.clients.bits.Load()
 	ok, failed := rt.clients.sum(now, cfg.Window, windowBuckets)
-	failing, all := Count(failed&^attributed), Count((ok|failed)&^attributed)
+	back := rt.clients.sumBack(now, cfg.Window, windowBuckets)
+	failing, all := Count(failed&^back&^attributed), Count((ok|failed)&^attributed)
 	seen := func(h *Host) bool { return h.window.SumRecent(now, 2).OKRoutes&^bit != 0 }
 	tally := tallySlots(rt.hosts[:rt.nhosts], ns, span, int64(cfg.Window), seen)
 	spreadOK := spreadOwn(tally)
@@ -121,6 +137,11 @@ func (rt *RouteTracker) record(p *Pool, r *Request, h *Host, class outcome.Class
 	return true
 }
 
+// failsWith reports whether class is one the route has been failing with.
+func (rt *RouteTracker) failsWith(class outcome.Class) bool {
+	return rt.classes.Load()&(1<<class) != 0
+}
+
 // spreadOwn reports whether the hosts where a route fails make its
 // failures its own: it fails on two hosts at least, other routes succeed
 // now on one of them at least, and on none do they fail. Under hash
@@ -144,6 +165,7 @@ func (rt *RouteTracker) sweep(now time.Time, window time.Duration) {
 		return
 	}
 	rt.nhosts = 0
+	rt.classes.Store(0)
 	wasDegraded := rt.degraded.Swap(false)
 	since := rt.since
 	rt.mu.Unlock()
@@ -173,14 +195,32 @@ func (rt *RouteTracker) TakeClientFaults() uint64 {
 	return rt.clientFaults.Swap(0)
 }
 
-// othersFailing counts the distinct clients, other than bit c and those
-// attributed, that failed on the route in the last k slices of window.
-func (rt *RouteTracker) othersFailing(now time.Time, window time.Duration, k int, c uint64) int {
-	if rt == nil {
-		return 0
+// inTheMaking reports whether the route looks like its own problem, made
+// or in the making, so that client bit c failing on it with class is not
+// to be judged on this failure: two other clients (not attributed) failed
+// on it in the window, and it is degraded (and fails that way) or fails
+// across its hosts the way a route does (on two or more, on none of them beside other routes'
+// failures). Clients failing on one broken host are no reason to hold
+// back judging a client that fails everywhere (a hanging host beside a
+// scanner kept the scanner unjudged for as long as it scanned).
+func (rt *RouteTracker) inTheMaking(p *Pool, r *Request, class outcome.Class, now time.Time, c uint64) bool {
+	if rt == nil || rt.degraded.Load() && !rt.failsWith(class) {
+		return false
 	}
-	_, failed := rt.clients.sum(now, window, k)
-	return Count(failed &^ c &^ rt.m.clients.bits.Load())
+	cfg := p.attr
+	_, failed := rt.clients.sum(now, cfg.Window, windowBuckets)
+	if Count(failed&^c&^rt.m.clients.bits.Load()) < routeMinClients-1 {
+		return false
+	}
+	if rt.degraded.Load() {
+		return true // made: its failures are the route's (Settle)
+	}
+	bit := r.RouteBit
+	seen := func(h *Host) bool { return h.window.SumRecent(now, 2).OKRoutes&^bit != 0 }
+	rt.mu.Lock()
+	t := tallySlots(rt.hosts[:rt.nhosts], now.UnixNano(), nowSpan(cfg.Window), int64(cfg.Window), seen)
+	rt.mu.Unlock()
+	return !t.vetoed && t.succeed+t.alone >= 2
 }
 
 // clientSketch remembers which clients succeeded and which failed on a
@@ -190,6 +230,10 @@ type clientSketch struct {
 	b [windowBuckets]struct {
 		epoch    atomic.Int64
 		ok, fail atomic.Uint64
+		// back: clients that succeeded on the route after failing on it
+		// (clientTracker.served): a request of theirs failed, not the
+		// route for them.
+		back atomic.Uint64
 	}
 }
 
@@ -205,12 +249,34 @@ func (s *clientSketch) add(now time.Time, window time.Duration, c uint64, failed
 		// be lost: an estimate, like the hosts' windows.
 		b.ok.Store(0)
 		b.fail.Store(0)
+		b.back.Store(0)
 	}
 	if failed {
 		b.fail.Or(c)
 	} else {
 		b.ok.Or(c)
 	}
+}
+
+// addBack records that client bit c succeeded on the route after failing
+// on it.
+func (s *clientSketch) addBack(now time.Time, window time.Duration, c uint64) {
+	s.add(now, window, c, false) // clears a stale slice first
+	epoch := now.UnixNano() / sliceWidth(window)
+	s.b[epoch%windowBuckets].back.Or(c)
+}
+
+// sumBack returns the clients that came back in the last k slices.
+func (s *clientSketch) sumBack(now time.Time, window time.Duration, k int) uint64 {
+	cur := now.UnixNano() / sliceWidth(window)
+	var back uint64
+	for i := range s.b {
+		b := &s.b[i]
+		if e := b.epoch.Load(); e > cur-int64(k) && e <= cur {
+			back |= b.back.Load()
+		}
+	}
+	return back
 }
 
 // sum returns the clients that succeeded and failed in the last k slices.

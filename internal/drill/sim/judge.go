@@ -381,7 +381,7 @@ func (r *Report) check(w *World) {
 		present = append(present, f.Kind)
 	}
 	add := func(inv, detail string, subject Kind) {
-		r.Violations = append(r.Violations, Violation{Invariant: inv, Detail: detail, Known: knownFor(inv, subject, present)})
+		r.Violations = append(r.Violations, Violation{Invariant: inv, Detail: detail, Known: knownFor(inv, subject, present, len(w.Hosts))})
 	}
 	if rate := r.InnocentErrorRate(); rate > InnocentBound {
 		add(InvInnocents, fmt.Sprintf("%d of %d innocent requests failed (%.1f%%, bound %.0f%%)", r.InnocentErrors, r.InnocentRequests, 100*rate, 100*InnocentBound), "")
@@ -398,7 +398,7 @@ func (r *Report) check(w *World) {
 			continue
 		}
 		others := slices.DeleteFunc(slices.Clone(present), func(k Kind) bool { return !k.acted() })
-		r.Violations = append(r.Violations, Violation{Invariant: InvWrongEjection, Detail: detail, Known: knownFor(InvWrongEjection, "", others)})
+		r.Violations = append(r.Violations, Violation{Invariant: InvWrongEjection, Detail: detail, Known: knownFor(InvWrongEjection, "", others, len(w.Hosts))})
 	}
 	for _, o := range r.Outcomes {
 		if !o.Due {

@@ -117,7 +117,7 @@ func TestJudgeNamesWrongConclusionsAndBrokenInvariants(t *testing.T) {
 		}
 		want := ""
 		if strings.Contains(v.Detail, "127.1.0.2") {
-			want = knownFor(InvWrongEjection, HostShed, nil)
+			want = knownFor(InvWrongEjection, HostShed, nil, 2)
 		}
 		if v.Known != want {
 			t.Errorf("%s: known %q, want %q", v.Detail, v.Known, want)

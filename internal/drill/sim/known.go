@@ -15,19 +15,32 @@ type Known struct {
 	Kind Kind
 	// With, when set, is a fault the run must also have had: the break
 	// is known only in that company.
-	With  Kind
+	With Kind
+	// Hosts, when set, is the most hosts the run's pool may have had: the
+	// break is known only in pools that small.
+	Hosts int
 	Issue string
 }
 
 // KnownBroken is the one list to flip when the fixes land.
 var KnownBroken = []Known{
 	// Issue #32 items 1-3, being fixed in internal/health.
-	{Invariant: InvWrongEjection, Kind: ClientScan, Issue: "#32 item 1: a scanner's failures are charged to the hosts"},
-	{Invariant: InvNamed, Kind: ClientScan, Issue: "#32 item 1: a scanner that outnumbers the visitors is named late or never"},
-	{Invariant: InvHostActed, Kind: HostReset, Issue: "#32 item 2: resets answered as the request's own failure (a resend counted as a second backend) delay the host's ejection"},
-	{Invariant: InvInnocents, Kind: HostReset, Issue: "#32 item 2: innocents' requests to a resetting host answered 502 \"failed the same way on two backends\""},
-	{Invariant: InvWrongEjection, Kind: HostShed, Issue: "#32 item 3: a host shedding with 503 + Retry-After is ejected"},
-	{Invariant: InvInnocents, Kind: HostShed, Issue: "#32 item 3: a shedding host's ejection costs innocents their answers"},
+
+	// What remains of #32 items 1-3 (seeds 1-1000 after the fixes). With
+	// two hosts, one out for its own fault leaves nothing to compare: a
+	// client is attributed only where other clients succeed on two hosts
+	// at least, and a request is the request's only when it failed on two.
+	{Invariant: InvNamed, Kind: ClientScan, With: HostReset, Hosts: 2, Issue: "#32: with one of two hosts out for its own fault, a scanner fails on one host only and is not attributed (client attribution needs two hosts where others succeed)"},
+	{Invariant: InvNamed, Kind: ClientScan, With: Host5xx, Hosts: 2, Issue: "#32: with one of two hosts out for its own fault, a scanner fails on one host only and is not attributed (client attribution needs two hosts where others succeed)"},
+	{Invariant: InvNamed, Kind: ClientScan, With: HostGray, Hosts: 2, Issue: "#32: with one of two hosts out for its own fault, a scanner fails on one host only and is not attributed (client attribution needs two hosts where others succeed)"},
+	{Invariant: InvNamed, Kind: ClientScan, With: HostHang, Hosts: 2, Issue: "#32: with one of two hosts out for its own fault, a scanner fails on one host only and is not attributed (client attribution needs two hosts where others succeed)"},
+	{Invariant: InvNamed, Kind: RequestKill, With: HostReset, Hosts: 2, Issue: "#32: with one of two hosts out for its own fault, a killing request reaches one host only and is charged to it, not named"},
+	{Invariant: InvNamed, Kind: RequestKill, With: HostHang, Hosts: 2, Issue: "#32: with one of two hosts out for its own fault, a killing request reaches one host only and is charged to it, not named"},
+	{Invariant: InvNamed, Kind: RequestKill, With: Host5xx, Hosts: 2, Issue: "#32: with one of two hosts out for its own fault, a killing request reaches one host only and is charged to it, not named"},
+	{Invariant: InvNamed, Kind: ClientScan, With: SturdyFDs, Hosts: 2, Issue: "#32: while sturdy is out of descriptors, a scanner's requests on two hosts seldom reach both within a run of failures; it is named late (seed 180, 13.7 s)"},
+	{Invariant: InvNamed, Kind: RequestKill, With: HostCloses, Hosts: 2, Issue: "#32: a killing request on a pool of two, one closing after every answer, is not named (seed 135; not yet understood)"},
+	{Invariant: InvNamed, Kind: ClientScan, With: HostShed, Hosts: 2, Issue: "#32: a scanner beside a shedding host and a killing request on a pool of two is named late, and the shedding host is ejected (seed 398, once in 1000; not yet understood)"},
+	{Invariant: InvWrongEjection, Kind: HostShed, With: ClientScan, Hosts: 2, Issue: "#32: a scanner beside a shedding host and a killing request on a pool of two is named late, and the shedding host is ejected (seed 398, once in 1000; not yet understood)"},
 
 	// Found by this simulator, not yet owned by a fix.
 	{Invariant: InvHostActed, Kind: HostHang, Issue: "sim: a host that stops answering is found late (often only by 3 failed probes); response timeouts on it alone do not make it suspect"},
@@ -43,6 +56,9 @@ var KnownBroken = []Known{
 	{Invariant: InvNamed, Kind: RequestKill, With: SturdyFDs, Issue: "sim: while sturdy is out of descriptors a killing request seldom reaches two backends, and is not named"},
 	{Invariant: InvHostActed, Kind: Host5xx, With: RouteFailing, Issue: "sim: a host's failures during a route fault are charged to the route"},
 	{Invariant: InvHostActed, Kind: Host5xx, With: RouteSlow, Issue: "sim: a host's failures during a route fault are charged to the route"},
+	{Invariant: InvInnocents, Kind: HostCloses, Issue: "sim: with two of four hosts closing after every answer, 5.4 % of the innocents' GETs fail, charged to nobody (seed 355, in some runs, on main before #32's last fixes too; a GET meeting the keep-alive race on both closing hosts is the likely cause, not yet confirmed)"},
+	{Invariant: InvHostActed, Kind: HostReset, Issue: "sim: a resetting host is now and then acted on after 10 s (seed 913, alone on a pool of five: 12.2 s in some runs, on main too)"},
+	{Invariant: InvHostActed, Kind: HostReset, With: RouteSlow, Issue: "sim: a resetting host beside a slow route is acted on just after the bound (10.0-10.3 s, seeds 646, 715)"},
 	{Invariant: InvHostActed, Kind: HostGray, With: RouteFailing, Issue: "sim: a host's failures during a route fault are charged to the route"},
 	{Invariant: InvHostActed, Kind: Host5xx, With: RequestKill, Issue: "sim: clients that sent the killing request are attributed as faulty; a failing host's failures from them are then theirs, and the host is acted on late"},
 	{Invariant: InvHostActed, Kind: HostGray, With: RequestKill, Issue: "sim: clients that sent the killing request are attributed as faulty; a gray host's failures from them are then theirs, and the host is acted on late"},
@@ -52,10 +68,11 @@ var KnownBroken = []Known{
 }
 
 // knownFor is the issue that explains inv broken about a fault of kind
-// subject (or "" for a whole run's check) in a run with faults present.
-func knownFor(inv string, subject Kind, present []Kind) string {
+// subject (or "" for a whole run's check) in a run with faults present on
+// a pool of hosts hosts.
+func knownFor(inv string, subject Kind, present []Kind, hosts int) string {
 	for _, k := range KnownBroken {
-		if k.Invariant != inv || k.With != "" && !slices.Contains(present, k.With) {
+		if k.Invariant != inv || k.With != "" && !slices.Contains(present, k.With) || k.Hosts != 0 && hosts > k.Hosts {
 			continue
 		}
 		if subject == k.Kind || subject == "" && slices.Contains(present, k.Kind) {
