@@ -47,9 +47,13 @@ type conn struct {
 
 	abortFn func()             // c.abort, made once per connection
 	peekFn  func(uintptr) bool // c.peek, made once per connection
-	peekRes int                // result of the last peek: see alive
-	peekBuf [1]byte
-	probe   [1]byte // the first byte of a request body of unknown length
+	flushFn func(uintptr) bool // c.flushThenWait, made once per connection
+	// flushThenWait's state for one flushAwait.
+	wrote    bool
+	writeErr error
+	peekRes  int // result of the last peek: see alive
+	peekBuf  [1]byte
+	probe    [1]byte // the first byte of a request body of unknown length
 }
 
 // wire is the connection under the buffers: it counts the bytes each way,
@@ -338,6 +342,7 @@ func (hp *hostPool) dial(ctx context.Context) (*conn, error) {
 	}
 	pc.abortFn = pc.abort
 	pc.peekFn = pc.peek
+	pc.flushFn = pc.flushThenWait
 	return pc, nil
 }
 
@@ -542,21 +547,26 @@ func (pc *conn) flushAwait() error {
 	if pc.tcpRaw == nil || pc.bw.Buffered() == 0 {
 		return pc.bw.Flush()
 	}
-	var werr error
-	wrote := false
-	pc.tcpRaw.Read(func(uintptr) bool {
-		if wrote {
-			return true
-		}
-		wrote = true
-		werr = pc.bw.Flush()
-		return werr != nil
-	})
-	if !wrote {
+	pc.wrote, pc.writeErr = false, nil
+	pc.tcpRaw.Read(pc.flushFn)
+	if !pc.wrote {
 		// The wait failed before its callback ran (closed, deadline).
 		return pc.bw.Flush()
 	}
-	return werr
+	err := pc.writeErr
+	pc.writeErr = nil
+	return err
+}
+
+// flushThenWait is flushAwait's callback: it writes on its first call
+// and reports readability on the next.
+func (pc *conn) flushThenWait(uintptr) bool {
+	if pc.wrote {
+		return true
+	}
+	pc.wrote = true
+	pc.writeErr = pc.bw.Flush()
+	return pc.writeErr != nil
 }
 
 // Outcomes of peek.
