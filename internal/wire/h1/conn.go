@@ -1,7 +1,6 @@
 package h1
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -77,7 +76,7 @@ type conn struct {
 	blank int
 	buf   *[]byte
 	r, w  int // unread bytes are (*buf)[r:w]
-	bw    *bufio.Writer
+	bw    *writer
 }
 
 const (
@@ -485,7 +484,7 @@ func (x *exchange) run(r *http.Request) {
 
 var (
 	bufPool    = sync.Pool{New: func() any { b := make([]byte, readBufSize); return &b }}
-	writerPool = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, writeBufSize) }}
+	writerPool = sync.Pool{New: func() any { return newWriter(writeBufSize) }}
 )
 
 // parkTime is how long a server goroutine waits for its connection's next
