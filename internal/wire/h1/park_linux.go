@@ -44,7 +44,10 @@ func (p *parker) park(c *conn) bool {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.stopped {
+	// Under mu, so that Shutdown and Close, which mark a connection
+	// closed before they take it out (drop), either find it parked or
+	// are seen here.
+	if p.stopped || c.state.Load() != stIdle {
 		return false
 	}
 	if p.epfd < 0 && !p.open() {

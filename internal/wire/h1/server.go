@@ -177,10 +177,10 @@ func (s *Server) Close() error {
 	s.closeListener()
 	s.mu.Lock()
 	for c := range s.conns {
+		c.state.Store(stClosed) // first: the parker takes no closed connection
 		if s.parked.drop(c) {
 			delete(s.conns, c) // no watcher is left to untrack it
 		}
-		c.state.Store(stClosed)
 		c.nc.Close()
 	}
 	s.mu.Unlock()
@@ -208,13 +208,12 @@ func (s *Server) closeIdle() int {
 		if c.fresh.Load() && now-c.born < int64(newConnGrace) {
 			continue
 		}
-		if s.parked.drop(c) {
-			delete(s.conns, c) // no watcher is left to untrack it
-			c.state.Store(stClosed)
-			c.nc.Close()
-			continue
-		}
 		if c.state.CompareAndSwap(stIdle, stClosed) {
+			// Closed before it is taken out of the parker: park refuses a
+			// closed connection, so one parked just now is found here.
+			if s.parked.drop(c) {
+				delete(s.conns, c) // no watcher is left to untrack it
+			}
 			c.nc.Close()
 		}
 	}
