@@ -237,7 +237,7 @@ func (hp *hostPool) get(ctx context.Context, fresh, cautious, resendable bool) (
 				hp.discard(pc) // past the backend's own Keep-Alive timeout
 				continue
 			}
-			if resendable && idle < trustIdle && pc.br.Buffered() == 0 && !hp.closesSoon(now) {
+			if resendable && idle < c.trust && pc.br.Buffered() == 0 && !hp.closesSoon(now) {
 				return pc, nil
 			}
 			if pc.alive() {
