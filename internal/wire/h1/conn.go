@@ -1,7 +1,6 @@
 package h1
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -22,8 +21,10 @@ import (
 // for the client's going away and cancels the request if it does. The
 // server goroutine reads and answers requests while bytes remain
 // buffered, gives its buffers back, and parks, for a second at most. So
-// a connection idle for longer is the watcher's small stack and this
-// struct: no buffer, no stack grown by a handler.
+// a connection idle for longer is this struct and, off Linux, the
+// watcher's small stack: on Linux the watcher hands the connection to
+// the server's parker and exits (see parker), and the parker starts a new
+// one when the client sends again.
 type conn struct {
 	srv    *Server
 	nc     net.Conn
@@ -56,6 +57,10 @@ type conn struct {
 	fresh     atomic.Bool              // no request has begun yet
 	cur       atomic.Pointer[exchange] // the request being answered
 	handedOff bool                     // set before watchOn <- false
+	// Set by the parker, under its lock: the socket's number while
+	// parked, and the connection's place in its heap (-1: not parked).
+	parkFd  int32
+	parkIdx int
 
 	// The peek's result, for the method value given to RawConn.Read.
 	peekBuf  [1]byte
@@ -71,7 +76,7 @@ type conn struct {
 	blank int
 	buf   *[]byte
 	r, w  int // unread bytes are (*buf)[r:w]
-	bw    *bufio.Writer
+	bw    *writer
 }
 
 const (
@@ -102,6 +107,7 @@ func (s *Server) newConn(nc net.Conn) (*conn, error) {
 		idle: make(chan struct{}, 1), watchOn: make(chan bool, 1), next: make(chan bool),
 	}
 	c.tcp, _ = nc.(*net.TCPConn)
+	c.parkIdx = -1
 	c.fresh.Store(true)
 	c.peekFunc = c.peek
 	c.idle <- struct{}{}
@@ -119,10 +125,15 @@ func (s *Server) newConn(nc net.Conn) (*conn, error) {
 	return c, nil
 }
 
-// watch is the connection's watcher (see conn).
+// watch is the connection's watcher (see conn). It starts with the
+// connection, and again when the parker hands back a connection it
+// parked: either way no server goroutine is running.
 func (c *conn) watch() {
-	started := false
+	started, parked := false, false
 	defer func() {
+		if parked {
+			return // the parker has it now
+		}
 		close(c.next) // a parked server goroutine exits
 		c.srv.untrack(c)
 		if !c.handedOff {
@@ -156,6 +167,12 @@ func (c *conn) watch() {
 				c.nc.SetReadDeadline(now.Add(time.Duration(c.idleUntil.Load() - mono)))
 			}
 			c.idle <- struct{}{}
+			if !started && c.srv.parked.park(c) {
+				// Idle with no server goroutine: the watcher's stack goes
+				// too; the parker starts a new one when the client sends.
+				parked = true
+				return
+			}
 			continue
 		}
 		<-c.idle
@@ -467,7 +484,7 @@ func (x *exchange) run(r *http.Request) {
 
 var (
 	bufPool    = sync.Pool{New: func() any { b := make([]byte, readBufSize); return &b }}
-	writerPool = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, writeBufSize) }}
+	writerPool = sync.Pool{New: func() any { return newWriter(writeBufSize) }}
 )
 
 // parkTime is how long a server goroutine waits for its connection's next

@@ -45,7 +45,7 @@ func (l *chanListener) hand(c net.Conn) bool {
 // start serves h on a loopback port with the native server, handing off
 // to a net/http server with the same handler; it marks which one
 // answered in the X-Served-By response field.
-func start(t *testing.T, h http.Handler, tune func(*Server)) (addr string, s *Server) {
+func start(t testing.TB, h http.Handler, tune func(*Server)) (addr string, s *Server) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

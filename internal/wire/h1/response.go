@@ -1,7 +1,6 @@
 package h1
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"io"
@@ -111,10 +110,10 @@ func (x *exchange) informational(code int) {
 	}
 }
 
-func (x *exchange) writer() *bufio.Writer {
+func (x *exchange) writer() *writer {
 	c := x.c
 	if c.bw == nil {
-		c.bw = writerPool.Get().(*bufio.Writer)
+		c.bw = writerPool.Get().(*writer)
 		c.bw.Reset(c.nc)
 	}
 	return c.bw
@@ -489,7 +488,7 @@ func (x *exchange) finishConn() bool {
 	return !x.broken && !x.closeAfter && !x.req.Close && drained && !x.c.srv.closing.Load()
 }
 
-func writeStatusLine(bw *bufio.Writer, is11 bool, code int) {
+func writeStatusLine(bw *writer, is11 bool, code int) {
 	if is11 {
 		bw.WriteString("HTTP/1.1 ")
 	} else {
@@ -509,7 +508,7 @@ func writeStatusLine(bw *bufio.Writer, is11 bool, code int) {
 // writeField writes one field line per value, as net/http's
 // Header.Write: invalid names are skipped, line breaks in values become
 // spaces, values are trimmed.
-func writeField(bw *bufio.Writer, k string, vv []string) {
+func writeField(bw *writer, k string, vv []string) {
 	if !httpguts.ValidHeaderFieldName(k) {
 		return
 	}
@@ -518,7 +517,7 @@ func writeField(bw *bufio.Writer, k string, vv []string) {
 	}
 }
 
-func writeOne(bw *bufio.Writer, k, v string) {
+func writeOne(bw *writer, k, v string) {
 	bw.WriteString(k)
 	bw.WriteString(": ")
 	v = textproto.TrimString(v)

@@ -15,11 +15,12 @@
 // reads identically.
 //
 // What it buys over net/http: an idle keep-alive connection holds no
-// buffer and only a small goroutine waiting for readability (no 8 KiB of
-// bufio per connection), the request head is parsed in place into one
-// string, and the client's going away is watched by that same waiting
-// goroutine rather than by a background read started and stopped per
-// request.
+// buffer (no 8 KiB of bufio per connection), and once idle for a second
+// no goroutine either: on Linux it waits in one epoll set shared by the
+// server's long-idle connections (see parker); the request head is
+// parsed in place into one string, and the client's going away is
+// watched by the goroutine that waits for readability rather than by a
+// background read started and stopped per request.
 package h1
 
 import (
@@ -64,6 +65,7 @@ type Server struct {
 	mu      sync.Mutex
 	ln      net.Listener
 	conns   map[*conn]struct{}
+	parked  parker // long-idle connections, without a goroutine
 	date    atomic.Pointer[dateLine]
 }
 
@@ -89,6 +91,7 @@ func (s *Server) Serve(l net.Listener) error {
 	if s.conns == nil {
 		s.conns = make(map[*conn]struct{})
 		s.base = time.Now()
+		s.parked.init(s)
 	}
 	s.mu.Unlock()
 	var pause time.Duration
@@ -154,6 +157,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	wait := time.Millisecond
 	for {
 		if s.closeIdle() == 0 {
+			s.parked.stop()
 			return nil
 		}
 		t := time.NewTimer(wait)
@@ -172,11 +176,15 @@ func (s *Server) Close() error {
 	s.closing.Store(true)
 	s.closeListener()
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	for c := range s.conns {
-		c.state.Store(stClosed)
+		c.state.Store(stClosed) // first: the parker takes no closed connection
+		if s.parked.drop(c) {
+			delete(s.conns, c) // no watcher is left to untrack it
+		}
 		c.nc.Close()
 	}
+	s.mu.Unlock()
+	s.parked.stop()
 	return nil
 }
 
@@ -201,6 +209,11 @@ func (s *Server) closeIdle() int {
 			continue
 		}
 		if c.state.CompareAndSwap(stIdle, stClosed) {
+			// Closed before it is taken out of the parker: park refuses a
+			// closed connection, so one parked just now is found here.
+			if s.parked.drop(c) {
+				delete(s.conns, c) // no watcher is left to untrack it
+			}
 			c.nc.Close()
 		}
 	}

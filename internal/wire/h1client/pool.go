@@ -13,10 +13,13 @@ import (
 
 // conn is one connection to a backend and the buffers that live with it.
 type conn struct {
-	hp     *hostPool
-	nc     net.Conn
-	wire   wire            // nc as the buffers see it, counting bytes
-	raw    syscall.RawConn // for the liveness check; nil when unavailable
+	hp   *hostPool
+	nc   net.Conn
+	wire wire            // nc as the buffers see it, counting bytes
+	raw  syscall.RawConn // for the liveness check; nil when unavailable
+	// tcpRaw is nc's own, when nc is a *net.TCPConn: flushAwait waits on
+	// it for the response (nil: a connection it cannot see through).
+	tcpRaw syscall.RawConn
 	br     *bufio.Reader
 	bw     *bufio.Writer
 	head   head // response head parsing state, reused
@@ -44,9 +47,13 @@ type conn struct {
 
 	abortFn func()             // c.abort, made once per connection
 	peekFn  func(uintptr) bool // c.peek, made once per connection
-	peekRes int                // result of the last peek: see alive
-	peekBuf [1]byte
-	probe   [1]byte // the first byte of a request body of unknown length
+	flushFn func(uintptr) bool // c.flushThenWait, made once per connection
+	// flushThenWait's state for one flushAwait.
+	wrote    bool
+	writeErr error
+	peekRes  int // result of the last peek: see alive
+	peekBuf  [1]byte
+	probe    [1]byte // the first byte of a request body of unknown length
 }
 
 // wire is the connection under the buffers: it counts the bytes each way,
@@ -105,6 +112,19 @@ type hostPool struct {
 // after a quiet second, which is what nginx pays on every request to an
 // upstream without keepalive.
 const cautiousIdle = time.Second
+
+// trustIdle is how long a connection may have been idle and still be
+// taken without the liveness check (a one-byte MSG_PEEK, a system call
+// per request that nginx does not make) by a request that can be sent
+// again. A backend rarely closes a connection within this long of its
+// last response without saying so; when one does, the request meets the
+// close, fails before any of the response, and roundTrip sends it once
+// more on a new connection, as it does after the keep-alive race. A
+// request that cannot be sent again (not idempotent, a body not to be
+// had again, WithoutResend) is always checked. Kept short so that the
+// skipped check only ever saves work under steady traffic: an idle
+// backend's connections are checked as before.
+const trustIdle = 100 * time.Millisecond
 
 // closingMemory is how long a host that closed a connection idle for
 // less than cautiousIdle (one that closes after every response without
@@ -169,8 +189,11 @@ func (c *Client) hostPool(addr string) *hostPool {
 // for a request that cannot be sent again if the backend closes the
 // connection as it arrives: it takes an idle connection only when the
 // newest is younger than cautiousIdle and the host is not known to close
-// connections soon after responses.
-func (hp *hostPool) get(ctx context.Context, fresh, cautious bool) (pc *conn, err error) {
+// connections soon after responses. resendable is for a request that
+// roundTrip may send once more on a new connection when a reused one
+// turns out closed (see trustIdle): it skips the liveness check of a
+// connection idle for less than trustIdle.
+func (hp *hostPool) get(ctx context.Context, fresh, cautious, resendable bool) (pc *conn, err error) {
 	c := hp.c
 	if cautious && !fresh && hp.closesSoon(time.Now()) {
 		fresh = true
@@ -213,6 +236,9 @@ func (hp *hostPool) get(ctx context.Context, fresh, cautious bool) (pc *conn, er
 			if pc.keepFor > 0 && idle >= pc.keepFor {
 				hp.discard(pc) // past the backend's own Keep-Alive timeout
 				continue
+			}
+			if resendable && idle < c.trust && pc.br.Buffered() == 0 && !hp.closesSoon(now) {
+				return pc, nil
 			}
 			if pc.alive() {
 				return pc, nil
@@ -299,6 +325,9 @@ func (hp *hostPool) dial(ctx context.Context) (*conn, error) {
 			pc.raw = raw
 		}
 	}
+	if tc, ok := nc.(*net.TCPConn); ok {
+		pc.tcpRaw, _ = tc.SyscallConn()
+	}
 	if v := c.rbufs.Get(); v != nil {
 		pc.br = v.(*bufio.Reader)
 		pc.br.Reset(&pc.wire)
@@ -313,6 +342,7 @@ func (hp *hostPool) dial(ctx context.Context) (*conn, error) {
 	}
 	pc.abortFn = pc.abort
 	pc.peekFn = pc.peek
+	pc.flushFn = pc.flushThenWait
 	return pc, nil
 }
 
@@ -502,6 +532,41 @@ func (pc *conn) alive() bool {
 		return false
 	}
 	return pc.peekRes == peekEmpty
+}
+
+// flushAwait writes the buffered request and waits until the response
+// begins to arrive (or the connection ends, or its read deadline passes),
+// so that the read that follows finds bytes: reading at once, as
+// net.Conn's Read does, would almost always meet an empty socket first,
+// a system call returning EAGAIN for each exchange. The write happens in
+// the wait's own callback, after the poller's readiness was reset for it,
+// so that no byte of the response can come before the wait began and be
+// missed. A wait that ends in an error is left to the read that follows,
+// which meets the same error.
+func (pc *conn) flushAwait() error {
+	if pc.tcpRaw == nil || pc.bw.Buffered() == 0 {
+		return pc.bw.Flush()
+	}
+	pc.wrote, pc.writeErr = false, nil
+	pc.tcpRaw.Read(pc.flushFn)
+	if !pc.wrote {
+		// The wait failed before its callback ran (closed, deadline).
+		return pc.bw.Flush()
+	}
+	err := pc.writeErr
+	pc.writeErr = nil
+	return err
+}
+
+// flushThenWait is flushAwait's callback: it writes on its first call
+// and reports readability on the next.
+func (pc *conn) flushThenWait(uintptr) bool {
+	if pc.wrote {
+		return true
+	}
+	pc.wrote = true
+	pc.writeErr = pc.bw.Flush()
+	return pc.writeErr != nil
 }
 
 // Outcomes of peek.

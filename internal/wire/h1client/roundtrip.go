@@ -167,7 +167,8 @@ func (c *Client) exchange(req *http.Request, fresh bool) (_ *http.Response, _ er
 	// A request that could not be sent again, were the backend to close
 	// the connection as it arrives, is careful which one it takes.
 	cautious := !idempotent(req) || body != nil && req.GetBody == nil
-	pc, err := c.hostPool(addr).get(ctx, fresh, cautious)
+	resendable := !cautious && !fresh && ctx.Value(noResendKey{}) == nil
+	pc, err := c.hostPool(addr).get(ctx, fresh, cautious, resendable)
 	if err != nil {
 		if body != nil {
 			body.Close()
@@ -271,11 +272,11 @@ func (c *Client) exchange(req *http.Request, fresh bool) (_ *http.Response, _ er
 				return fail(PhaseWrite, wireErr)
 			}
 		}
-		if err := pc.bw.Flush(); err != nil {
-			return fail(PhaseWrite, err)
-		}
 		if timeout > 0 {
 			pc.nc.SetReadDeadline(time.Now().Add(timeout))
+		}
+		if err := pc.flushAwait(); err != nil {
+			return fail(PhaseWrite, err)
 		}
 	} else {
 		w := &bodyWriter{pc: pc, body: body, cl: cl, first: first, trailer: req.Trailer, timeout: timeout, done: make(chan struct{})}

@@ -283,3 +283,49 @@ func TestPOSTLostToAClosingConnectionIsStale(t *testing.T) {
 		t.Errorf("the backend read %d requests on %d connections, want 1 on 1: the POST was sent again", n, a)
 	}
 }
+
+// A GET on a connection idle for less than the trust time is sent without
+// the liveness check; when the backend had closed that connection without
+// saying so, the GET meets the close before any of the response and goes
+// once more on a new connection. A POST on such a connection is checked
+// first, so it never meets the close: it takes a new connection at once.
+func TestResendableRequestSkipsTheLivenessCheck(t *testing.T) {
+	for _, method := range []string{"GET", "POST"} {
+		closed := make(chan struct{}, 4)
+		s := newRawServer(t, func(s *rawServer, c net.Conn) {
+			br := bufio.NewReader(c)
+			for {
+				if _, _, err := s.readRequest(br); err != nil {
+					return
+				}
+				io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+				if s.accepted.Load() == 1 {
+					c.Close() // at once, without saying so
+					closed <- struct{}{}
+					return
+				}
+			}
+		})
+		c := New(Options{})
+		t.Cleanup(c.Close)
+		c.trust = time.Hour // every idle connection is recent enough
+		do(t, c, "GET", s.url("/"))
+		<-closed
+		var body io.Reader
+		if method == "POST" {
+			body = strings.NewReader("order=1")
+		}
+		resp, err := c.RoundTrip(newRequest(t, context.Background(), method, s.url("/"), body))
+		if err != nil {
+			t.Fatalf("%s on a connection the backend closed: %v", method, err)
+		}
+		resp.Body.Close()
+		want := uint64(0)
+		if method == "GET" {
+			want = 1
+		}
+		if n, a, r := s.requests.Load(), s.accepted.Load(), c.StaleRetries(); n != 2 || a != 2 || r != want {
+			t.Errorf("%s: the backend read %d requests on %d connections, %d sent again; want 2 on 2, %d", method, n, a, r, want)
+		}
+	}
+}

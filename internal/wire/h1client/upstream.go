@@ -106,6 +106,9 @@ type Client struct {
 	hosts sync.Map // addr → *hostPool
 
 	staleRetries atomic.Uint64 // see StaleRetries
+	// trust is trustIdle unless a test sets it: how long an idle
+	// connection skips the liveness check for a resendable request.
+	trust time.Duration
 
 	closed    atomic.Bool
 	janitorOn atomic.Bool // an idle-connection janitor goroutine is running
@@ -124,7 +127,7 @@ func New(o Options) *Client {
 	if o.WriteBufferSize <= 0 {
 		o.WriteBufferSize = DefaultBufferSize
 	}
-	c := &Client{o: o, dial: o.DialContext, done: make(chan struct{})}
+	c := &Client{o: o, dial: o.DialContext, done: make(chan struct{}), trust: trustIdle}
 	if c.dial == nil {
 		c.dial = (&net.Dialer{Timeout: o.ConnectTimeout, KeepAlive: 30 * time.Second}).DialContext
 	}
