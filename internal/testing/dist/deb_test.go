@@ -20,13 +20,16 @@ const (
 )
 
 // buildRelease runs scripts/release.sh for this machine's linux
-// architecture and returns the directory it wrote.
+// architecture and returns the directory it wrote. It leaves out
+// sturdy-gateway (GATEWAY=0): compiling client-go under the release's
+// flags takes minutes, and cmd/sturdy-gateway's own test checks its
+// tarball in the Kubernetes job.
 func buildRelease(t *testing.T, packages string) string {
 	t.Helper()
 	out := t.TempDir()
 	cmd := exec.Command("bash", "scripts/release.sh")
 	cmd.Dir = repo
-	cmd.Env = append(os.Environ(), "SNAPSHOT=1", "VERSION="+testVersion, "PLATFORMS=linux/"+runtime.GOARCH, "PACKAGES="+packages, "OUT="+out)
+	cmd.Env = append(os.Environ(), "SNAPSHOT=1", "VERSION="+testVersion, "PLATFORMS=linux/"+runtime.GOARCH, "PACKAGES="+packages, "GATEWAY=0", "OUT="+out)
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("scripts/release.sh: %v\n%s", err, b)
 	}
@@ -85,18 +88,6 @@ func TestDebInstallsAndPurges(t *testing.T) {
 	}
 	if licenses := run(t, "tar", "-xzOf", tarball, top+"THIRD_PARTY_LICENSES"); strings.Contains(licenses, "k8s.io/") {
 		t.Error("sturdy's THIRD_PARTY_LICENSES names Kubernetes modules: the binary links no Kubernetes library")
-	}
-	// Kubernetes mode's command, in a tarball of its own with the manifests.
-	gateway := filepath.Join(dist, fmt.Sprintf("sturdy-gateway_%s_linux_%s.tar.gz", strings.TrimPrefix(testVersion, "v"), runtime.GOARCH))
-	listing = run(t, "tar", "-tzf", gateway)
-	gwTop := strings.TrimSuffix(filepath.Base(gateway), ".tar.gz") + "/"
-	for _, f := range []string{"sturdy-gateway", "LICENSE", "NOTICE", "THIRD_PARTY_LICENSES", "README.md", "kubernetes/deployment.yaml", "kubernetes/rbac.yaml"} {
-		if !strings.Contains(listing, gwTop+f+"\n") {
-			t.Errorf("the sturdy-gateway tarball lacks %s:\n%s", f, listing)
-		}
-	}
-	if licenses := run(t, "tar", "-xzOf", gateway, gwTop+"THIRD_PARTY_LICENSES"); !strings.Contains(licenses, "k8s.io/client-go ") {
-		t.Error("sturdy-gateway's THIRD_PARTY_LICENSES does not name client-go, which it links")
 	}
 	deb := filepath.Join(dist, fmt.Sprintf("sturdy_%s_%s.deb", testPkgVersion, runtime.GOARCH))
 	if v := strings.TrimSpace(run(t, "dpkg-deb", "-f", deb, "Version")); v != testPkgVersion {
