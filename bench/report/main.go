@@ -23,6 +23,7 @@ package main
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -105,18 +106,27 @@ func cmdH2load(path string) error {
 	if err != nil {
 		return err
 	}
-	s := string(b)
+	line, err := parseH2load(string(b))
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	fmt.Println(line)
+	return nil
+}
+
+// parseH2load turns an h2load output into "requests rps mean_us - errors":
+// failed, errored and timed-out requests and non-2xx answers are errors.
+func parseH2load(s string) (string, error) {
 	fin, req, st, tm := reH2Finished.FindStringSubmatch(s), reH2Requests.FindStringSubmatch(s), reH2Status.FindStringSubmatch(s), reH2Time.FindStringSubmatch(s)
 	if fin == nil || req == nil || st == nil || tm == nil {
-		return fmt.Errorf("%s: not a complete h2load output", path)
+		return "", errors.New("not a complete h2load output")
 	}
 	errs := 0
 	for _, v := range append(req[2:], st[1:]...) {
 		n, _ := strconv.Atoi(v)
 		errs += n
 	}
-	fmt.Printf("%s %s %.1f - %d\n", req[1], fin[1], micros(tm[1], tm[2]), errs)
-	return nil
+	return fmt.Sprintf("%s %s %.1f - %d", req[1], fin[1], micros(tm[1], tm[2]), errs), nil
 }
 
 func cmdLine(path string) error {
