@@ -22,7 +22,8 @@ stop_pid() { # stop_pid PID: TERM, wait at most 5 s, then KILL
 
 render() { # render TEMPLATE OUT PORT: fill a config template
 	sed -e "s|@LISTEN@|$BIND:$3|g" -e "s|@PORT@|$3|g" -e "s|@BIND@|$BIND|g" \
-		-e "s|@ORIGIN@|$ORIGIN_ADDR|g" -e "s|@TMP@|$TMP|g" -e "s|@WORKERS@|${PROCS:-1}|g" "$1" >"$2"
+		-e "s|@ORIGIN@|$ORIGIN_ADDR|g" -e "s|@TMP@|$TMP|g" -e "s|@WORKERS@|${PROCS:-1}|g" \
+		-e "s|@GRPC_LISTEN@|${GRPC_LISTEN:-}|g" -e "s|@GRPC_ORIGIN@|${GRPC_ORIGIN:-}|g" "$1" >"$2"
 }
 
 wait_ready() { # wait_ready PORT PID: at most 10 s

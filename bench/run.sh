@@ -17,10 +17,22 @@
 #   ONLY=sturdy,nginx   subset of: sturdy,sturdy-health,sturdy-nethttp,nginx,
 #                   haproxy,caddy
 #                   ("direct" is always measured: it is the baseline)
-#   CONNS="64 1"    wrk connection counts;   BODIES="1k 64k"  cells, of:
+#   CONNS="64 1"    wrk connection counts (of the 1k, 64k, static, gzip and
+#                   tls1k cells)
+#   BODIES="1k 64k tls"   cells, of:
 #                   1k 64k (proxied), static1k static1m (files the proxy
 #                   serves itself; not HAProxy), gzip64k (64 KiB of JSON
-#                   proxied and gzipped at level 6 by the proxy; not HAProxy)
+#                   proxied and gzipped at level 6 by the proxy; not HAProxy);
+#                   and, sturdy and nginx only (conf/sturdy-tls.yaml,
+#                   conf/nginx-tls.conf, an ECDSA P-256 certificate made at
+#                   start): tls1k (1 KiB over TLS keep-alive, wrk), hsfull and
+#                   hsresume (a new TLS 1.3 connection per 1 KiB request, 16
+#                   at a time, full or resumed from a ticket: bench/load
+#                   handshake), h2tls1k (1 KiB over HTTP/2 over TLS, h2load
+#                   -c16 -m32), grpcunary (a 1 KiB unary call, one at a
+#                   time; "direct" is the gRPC origin) and grpcstream (a
+#                   server-streaming call of 64 x 16 KiB, 4 at a time);
+#                   "tls" stands for all six
 #   PROCS=1         workers per proxy: 1 pins each proxy to CPU 1 and the load
 #                   to CPU 0; 2 (or more) runs everything unpinned with that
 #                   many workers each (GOMAXPROCS, nginx worker_processes,
@@ -42,7 +54,8 @@ DURATION=${DURATION:-5}
 WARMUP=${WARMUP:-1}
 ONLY=${ONLY:-sturdy,sturdy-health,sturdy-nethttp,nginx,haproxy,caddy}
 CONNS=${CONNS:-"64 1"}
-BODIES=${BODIES:-"1k 64k"}
+BODIES=${BODIES:-"1k 64k tls"}
+BODIES=${BODIES/tls/tls1k hsfull hsresume h2tls1k grpcunary grpcstream}
 NO_INSTALL=${NO_INSTALL:-0}
 NICE=${NICE:-}
 PROCS=${PROCS:-1}
@@ -74,6 +87,18 @@ chmod -R a+rX "$TMP" # nginx's workers read the files as its unprivileged user
 BIND=127.0.0.1
 ORIGIN_ADDR=$BIND:18080
 declare -A PORT=([direct]=18080 [sturdy]=18081 [sturdy-health]=18082 [nginx]=18083 [haproxy]=18084 [caddy]=18085 [sturdy-nethttp]=18086)
+# The TLS, HTTP/2 and gRPC cells: the gRPC origin, and one more process of
+# sturdy and of nginx each with a TLS listener and a plain HTTP/2 (gRPC) one.
+GRPC_ORIGIN=$BIND:18090
+declare -A TLS_PORT=([sturdy]=18091 [nginx]=18093) GRPC_PORT=([direct]=18090 [sturdy]=18092 [nginx]=18094)
+tls_cell() { case $1 in tls1k | h2tls1k | hsfull | hsresume | grpcunary | grpcstream) return 0 ;; esac; return 1; }
+want_tls=0
+for body in $BODIES; do
+	case $body in
+	1k | 64k | static1k | static1m | gzip64k) ;;
+	*) tls_cell "$body" || die "BODIES: unknown cell '$body'"; want_tls=1 ;;
+	esac
+done
 
 
 # ---- processes: every PID we start is recorded and stopped on exit ----
@@ -118,8 +143,9 @@ done
 
 # ---- tools: install from Debian when missing ----
 
-declare -A TOOL_PKG=([wrk]=wrk [nginx]=nginx [haproxy]=haproxy [caddy]=caddy [curl]=curl)
+declare -A TOOL_PKG=([wrk]=wrk [nginx]=nginx [haproxy]=haproxy [caddy]=caddy [curl]=curl [h2load]=nghttp2-client)
 need_tools=(wrk curl)
+if ((want_tls)); then need_tools+=(h2load); fi
 for p in nginx haproxy caddy; do
 	if want "$p"; then need_tools+=("$p"); fi
 done
@@ -156,9 +182,11 @@ done
 
 # ---- builds ----
 
-log "building origin and report"
-(cd "$REPO" && go build -o "$TMP/origin" ./bench/origin && go build -o "$TMP/report" ./bench/report) ||
-	die "could not build bench/origin or bench/report"
+log "building origin, report and load"
+(cd "$REPO" && go build -o "$TMP/origin" ./bench/origin && go build -o "$TMP/report" ./bench/report &&
+	go build -o "$TMP/load" ./bench/load) ||
+	die "could not build bench/origin, bench/report or bench/load"
+if ((want_tls)); then "$TMP/load" gencert "$TMP" || die "could not make the TLS certificate"; fi
 
 HAVE_STURDY=0
 if want sturdy || want sturdy-health || want sturdy-nethttp; then
@@ -199,8 +227,30 @@ check_bodies() { # check_bodies PORT [PROXY]: the bodies arrive whole with 200; 
 	fi
 }
 
+wait_ready_tls() { # wait_ready_tls PORT PID: at most 10 s
+	local i
+	for ((i = 0; i < 100; i++)); do
+		kill -0 "$2" 2>/dev/null || return 1
+		curl -sk -o /dev/null --max-time 1 "https://$BIND:$1/1k" && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+check_tls() { # check_tls PROXY: 1 KiB over HTTPS with HTTP/1.1 and HTTP/2, a resumed handshake, a gRPC call
+	local out
+	out=$(curl -sk -o /dev/null --http1.1 --max-time 2 -w '%{http_code} %{size_download} %{http_version}' "https://$BIND:${TLS_PORT[$1]}/1k") || return 1
+	[[ $out == "200 1024 1.1" ]] || { log "  https /1k gave '$out'"; return 1; }
+	out=$(curl -sk -o /dev/null --http2 --max-time 2 -w '%{http_code} %{size_download} %{http_version}' "https://$BIND:${TLS_PORT[$1]}/1k") || return 1
+	[[ $out == "200 1024 2" ]] || { log "  https /1k over HTTP/2 gave '$out'"; return 1; }
+	out=$(timeout 10 "$TMP/load" handshake -resume -addr "$BIND:${TLS_PORT[$1]}" -c 1 -d 200ms) || return 1
+	[[ $out == *" 0" ]] || { log "  resumed handshakes: '$out' (requests rps p50 p99 errors)"; return 1; }
+	out=$(timeout 10 "$TMP/load" grpc-unary -addr "$BIND:${GRPC_PORT[$1]}" -c 1 -d 200ms) || return 1
+	[[ $out == *" 0" ]] || { log "  gRPC unary: '$out' (requests rps p50 p99 errors)"; return 1; }
+}
+
 start_proxy() { # start_proxy NAME: starts it pinned to the proxy core, records its PID
-	local name=$1 port=${PORT[$1]} pid
+	local name=$1 port=${PORT[$1]:-} pid
 	case $name in
 	sturdy | sturdy-health | sturdy-nethttp)
 		render "$BENCH_DIR/conf/$name.yaml" "$TMP/$name.yaml" "${PORT[$name]}"
@@ -210,6 +260,15 @@ start_proxy() { # start_proxy NAME: starts it pinned to the proxy core, records 
 		mkdir -p "$TMP/nginx"
 		render "$BENCH_DIR/conf/nginx.conf" "$TMP/nginx.conf" "${PORT[nginx]}"
 		"${PIN_PROXY[@]}" nginx -p "$TMP/nginx/" -e "$TMP/nginx-error.log" -c "$TMP/nginx.conf" >"$RESULTS/nginx.log" 2>&1 &
+		;;
+	sturdy-tls)
+		GRPC_LISTEN=$BIND:${GRPC_PORT[sturdy]} render "$BENCH_DIR/conf/sturdy-tls.yaml" "$TMP/sturdy-tls.yaml" "${TLS_PORT[sturdy]}"
+		GOMAXPROCS=$PROCS "${PIN_PROXY[@]}" "$TMP/sturdy" run -c "$TMP/sturdy-tls.yaml" >"$RESULTS/sturdy-tls.log" 2>&1 &
+		;;
+	nginx-tls)
+		mkdir -p "$TMP/nginx-tls"
+		GRPC_LISTEN=$BIND:${GRPC_PORT[nginx]} render "$BENCH_DIR/conf/nginx-tls.conf" "$TMP/nginx-tls.conf" "${TLS_PORT[nginx]}"
+		"${PIN_PROXY[@]}" nginx -p "$TMP/nginx-tls/" -e "$TMP/nginx-tls-error.log" -c "$TMP/nginx-tls.conf" >"$RESULTS/nginx-tls.log" 2>&1 &
 		;;
 	haproxy)
 		render "$BENCH_DIR/conf/haproxy.cfg" "$TMP/haproxy.cfg" "${PORT[haproxy]}"
@@ -224,6 +283,17 @@ start_proxy() { # start_proxy NAME: starts it pinned to the proxy core, records 
 	esac
 	pid=$!
 	PID[$name]=$pid
+	if [[ $name == *-tls ]]; then
+		if ! wait_ready_tls "${TLS_PORT[${name%-tls}]}" "$pid" || ! check_tls "${name%-tls}"; then
+			log "SKIP the TLS, HTTP/2 and gRPC cells of ${name%-tls}: did not serve them (log: $RESULTS/$name.log)"
+			tail -5 "$RESULTS/$name.log" | sed 's/^/    /' >&2 || true
+			stop_pid "$pid"
+			unset "PID[$name]"
+			SKIPPED+=("$name: did not start or serve correctly")
+			return 1
+		fi
+		return 0
+	fi
 	if ! wait_ready "$port" "$pid" || ! check_bodies "$port" "$([[ $name == haproxy ]] && echo 0 || echo 1)"; then
 		log "SKIP $name: did not serve both bodies on $BIND:$port (log: $RESULTS/$name.log)"
 		tail -5 "$RESULTS/$name.log" | sed 's/^/    /' >&2 || true
@@ -291,9 +361,42 @@ cell_path() { # cell_path BODY: the URL path of a cell
 	esac
 }
 
+cell_conns() { # cell_conns BODY: the connection counts a cell runs at
+	case $1 in
+	h2tls1k | hsfull | hsresume) echo 16 ;;
+	grpcunary) echo 1 ;;
+	grpcstream) echo 4 ;;
+	*) echo "$CONNS" ;;
+	esac
+}
+
+load_cmd() { # load_cmd BODY PORT THREADS CONNS SECONDS: sets LOAD (the command) and PARSE (wrk or line)
+	local body=$1 port=$2 threads=$3 conns=$4 secs=$5
+	PARSE=line
+	case $body in
+	tls1k) LOAD=(wrk -t"$threads" -c"$conns" -d"${secs}s" --latency "https://$BIND:$port/1k") PARSE=wrk ;;
+	h2tls1k) LOAD=(h2load -t1 -c"$conns" -m32 -D"$secs" "https://$BIND:$port/1k") PARSE=h2load ;;
+	hsfull) LOAD=("$TMP/load" handshake -addr "$BIND:$port" -c "$conns" -d "${secs}s") ;;
+	hsresume) LOAD=("$TMP/load" handshake -resume -addr "$BIND:$port" -c "$conns" -d "${secs}s") ;;
+	grpcunary) LOAD=("$TMP/load" grpc-unary -addr "$BIND:$port" -c "$conns" -d "${secs}s") ;;
+	grpcstream) LOAD=("$TMP/load" grpc-stream -addr "$BIND:$port" -c "$conns" -d "${secs}s") ;;
+	*) LOAD=(wrk -t"$threads" -c"$conns" -d"${secs}s" --latency "${hdr[@]}" "http://$BIND:$port$(cell_path "$body")") PARSE=wrk ;;
+	esac
+}
+
 run_cell() { # run_cell ROUND NAME BODY CONNS: appends one line to $RESULTS/raw.txt
-	local round=$1 name=$2 body=$3 conns=$4 port=${PORT[$2]} threads=2 url pids=() out hdr=()
+	local round=$1 name=$2 body=$3 conns=$4 port=${PORT[$2]:-} threads=2 url pids=() out hdr=() proc=$2
 	if ((conns < 2)); then threads=1; fi
+	if tls_cell "$body"; then
+		# sturdy and nginx only; "direct" only for gRPC (the origin speaks no TLS).
+		case $name in
+		sturdy | nginx) proc=$name-tls ;;
+		direct) [[ $body == grpc* ]] || return 0 ;;
+		*) return 0 ;;
+		esac
+		[[ $name == direct ]] || [[ -n ${PID[$proc]:-} ]] || return 0
+		if [[ $body == grpc* ]]; then port=${GRPC_PORT[$name]}; else port=${TLS_PORT[$name]}; fi
+	fi
 	case $body in
 	static* | gzip*)
 		# HAProxy serves no files and is not set up to compress; the
@@ -303,13 +406,13 @@ run_cell() { # run_cell ROUND NAME BODY CONNS: appends one line to $RESULTS/raw.
 		;;
 	esac
 	[[ $body == gzip* ]] && hdr=(-H "Accept-Encoding: gzip")
-	url="http://$BIND:$port$(cell_path "$body")"
 	if [[ $name != direct ]]; then
-		kill -0 "${PID[$name]}" 2>/dev/null || { log "  $name is gone; skipping cell"; return 0; }
-		mapfile -t pids < <(proc_pids "${PID[$name]}")
+		kill -0 "${PID[$proc]}" 2>/dev/null || { log "  $proc is gone; skipping cell"; return 0; }
+		mapfile -t pids < <(proc_pids "${PID[$proc]}")
 	fi
 	if ((WARMUP > 0)); then
-		timeout $((WARMUP + 20)) "${PIN_LOAD[@]}" wrk -t"$threads" -c"$conns" -d"${WARMUP}s" "${hdr[@]}" "$url" >/dev/null 2>&1 || true
+		load_cmd "$body" "$port" "$threads" "$conns" "$WARMUP"
+		timeout $((WARMUP + 20)) "${PIN_LOAD[@]}" "${LOAD[@]}" >/dev/null 2>&1 || true
 	fi
 	local cpu0=0 cpu1=0 rss=- hwm=- cpu_us=-
 	if ((${#pids[@]})); then
@@ -319,13 +422,14 @@ run_cell() { # run_cell ROUND NAME BODY CONNS: appends one line to $RESULTS/raw.
 		(sleep "$(awk -v d="$DURATION" 'BEGIN { print d / 2 }')" && mem_kib VmRSS "${pids[@]}" >"$TMP/rss") &
 		PID[sampler]=$!
 	fi
-	out="$RESULTS/wrk-r$round-$name-$body-c$conns.txt"
+	out="$RESULTS/load-r$round-$name-$body-c$conns.txt"
 	local busy0 busy1 t0 t1
 	busy0=$(cpu_busy)
 	local own0=0 own1=0
 	if ((PROCS > 1)); then bench_ticks; own0=$TICKS; fi
 	t0=$(now_ns)
-	timeout $((DURATION + 30)) "${PIN_LOAD[@]}" wrk -t"$threads" -c"$conns" -d"${DURATION}s" --latency "${hdr[@]}" "$url" >"$out" 2>&1 || true
+	load_cmd "$body" "$port" "$threads" "$conns" "$DURATION"
+	timeout $((DURATION + 30)) "${PIN_LOAD[@]}" "${LOAD[@]}" >"$out" 2>&1 || true
 	t1=$(now_ns)
 	busy1=$(cpu_busy)
 	if ((PROCS > 1)); then bench_ticks; own1=$TICKS; fi
@@ -338,8 +442,8 @@ run_cell() { # run_cell ROUND NAME BODY CONNS: appends one line to $RESULTS/raw.
 		cpu_us=$(((cpu1 - cpu0) * 1000000 / CLK_TCK))
 	fi
 	local w
-	if ! w=$("$TMP/report" wrk "$out" 2>&1); then
-		log "  $name $body c$conns: wrk failed: $w"
+	if ! w=$("$TMP/report" "$PARSE" "$out" 2>&1); then
+		log "  $name $body c$conns: ${LOAD[0]##*/} failed: $w"
 		return 0
 	fi
 	read -r reqs rps p50 p99 errs <<<"$w"
@@ -359,15 +463,25 @@ run_cell() { # run_cell ROUND NAME BODY CONNS: appends one line to $RESULTS/raw.
 
 log "load average before the run: $(cut -d' ' -f1-3 /proc/loadavg) (other work on this machine skews the figures; see the 'other load' column)"
 log "results in $RESULTS; rounds=$ROUNDS duration=${DURATION}s warmup=${WARMUP}s conns='$CONNS' bodies='$BODIES'"
-for name in "${!PORT[@]}"; do
-	if curl -s -o /dev/null --max-time 1 "http://$BIND:${PORT[$name]}/"; then
-		die "port ${PORT[$name]} ($name) is already in use on $BIND; stop whatever listens there first"
+for port in "${PORT[@]}" "${TLS_PORT[@]}" "${GRPC_PORT[@]}"; do
+	if (echo >"/dev/tcp/$BIND/$port") 2>/dev/null; then
+		die "port $port is already in use on $BIND; stop whatever listens there first"
 	fi
 done
 "${PIN_LOAD[@]}" "$TMP/origin" -listen "$ORIGIN_ADDR" >"$RESULTS/origin.log" 2>&1 &
 PID[origin]=$!
 if ! wait_ready 18080 "${PID[origin]}" || ! check_bodies 18080; then
 	die "origin did not start (log: $RESULTS/origin.log)"
+fi
+if ((want_tls)); then
+	"${PIN_LOAD[@]}" "$TMP/load" grpc-origin -listen "$GRPC_ORIGIN" >"$RESULTS/grpc-origin.log" 2>&1 &
+	PID[grpc-origin]=$!
+	for ((i = 0; i < 100; i++)); do
+		out=$(timeout 10 "$TMP/load" grpc-unary -addr "$GRPC_ORIGIN" -c 1 -d 100ms 2>/dev/null) && [[ $out == *" 0" ]] && break
+		kill -0 "${PID[grpc-origin]}" 2>/dev/null || break
+		sleep 0.1
+	done
+	[[ ${out:-} == *" 0" ]] || die "the gRPC origin did not start (log: $RESULTS/grpc-origin.log)"
 fi
 
 RUN=(direct)
@@ -380,6 +494,10 @@ for name in sturdy sturdy-health sturdy-nethttp nginx haproxy caddy; do
 	esac
 	log "starting $name on $BIND:${PORT[$name]}"
 	if start_proxy "$name"; then RUN+=("$name"); fi
+	if ((want_tls)) && [[ $name == sturdy || $name == nginx ]]; then
+		log "starting $name-tls on $BIND:${TLS_PORT[$name]} (TLS) and $BIND:${GRPC_PORT[$name]} (gRPC)"
+		start_proxy "$name-tls" || true
+	fi
 done
 log "measuring: ${RUN[*]}"
 
@@ -388,7 +506,7 @@ n=${#RUN[@]}
 for ((round = 1; round <= ROUNDS; round++)); do
 	log "round $round/$ROUNDS"
 	for body in $BODIES; do
-		for conns in $CONNS; do
+		for conns in $(cell_conns "$body"); do
 			# Rotate the starting proxy each round so that no proxy always runs first.
 			for ((i = 0; i < n; i++)); do
 				run_cell "$round" "${RUN[$(((i + round - 1) % n))]}" "$body" "$conns"

@@ -2,6 +2,10 @@
 //
 //	report wrk FILE       parse one `wrk --latency` output and print
 //	                      "requests rps p50_us p99_us errors"
+//	report h2load FILE    the same from an h2load output (which has no
+//	                      percentiles: its mean time per request is given as
+//	                      p50, p99 as "-")
+//	report line FILE      check and print the last line of a `bench/load` output
 //	report table FILE     read result lines (see below) and print the table of
 //	                      medians and the issue-7 targets
 //
@@ -19,6 +23,7 @@ package main
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -37,6 +42,10 @@ func main() {
 	switch os.Args[1] {
 	case "wrk":
 		err = cmdWrk(os.Args[2])
+	case "h2load":
+		err = cmdH2load(os.Args[2])
+	case "line":
+		err = cmdLine(os.Args[2])
 	case "table":
 		err = cmdTable(os.Args[2])
 	default:
@@ -82,6 +91,61 @@ func cmdWrk(path string) error {
 		errs += n
 	}
 	fmt.Printf("%s %s %.1f %.1f %d\n", req[1], rps[1], micros(p50[1], p50[2]), micros(p99[1], p99[2]), errs)
+	return nil
+}
+
+var (
+	reH2Finished = regexp.MustCompile(`(?m)^finished in [\d.]+s, ([\d.]+) req/s`)
+	reH2Requests = regexp.MustCompile(`(?m)^requests: \d+ total, \d+ started, \d+ done, (\d+) succeeded, (\d+) failed, (\d+) errored, (\d+) timeout`)
+	reH2Status   = regexp.MustCompile(`(?m)^status codes: \d+ 2xx, (\d+) 3xx, (\d+) 4xx, (\d+) 5xx`)
+	reH2Time     = regexp.MustCompile(`(?m)^time for request:\s+\S+\s+\S+\s+([\d.]+)(us|ms|s)\s`)
+)
+
+func cmdH2load(path string) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	line, err := parseH2load(string(b))
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	fmt.Println(line)
+	return nil
+}
+
+// parseH2load turns an h2load output into "requests rps mean_us - errors":
+// failed, errored and timed-out requests and non-2xx answers are errors.
+func parseH2load(s string) (string, error) {
+	fin, req, st, tm := reH2Finished.FindStringSubmatch(s), reH2Requests.FindStringSubmatch(s), reH2Status.FindStringSubmatch(s), reH2Time.FindStringSubmatch(s)
+	if fin == nil || req == nil || st == nil || tm == nil {
+		return "", errors.New("not a complete h2load output")
+	}
+	errs := 0
+	for _, v := range append(req[2:], st[1:]...) {
+		n, _ := strconv.Atoi(v)
+		errs += n
+	}
+	return fmt.Sprintf("%s %s %.1f - %d", req[1], fin[1], micros(tm[1], tm[2]), errs), nil
+}
+
+func cmdLine(path string) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	last := strings.TrimSpace(lines[len(lines)-1])
+	fs := strings.Fields(last)
+	if len(fs) != 5 {
+		return fmt.Errorf("%s: last line %q is not \"requests rps p50_us p99_us errors\"", path, last)
+	}
+	for _, f := range fs {
+		if _, err := strconv.ParseFloat(f, 64); err != nil {
+			return fmt.Errorf("%s: last line %q: %v", path, last, err)
+		}
+	}
+	fmt.Println(last)
 	return nil
 }
 
@@ -337,7 +401,7 @@ func cmdTable(path string) error {
 			s.xDirect, s.xNginx, s.cpuXNgx = median(xd), median(xn), median(cxn)
 			s.p99XNginx, s.p50MinusNginx = median(p99xn), median(p50mn)
 			s.per = map[string][]float64{"cpu": cpu, "cpuXNgx": cxn, "cpuXCaddy": cxc, "p99XNginx": p99xn,
-				"p50MinusNginx": p50mn, "hwm": hwm, "cpuXSturdy": cxs}
+				"p50MinusNginx": p50mn, "hwm": hwm, "cpuXSturdy": cxs, "xDirect": xd}
 			s.xSturdy, s.cpuXSturdy = median(xs), median(cxs)
 			s.xCaddy, s.cpuXCaddy = median(xc), median(cxc)
 			sums[c][p] = s
@@ -375,10 +439,72 @@ func cmdTable(path string) error {
 	}
 
 	printTargets(sums)
+	printTLSTargets(sums)
 	return nil
 }
 
+// printTLSTargets judges issue 33's item 4 on the TLS, HTTP/2 and gRPC
+// cells. Capacity per core is 1 ÷ CPU per request (or handshake), as for
+// the plain cells: the load core caps the rates measured.
+func printTLSTargets(sums map[cellKey]map[string]summary) {
+	type tgt struct {
+		cell     cellKey
+		target   string
+		measured func(st, ng, d summary) string
+		per      func(st summary) []float64
+		pass     func(float64) bool
+	}
+	atMost := func(max float64) func(float64) bool { return func(v float64) bool { return v <= max } }
+	atLeast := func(min float64) func(float64) bool { return func(v float64) bool { return v >= min } }
+	cpuX := func(st, ng, _ summary) string {
+		return fmt.Sprintf("%.2f × nginx CPU (%s vs %s µs); req/s %.2f ×", st.cpuXNgx, fmtF(st.cpu, 1), fmtF(ng.cpu, 1), st.xNginx)
+	}
+	perCore := func(st, ng, _ summary) string {
+		return fmt.Sprintf("%.2f × nginx per core (CPU %s vs %s µs per connection); measured rate %.2f ×", 1/st.cpuXNgx, fmtF(st.cpu, 1), fmtF(ng.cpu, 1), st.xNginx)
+	}
+	ts := []tgt{
+		{cellKey{"tls1k", 64}, "tls1k/64c: CPU per request ≤ 1.2 × nginx", cpuX, func(st summary) []float64 { return st.per["cpuXNgx"] }, atMost(1.2)},
+		{cellKey{"hsfull", 16}, "hsfull/16c: full handshakes per core ≥ 0.8 × nginx", perCore, func(st summary) []float64 { return inv(st.per["cpuXNgx"]) }, atLeast(0.8)},
+		{cellKey{"hsresume", 16}, "hsresume/16c: resumed handshakes per core ≥ 1.0 × nginx", perCore, func(st summary) []float64 { return inv(st.per["cpuXNgx"]) }, atLeast(1.0)},
+		{cellKey{"h2tls1k", 16}, "h2tls1k/16c×32: CPU per request ≤ 1.2 × nginx", cpuX, func(st summary) []float64 { return st.per["cpuXNgx"] }, atMost(1.2)},
+		{cellKey{"grpcunary", 1}, "grpcunary/1c: added p50 ≤ nginx grpc_pass's", func(st, ng, _ summary) string {
+			return fmt.Sprintf("+%s vs direct, nginx +%s; difference %s", fmtUs(st.addedP50), fmtUs(ng.addedP50), fmtUs(st.p50MinusNginx))
+		}, func(st summary) []float64 { return st.per["p50MinusNginx"] }, atMost(0)},
+		{cellKey{"grpcunary", 1}, "grpcunary/1c: CPU per call ≤ nginx grpc_pass's", cpuX, func(st summary) []float64 { return st.per["cpuXNgx"] }, atMost(1.0)},
+		{cellKey{"grpcstream", 4}, "grpcstream/4c: throughput ≥ 0.8 × direct", func(st, ng, d summary) string {
+			return fmt.Sprintf("%.2f × direct (%.0f vs %.0f MiB/s; nginx %.2f ×); CPU %.2f × nginx", st.xDirect, st.rps, d.rps, ng.xDirect, st.cpuXNgx)
+		}, func(st summary) []float64 { return st.per["xDirect"] }, atLeast(0.8)},
+	}
+	header := false
+	for _, t := range ts {
+		cs, ok := sums[t.cell]
+		if !ok {
+			continue
+		}
+		if !header {
+			fmt.Println()
+			fmt.Println("Targets of issue 33, item 4 (sturdy against nginx; TLS 1.3, ECDSA P-256; same-round ratios, medians):")
+			fmt.Println()
+			fmt.Println("| target | measured | status |")
+			fmt.Println("|---|---|---|")
+			header = true
+		}
+		st, okS := cs["sturdy"]
+		ng, okN := cs["nginx"]
+		if !okS || !okN {
+			fmt.Printf("| %s | sturdy or nginx not measured | n/a |\n", t.target)
+			continue
+		}
+		fmt.Printf("| %s | %s | %s |\n", t.target, t.measured(st, ng, cs["direct"]), verdict(t.per(st), t.pass))
+	}
+}
+
 func printTargets(sums map[cellKey]map[string]summary) {
+	if _, ok := sums[cellKey{"1k", 64}]; !ok {
+		if _, ok := sums[cellKey{"1k", 1}]; !ok {
+			return // only other cells (BODIES=tls): issue 7's targets do not apply
+		}
+	}
 	fmt.Println()
 	fmt.Println("Targets of issue 7 (sturdy; medians of same-round ratios; a target is met or not met only when every round agrees):")
 	fmt.Println()
@@ -457,7 +583,7 @@ func bodyBytes(b string) int {
 		scale = 1024
 	}
 	n, _ := strconv.Atoi(strings.TrimRight(size, "kKmM"))
-	rank := map[string]int{"": 0, "static": 1, "gzip": 2}[kind]
+	rank := map[string]int{"": 0, "static": 1, "gzip": 2, "tls": 3, "hsfull": 4, "hsresume": 5, "h2tls": 6, "grpcunary": 7, "grpcstream": 8}[kind]
 	return rank<<30 + n*scale
 }
 
