@@ -96,6 +96,13 @@ func TestImportBehaviours(t *testing.T) {
 			yaml:   []string{"respond: {close: true}", "redirect: {url: 'https://${host}${request_uri}'"},
 		},
 		{
+			name:   "proxy_pass http://$map on $request_method without proxy_set_header Host: each method's route sends its upstream's name",
+			http:   up + "upstream api { server 10.0.0.2:8080; }\nmap $request_method $w { POST api; default app; }\nserver {\nlisten 80;\nlocation / { proxy_pass http://$w; }\n}",
+			line:   7,
+			status: Translated,
+			yaml:   []string{"methods: [POST]\n    pool: api", "host_header: api", "host_header: app"},
+		},
+		{
 			name:   "a TLS server without a certificate keeps its listener and routes",
 			http:   up + "server {\nlisten 443 ssl;\nserver_name a.example;\nlocation / { proxy_set_header Host $host; proxy_pass http://app; }\n}",
 			line:   6,
