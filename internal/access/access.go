@@ -36,13 +36,19 @@ type Policy struct {
 	route   string
 	acl     *acl.List
 	methods *MethodSet
-	// methodsStatus answers a refused method: 405 (with Allow) or 403.
+	// methodsStatus answers a refused method: 405 (with Allow), 403, or
+	// StatusClose.
 	methodsStatus int
 	rate          *ratelimit.Limits
 	conn          *connlimit.Limits
 	basic         *basicauth.Auth
 	forward       *forwardauth.Auth
 }
+
+// StatusClose is the status Admit returns, having written nothing, for a
+// request the route answers by closing the connection (methods_status
+// 444, nginx's return 444): the caller aborts the response.
+const StatusClose = 444
 
 // Client is what the proxy decided about the request's client.
 type Client struct {
@@ -89,14 +95,18 @@ func (a *Admission) Done() { a.held.Release() }
 // Admit runs the route's controls on r in order. When it returns false it
 // has answered the client (or the client went away while its request was
 // being delayed) and the request must go no further; status is what was
-// written (499 for a client that left), for the access log. now is the
+// written (499 for a client that left, StatusClose when the caller must
+// close the connection unanswered), for the access log. now is the
 // process's clock.
 func (p *Policy) Admit(w http.ResponseWriter, r *http.Request, c Client, now time.Time) (adm Admission, status int, ok bool) {
 	if p.acl != nil && !p.acl.Allowed(c.IP) {
 		return adm, p.refuse(w, http.StatusForbidden, 0, "requests from this address are refused"), false
 	}
 	if p.methods != nil && !p.methods.Allows(r.Method) {
-		if p.methodsStatus == http.StatusForbidden {
+		switch p.methodsStatus {
+		case StatusClose:
+			return adm, StatusClose, false // the caller closes: nothing is written
+		case http.StatusForbidden:
 			return adm, p.refuse(w, http.StatusForbidden, 0, "method "+strconv.Quote(r.Method)+" is not allowed here"), false
 		}
 		w.Header()["Allow"] = []string{p.methods.Allow()}

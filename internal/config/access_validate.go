@@ -92,8 +92,8 @@ func (v *validator) routeAccess(p string, r *Route, rz, cz, pools map[string]boo
 	switch {
 	case r.MethodsStatus != 0 && len(r.Methods) == 0:
 		v.errorf(p+".methods_status", "set without methods; list the methods the route accepts, like methods: [GET]")
-	case r.MethodsStatus != 0 && r.MethodsStatus != 403 && r.MethodsStatus != 405:
-		v.errorf(p+".methods_status", "status %d; expected 405 (Method Not Allowed, with Allow) or 403 (nginx's answer to limit_except)", r.MethodsStatus)
+	case r.MethodsStatus != 0 && r.MethodsStatus != 403 && r.MethodsStatus != 405 && r.MethodsStatus != 444:
+		v.errorf(p+".methods_status", "status %d; expected 405 (Method Not Allowed, with Allow), 403 (nginx's answer to limit_except) or 444 (close the connection without an answer, nginx's return 444)", r.MethodsStatus)
 	}
 	for j, a := range r.Access {
 		ap := fmt.Sprintf("%s.access[%d]", p, j)

@@ -239,7 +239,8 @@ type Route struct {
 	ClientCert string `yaml:"client_cert"`
 	// Access control at the edge, before any upstream attempt (access.go).
 	Methods []string `yaml:"methods"` // allowed methods, nginx limit_except (access.go)
-	// MethodsStatus answers a method methods refuses: 405 (default, with Allow), or 403 as nginx.
+	// MethodsStatus answers a method methods refuses: 405 (default, with Allow), 403 as nginx's
+	// limit_except, or 444: the connection closed with no answer, as nginx's return 444.
 	MethodsStatus int          `yaml:"methods_status"`
 	Access        []AccessRule `yaml:"access"`       // allow/deny rules, first match wins (access.go)
 	RateLimit     []RateLimit  `yaml:"rate_limit"`   // nginx limit_req (access.go)

@@ -31,6 +31,9 @@ func (f *forwarder) admit() bool {
 			// One line per route and status per interval, never per request.
 			rt.Agg.Add("requests on route " + rt.Name + " refused by its access controls with " + strconv.Itoa(status))
 		}
+		if status == access.StatusClose {
+			panic(http.ErrAbortHandler) // as answerFixed: nothing is sent
+		}
 		return false
 	}
 	f.admission, f.admitted = adm, true

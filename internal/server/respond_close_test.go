@@ -75,3 +75,34 @@ func TestRespondClose(t *testing.T) {
 		t.Errorf("route scanners counted %d 4xx answers (the 444 of the access log), want 2; logs:\n%s", got, logs.String())
 	}
 }
+
+// methods_status: 444 closes the connection for a method the route
+// refuses (nginx's server-level `if ($request_method !~ ...) { return 444; }`),
+// with not a byte written; an allowed method is answered as before.
+func TestMethodsStatusClose(t *testing.T) {
+	t.Parallel()
+	s, _, _ := startSturdy(t, parseConfig(t, `
+admin: { listen: "off" }
+listeners:
+  - { name: web, listen: "127.0.0.1:0" }
+routes:
+  - { name: site, default: true, methods: [GET, POST], methods_status: 444, respond: { body: "ok\n" } }
+`, nil))
+	c, err := net.Dial("tcp", s.Addr("web"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(5 * time.Second))
+	br := bufio.NewReader(c)
+	io.WriteString(c, "HEAD / HTTP/1.1\r\nHost: a.test\r\n\r\n")
+	resp, err := http.ReadResponse(br, &http.Request{Method: "HEAD"})
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("HEAD (allowed with GET): %v %v, want 200", resp, err)
+	}
+	io.WriteString(c, "DELETE / HTTP/1.1\r\nHost: a.test\r\n\r\n")
+	rest, err := io.ReadAll(br)
+	if err != nil || len(rest) != 0 {
+		t.Fatalf("a refused method got %q (read error %v); want nothing, then the connection closed", rest, err)
+	}
+}

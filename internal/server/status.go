@@ -93,7 +93,7 @@ func (s *Server) Status() view.Status {
 		// every sturdy replica out of its Service.
 		routes = routes[:min(k.FileRoutes, len(routes))]
 	}
-	st.NotReady = notReady(counted, routes)
+	st.NotReady = notReady(counted, routes, st.Pools)
 	var localReason string
 	st.Local, localReason = s.localView(now)
 	if localReason != "" {
@@ -161,7 +161,7 @@ func hostView(h *health.Host, now time.Time, up time.Duration) view.Host {
 // notReady lists the counted routes that can answer with nothing but the
 // sorry page. A route on its fallback pool, in panic or on stale copies
 // still answers, and counts as ready.
-func notReady(counted []string, routes []view.Route) []string {
+func notReady(counted []string, routes []view.Route, pools []view.Pool) []string {
 	count := map[string]bool{}
 	for _, n := range counted {
 		count[n] = true
@@ -169,7 +169,7 @@ func notReady(counted []string, routes []view.Route) []string {
 	var out []string
 	for _, r := range routes {
 		if (len(counted) == 0 || count[r.Name]) && r.Serving == "sorry" {
-			out = append(out, view.NotReadyRoute(r))
+			out = append(out, view.NotReadyRoute(r, pools))
 		}
 	}
 	return out

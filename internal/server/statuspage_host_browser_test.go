@@ -104,9 +104,10 @@ pools:
 		regexp.MustCompile(`<span class="what">Host ` + b503 + ` is ejected</span><span class="since"[^>]*>[^<]*</span><span class="detail">Taken out of rotation on its traffic: it answers with server errors \(5xx\)\. Check its logs\.</span>.*?<span class="evidence">` + why503 + ` — [^<]*status_5xx[^<]*</span>`),
 		regexp.MustCompile(`<span class="what">Host ` + dead + ` is ejected</span><span class="since"[^>]*>[^<]*</span><span class="detail">Taken out of rotation on its traffic: nothing accepts connections on its address \(connection refused\)\. [^<]*</span>.*?<span class="evidence">connection failures in a row — \d+ consecutive connect_refused</span>`),
 		regexp.MustCompile(`<li data-level="ok" data-affects="route/site"><span class="badge s-ok" data-state="ok">route site</span> clients served as usual</li>`),
-		// The hosts table: state, cause and the last minute's failures.
-		regexp.MustCompile(`data-host="web/` + b503 + `" data-state="ejected"[^>]*>.*?<td class="why">` + why503 + `<span class="evidence">[^<]*status_5xx[^<]*</span></td>(<td[^>]*>[^<]*</td>){3}<td class="num[^"]*"[^>]*>100\.0%</td>`),
-		regexp.MustCompile(`data-host="web/` + dead + `" data-state="ejected"[^>]*>.*?<td class="why">connection failures in a row<span class="evidence">\d+ consecutive connect_refused</span></td>(<td[^>]*>[^<]*</td>){3}<td class="num[^"]*"[^>]*>100\.0%</td>`),
+		// The hosts table: state, cause in Needs attention's words with
+		// the recorded reason as small print, the last minute's failures.
+		regexp.MustCompile(`data-host="web/` + b503 + `" data-state="ejected"[^>]*>.*?<td class="why">Taken out of rotation on its traffic: it answers with server errors \(5xx\)\. Check its logs\.<span class="evidence">` + why503 + ` — [^<]*status_5xx[^<]*</span></td>(<td[^>]*>[^<]*</td>){3}<td class="num[^"]*"[^>]*>100\.0%</td>`),
+		regexp.MustCompile(`data-host="web/` + dead + `" data-state="ejected"[^>]*>.*?<td class="why">Taken out of rotation on its traffic: nothing accepts connections on its address \(connection refused\)\. [^<]*<span class="evidence">connection failures in a row — \d+ consecutive connect_refused</span></td>(<td[^>]*>[^<]*</td>){3}<td class="num[^"]*"[^>]*>100\.0%</td>`),
 		regexp.MustCompile(`data-host="web/` + regexp.QuoteMeta(bs[0].Addr) + `" data-state="healthy"[^>]*>.*?<td class="why"></td>(<td[^>]*>[^<]*</td>){3}<td class="num[^"]*"[^>]*>0\.0%</td>`),
 		// The route itself is fine: retries hid both hosts from its clients.
 		regexp.MustCompile(`data-route="site" data-verdict="ok">.*?<span class="badge s-ok" data-state="ok">0\.0% 5xx</span>`),

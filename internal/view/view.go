@@ -188,10 +188,14 @@ type Host struct {
 	// Since is when the host entered its state: for a host that never
 	// changed state, when it was loaded (the start, or the reload that
 	// added it).
-	Since    time.Time `json:"since"`
-	Reason   string    `json:"reason,omitempty"`   // why it is in this state, in words
-	Evidence string    `json:"evidence,omitempty"` // e.g. "12 of 40 requests failed (status_5xx) from 5 clients in 30s; peers 0%"
-	InFlight int64     `json:"in_flight"`
+	Since  time.Time `json:"since"`
+	Reason string    `json:"reason,omitempty"` // why it is in this state, in words
+	// Why is Reason for an operator, with what to check, as Needs
+	// attention words it (internal/ops/status fills it; Reason and
+	// Evidence are the recorded text).
+	Why      string `json:"why,omitempty"`
+	Evidence string `json:"evidence,omitempty"` // e.g. "12 of 40 requests failed (status_5xx) from 5 clients in 30s; peers 0%"
+	InFlight int64  `json:"in_flight"`
 	// Window figures (the passive window, e.g. the last 30s).
 	WindowRequests uint64 `json:"window_requests"`
 	WindowFailures uint64 `json:"window_failures"` // host-attributed only

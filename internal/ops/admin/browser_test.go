@@ -36,8 +36,9 @@ func TestStatusPageInBrowser(t *testing.T) {
 		// The dead host, its state and its evidence.
 		regexp.MustCompile(`<tr class="row-ejected" data-host="web/10\.0\.0\.12:8080" data-state="ejected"`),
 		regexp.MustCompile(`5 of 5 attempts connect_refused in 1\.2s from 4 clients; peers 0%`),
-		// Its latest probe, which failed too, in its row and in Needs attention.
-		regexp.MustCompile(`<span class="evidence">last probe: GET /healthz: dial tcp 10\.0\.0\.12:8080: connection refused</span>`),
+		// Its row: why in Needs attention's words, then as recorded with
+		// its latest probe, which failed too, as small print.
+		regexp.MustCompile(`data-host="web/10\.0\.0\.12:8080"[^>]*>.*?<td class="why">Taken out of rotation on its traffic: nothing accepts connections on its address \(connection refused\)\. Check [^<]*<span class="evidence">refused 5 connections in a row[^<]* — last probe: GET /healthz: dial tcp 10\.0\.0\.12:8080: connection refused</span></td>`),
 		regexp.MustCompile(`peers 0%</span>|peers 0% — last probe: GET /healthz: dial tcp 10\.0\.0\.12:8080: connection refused</span>`),
 		// A healthy and a drained host of the other pool.
 		regexp.MustCompile(`data-host="web/10\.0\.0\.11:8080" data-state="healthy"`),

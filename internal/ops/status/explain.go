@@ -131,3 +131,16 @@ func hostDetail(h view.Host) string {
 	}
 	return strings.Join(parts, " — ")
 }
+
+// explainHosts words each host that is not healthy for the hosts table,
+// as Needs attention words it.
+func explainHosts(pools []view.Pool) {
+	for i := range pools {
+		p := pools[i]
+		for j, h := range p.Hosts {
+			if h.State != view.Healthy && h.Reason != "" {
+				pools[i].Hosts[j].Why = hostWhy(p, h)
+			}
+		}
+	}
+}

@@ -246,7 +246,7 @@ func (d *diagnosis) routeAffected(r view.Route) view.Affected {
 	switch {
 	case degraded(r) && explained:
 		a.Level, a.What = view.LevelCritical, serving(r)
-		if reason := view.NotReadyRoute(r); d.notReady(reason) {
+		if reason := view.NotReadyRoute(r, d.st.Pools); d.notReady(reason) {
 			d.covered[reason] = true
 			a.What += "; /readyz answers 503"
 		}
@@ -306,7 +306,7 @@ func (d *diagnosis) routes() {
 			default:
 				why = append(why, "Pool "+r.Pool+" cannot answer, though no host of it is marked out. Check its backends.")
 			}
-			if reason := view.NotReadyRoute(r); d.notReady(reason) {
+			if reason := view.NotReadyRoute(r, d.st.Pools); d.notReady(reason) {
 				d.covered[reason] = true
 				p.Affects = append(p.Affects, view.Affected{Kind: "route", Name: r.Name, Level: view.LevelCritical, What: "/readyz answers 503"})
 			}

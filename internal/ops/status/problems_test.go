@@ -254,7 +254,7 @@ func generate(rng *rand.Rand) view.Status {
 			r.DegradedReason = "response_timeout on 2 hosts"
 		}
 		if r.Serving == view.ServingSorry {
-			st.NotReady = append(st.NotReady, view.NotReadyRoute(r))
+			st.NotReady = append(st.NotReady, view.NotReadyRoute(r, st.Pools))
 		}
 		st.Routes = append(st.Routes, r)
 	}
@@ -327,7 +327,7 @@ func TestDrainedHostIsInfoUnlessClientsPay(t *testing.T) {
 		t.Errorf("drained beside a healthy host: %+v", ps)
 	}
 	site.Serving = view.ServingSorry
-	ps = Problems(view.Status{Pools: []view.Pool{pool(0, drained)}, Routes: []view.Route{site}, NotReady: []string{view.NotReadyRoute(site)}})
+	ps = Problems(view.Status{Pools: []view.Pool{pool(0, drained)}, Routes: []view.Route{site}, NotReady: []string{view.NotReadyRoute(site, []view.Pool{pool(0, drained)})}})
 	if len(ps) != 1 || ps[0].Level != view.LevelCritical || ps[0].Title != "Host 10.0.0.1:80 is drained" {
 		t.Errorf("the only host drained: %+v", ps)
 	}

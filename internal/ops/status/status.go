@@ -130,6 +130,7 @@ func (h *Handler) serveAsset(w http.ResponseWriter, r *http.Request, name string
 func (h *Handler) serveJSON(w http.ResponseWriter, r *http.Request) {
 	st := h.snapshot()
 	st.Problems = Problems(st)
+	explainHosts(st.Pools)
 	if st.Problems == nil {
 		st.Problems = []view.Problem{} // [] in JSON: the page reads it as "nothing needs attention"
 	}

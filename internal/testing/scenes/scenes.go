@@ -139,7 +139,7 @@ func Demo(name string, step int) view.Status {
 	view.Judge(&st)
 	for _, r := range st.Routes {
 		if r.Serving == view.ServingSorry {
-			st.NotReady = append(st.NotReady, view.NotReadyRoute(r))
+			st.NotReady = append(st.NotReady, view.NotReadyRoute(r, st.Pools))
 		}
 	}
 	st.Ready = len(st.NotReady) == 0

@@ -68,9 +68,9 @@ func TestBehaviour(t *testing.T) {
 }
 
 // featuresDir holds one small configuration per nginx feature the import
-// translates (return 444, upgrades, static fall-throughs, auth_request,
-// header variables, proxy_pass with variables), each with a requests file
-// of the requests that show it.
+// translates (return 444, server-level allow-lists, upgrades, static
+// fall-throughs, auth_request, header variables, proxy_pass with
+// variables), each with a requests file of the requests that show it.
 const featuresDir = "../testdata/features"
 
 // TestFeatures is TestBehaviour on the feature configurations, with its

@@ -32,8 +32,11 @@ type guard struct {
 	access  []config.AccessRule
 	from    []*nginx.Directive // the allow and deny lines access came from
 	methods []string
-	basic   *config.BasicAuth
-	forward *config.ForwardAuth
+	// methodsStatus refuses other methods: 0 for limit_except's 403,
+	// else a server-level allow-list's 403, 405 or 444 (allowlist.go).
+	methodsStatus int
+	basic         *config.BasicAuth
+	forward       *config.ForwardAuth
 	// kept describes each rule kept, for comments and refusal pages.
 	kept notes
 }

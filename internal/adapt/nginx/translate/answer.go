@@ -281,6 +281,7 @@ func (t *translator) splitHosts(sp *serverPlan) []*locCtx {
 		}
 		c.r.redirect = rd
 		c.r.comments = []string{fmt.Sprintf("%s: if %s { %s } (%s), before any location", sp.label, strings.Join(d.Args, " "), strings.TrimSuffix(d.Children[0].String(), ";"), d.Pos())}
+		sp.methodGuard(c, d)
 		out = append(out, c)
 	}
 	return out

@@ -105,6 +105,9 @@ type methodPool struct {
 	methods []string
 	pool    *pool
 	value   string // the variable's value for these methods
+	// host is the Host nginx sent these methods' requests ($proxy_host:
+	// the value), "" for the route's.
+	host string
 }
 
 // splitMethods takes the leading method conditions off bs, one entry per

@@ -97,6 +97,9 @@ func (t *translator) methodRoutes(c *locCtx, routes []*route) []*route {
 		for _, mp := range c.methodPools {
 			g := *r
 			g.def, g.methods, g.pool, g.backends = false, mp.methods, mp.pool, nil
+			if mp.host != "" {
+				g.hostHeader = mp.host // nginx's $proxy_host for this pool
+			}
 			g.reqSet = slices.DeleteFunc(slices.Clone(r.reqSet), func(h headerRule) bool { return slices.Contains(c.mapHeaders, h.name) })
 			for _, name := range c.mapHeaders {
 				g.reqSet = append(g.reqSet, headerRule{name, strings.ReplaceAll(mp.value, "$", "$$")})

@@ -100,11 +100,21 @@ func schemeIsHTTP(d *nginx.Directive) bool {
 	return c == "$scheme = http" || c == "$scheme != https"
 }
 
+// refusesSome reports a server whose own if blocks refuse some requests
+// before its return (an allow-list, or a return 401/403/444): the
+// listener's redirect_https would redirect those too.
+func refusesSome(srv *nginx.Server) bool {
+	return slices.ContainsFunc(srv.Local("if"), func(d *nginx.Directive) bool {
+		_, _, ok := methodAllowList(srv.Scope, d)
+		return ok || ifRefuses(d) != "" || hostAllowList(srv.Scope, d) != nil
+	})
+}
+
 // serverRedirect finds how srv redirects plain requests to HTTPS, nil when
 // it does not redirect all of them.
 func (t *translator) serverRedirect(srv *nginx.Server, plainOnly bool) *redirectPlan {
 	if d := last(srv.Local("return")); d != nil {
-		if p, ok := httpsRedirect(d, srv); ok && plainOnly {
+		if p, ok := httpsRedirect(d, srv); ok && plainOnly && !refusesSome(srv) {
 			p.wide = true
 			return p
 		}

@@ -74,7 +74,12 @@ func renderGuard(m *yaml.Node, r *route) {
 		}
 		set(m, "access", l, "nginx allow/deny, first match wins", "")
 	}
-	if len(g.methods) > 0 {
+	switch {
+	case len(g.methods) > 0 && g.methodsStatus != 0:
+		set(m, "methods", flowList(g.methods), "", "nginx's server-level if $request_method !~")
+		why := map[int]string{403: "nginx answered 403", 405: "nginx answered 405", 444: "nginx closed the connection (444)"}[g.methodsStatus]
+		set(m, "methods_status", num(g.methodsStatus), "", why)
+	case len(g.methods) > 0:
 		set(m, "methods", flowList(g.methods), "", "nginx limit_except")
 		set(m, "methods_status", num(403), "", "nginx answered 403, not 405")
 	}

@@ -108,6 +108,12 @@ func (t *translator) routes() {
 			t.finishServer(sp, 0)
 			continue
 		}
+		// The hosts an allow-list refuses get their own answer first:
+		// nginx gave it before anything else of the server ran.
+		allowed := 0
+		if c := t.splitAllowedHosts(sp); c != nil {
+			allowed = t.emit(c)
+		}
 		if c, ok := t.serverReturn(sp); ok {
 			for _, l := range srv.Locations {
 				t.use(l.Dir)
@@ -115,11 +121,13 @@ func (t *translator) routes() {
 				t.blocks = append(t.blocks, &Block{File: l.Dir.File, Line: l.Dir.Line, Server: sp.label, Location: locationLabel(l), Status: Translated,
 					Reasons: []string{"never reached in nginx: the server's return answered first"}})
 			}
-			t.finishServer(sp, t.emit(c))
+			sp.methodGuard(c, last(srv.Local("return")))
+			t.finishServer(sp, allowed+t.emit(c))
 			continue
 		}
-		redirected := 0
+		redirected := allowed
 		for _, c := range sp.rewrites {
+			sp.methodGuard(c, nil)
 			redirected += t.emit(c)
 		}
 		if sp.rewriteAll {
@@ -133,7 +141,8 @@ func (t *translator) routes() {
 			continue
 		}
 		if c := t.splitScheme(sp); c != nil {
-			redirected = t.emit(c)
+			sp.methodGuard(c, sp.schemeIf)
+			redirected += t.emit(c)
 		}
 		for _, c := range t.splitHosts(sp) {
 			redirected += t.emit(c)
@@ -178,6 +187,9 @@ func (t *translator) routes() {
 		}
 		made := 0
 		for _, c := range plans {
+			// Every route of the server carries its method allow-list, so
+			// a location sturdy cannot route is not opened by it.
+			sp.methodGuard(c, nil)
 			if n := t.emit(c); n > 0 && !c.refused() {
 				made += n
 			}

@@ -45,6 +45,13 @@ type serverPlan struct {
 	hostIfs []*nginx.Directive
 	// portOf is the port nginx listened on, by sturdy listener name.
 	portOf map[string]string
+	// hostAllow and methodIf are its allow-lists (allowlist.go): the
+	// hosts and the methods nginx let through, answering the others
+	// itself; methods and methodsAnswer are methodIf's.
+	hostAllow     *hostAllow
+	methodIf      *nginx.Directive
+	methods       []string
+	methodsAnswer *config.Respond
 }
 
 type variant struct {
@@ -100,11 +107,12 @@ func (t *translator) planServer(srv *nginx.Server) *serverPlan {
 	sp.catchAll = !slices.ContainsFunc(srv.Locations, func(l *nginx.Location) bool { return l.Path == "/" && (l.Modifier == "" || l.Modifier == "^~") }) && len(srv.Local("return")) == 0
 	sp.schemeIf = t.schemeIf(sp)
 	sp.hostIfs = t.hostIfs(sp)
+	t.serverAllowLists(sp)
 	sp.rewrites, sp.rewriteAll = t.serverRewriteRedirects(sp)
 	t.serverRewrite(sp, srv.Scope)
 	t.serverSettings(sp)
 	for _, d := range srv.Local("if") {
-		if code := ifRefuses(d); code != "" {
+		if code := ifRefuses(d); code != "" && !sp.allowListIf(d) {
 			sp.protect.add(NeedConditions, "the server answered %s when %s (%s)", code, strings.Join(d.Args, " "), d.Pos())
 		}
 	}
@@ -153,7 +161,7 @@ func (t *translator) serverRewrite(sp *serverPlan, sc *nginx.Scope) {
 	for _, d := range sc.Local("if") {
 		t.use(d)
 		t.useTree(d)
-		if rd != nil && rd.via == d || sp.schemeIf == d || slices.Contains(sp.hostIfs, d) {
+		if rd != nil && rd.via == d || sp.schemeIf == d || slices.Contains(sp.hostIfs, d) || sp.allowListIf(d) {
 			continue
 		}
 		if code := ifRefuses(d); code != "" {

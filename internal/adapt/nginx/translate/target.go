@@ -113,8 +113,8 @@ func (t *translator) proxyTarget(c *locCtx) {
 			if len(c.r.backends) == 0 {
 				c.mapHost = t.valueHost(tg, c.mapValue)
 			}
-			if len(c.methodPools) > 0 {
-				c.differs.add(NeedHostHeader, "nginx sent Host: the name of the upstream it chose; sturdy's routes by method send the client's Host")
+			for i := range c.methodPools {
+				c.methodPools[i].host = t.valueHost(tg, c.methodPools[i].value)
 			}
 		}
 		return

@@ -81,6 +81,18 @@ function lastProbe(h) {
   return "last probe: " + h.check_detail;
 }
 
+// hostWhy is the hosts table's Why: the operator's wording (as Needs
+// attention), with the recorded reason and evidence as small print.
+function hostWhy(h) {
+  const probe = lastProbe(h);
+  if (!h.why) {
+    return [h.reason || (h.state === "healthy" ? "" : "–"), h.evidence ? el("span", { class: "evidence" }, h.evidence) : null,
+      probe ? el("span", { class: "evidence" }, probe) : null];
+  }
+  const raw = [h.reason, h.evidence, probe].filter(Boolean).join(" — ");
+  return [h.why, raw ? el("span", { class: "evidence" }, raw) : null];
+}
+
 function renderProblems(st, list) {
   if (!list.length) {
     replace("problems", el("li", { class: "ok" }, el("span", { class: "what" }, "Nothing needs attention"),
@@ -229,8 +241,7 @@ function renderPools(st) {
       return el("tr", { class: "row-" + h.state, "data-host": p.name + "/" + h.addr, "data-state": h.state, "data-verdict": hv },
         el("td", { class: "addr" }, h.addr, h.weight > 1 ? el("span", { class: "since" }, " ×" + h.weight) : null),
         el("td", {}, badge(h.state), " ", h.state !== "healthy" ? since(h.since, st.time) : null),
-        el("td", { class: "why" }, h.reason || (h.state === "healthy" ? "" : "–"), h.evidence ? el("span", { class: "evidence" }, h.evidence) : null,
-          lastProbe(h) ? el("span", { class: "evidence" }, lastProbe(h)) : null),
+        el("td", { class: "why" }, hostWhy(h)),
         el("td", { class: "num" }, String(h.in_flight || 0)),
         el("td", { class: "num" }, rate(prev ? delta(att, pAtt) : null)),
         el("td", { class: "num" + (fps > 0 ? " bad-text" : "") }, rate(fps)),
