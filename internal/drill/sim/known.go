@@ -45,7 +45,7 @@ var KnownBroken = []Known{
 	// Found by this simulator, not yet owned by a fix.
 	{Invariant: InvHostActed, Kind: HostHang, Issue: "sim: a host that stops answering is found late (often only by 3 failed probes); response timeouts on it alone do not make it suspect"},
 	{Invariant: InvInnocents, Kind: HostHang, Issue: "sim: innocents wait out the response timeout on a hanging host until it is found"},
-	{Invariant: InvNamed, Kind: RouteSlow, Issue: "sim: a slow route is named late; meanwhile its timeouts are answered as the request's own"},
+	{Invariant: InvNamed, Kind: RouteSlow, Issue: "sim: a slow route is named late (its timeouts are the route's, not the request's, meanwhile)"},
 	{Invariant: InvWrongEjection, Kind: RouteSlow, Issue: "sim: a slow route's timeouts eject hosts (probe passes, traffic fails: the gray rule), incident 002 in a mixture"},
 	{Invariant: InvInnocents, Kind: RouteSlow, Issue: "sim: hosts ejected for a slow route cost innocents their answers"},
 	{Invariant: InvNamed, Kind: RouteFailing, Issue: "sim: a failing route is named late when other faults share its hosts"},
