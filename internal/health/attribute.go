@@ -127,7 +127,7 @@ func (p *Pool) Settle(r *Request, fails []Failure, sameTwice bool, now time.Time
 		charged := a == AttrHost && p.cfg.Passive.On()
 		if charged {
 			h.window.Failure(now, r.ClientBit, r.RouteBit, f.Class)
-			p.hostFailed(h, r.ClientBit, r.RouteBit, f.Class, now)
+			p.hostFailed(h, r.ClientBit, r.RouteBit, r.Route, f.Class, now)
 		} else {
 			h.window.Attempt(now, r.ClientBit)
 		}

@@ -230,6 +230,13 @@ func (rt *RouteTracker) othersFailing(class outcome.Class, c uint64) bool {
 	return rt.run[class].Load()&^c != 0
 }
 
+// failingSince reports whether an attempt of the route failed with class
+// since the route last served a request: not when one of its requests
+// was answered after that, on any host.
+func (rt *RouteTracker) failingSince(class outcome.Class) bool {
+	return class < outcome.NumClasses && rt.run[class].Load() != 0
+}
+
 // TakeClientFaults returns, and forgets, how many of the route's earlier
 // 5xx answers went to clients attributed since: the route's figures
 // count them as the clients' own. One atomic load while there are none.
