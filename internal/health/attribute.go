@@ -73,6 +73,12 @@ func (p *Pool) Settle(r *Request, fails []Failure, sameTwice bool, now time.Time
 			byRequest = false
 		}
 	}
+	// Nor is it the request's when the route's other requests are failing
+	// the same way meanwhile and none was served since: a route whose
+	// requests all time out (or all fail) is the route's, in the making
+	// until it is degraded. Charged to no host either: the two hosts serve
+	// others.
+	byRoute := byRequest && r.Route.othersFailing(fails[len(fails)-1].Class, r.ClientBit)
 	last := None
 	for _, f := range fails {
 		h := f.Host
@@ -98,32 +104,35 @@ func (p *Pool) Settle(r *Request, fails []Failure, sameTwice bool, now time.Time
 		// route never hears of failures a client explains, nor of those
 		// of a client that fails everywhere while the route serves
 		// others (they say nothing about the route).
-		a := AttrHost
+		a, making := AttrHost, false
 		attributed, wholly, served := m.clients.record(p, r, h, f.Class, now)
 		switch {
 		case attributed:
 			a = AttrClient
 		case !wholly && r.Route.record(p, r, h, f.Class, now):
 			a = AttrRoute
+		case byRoute && !wholly:
+			a, making = AttrRoute, true
 		case byRequest:
 			a = AttrRequest
 		}
-		if a == AttrClient || a == AttrRoute || wholly {
-			// A request failing on two hosts is not explained here: that
-			// others fail too, the route's way, is what keeps innocents
-			// unjudged while a route starts failing.
+		if a == AttrClient || a == AttrRoute && !making || wholly {
+			// A request failing on two hosts is not explained here, nor
+			// is a route's failure before it is degraded: that others
+			// fail too, the route's way, is what keeps innocents unjudged
+			// while a route starts failing.
 			h.explained.Add(1)
 		}
 		m.attributed[a].Add(1)
 		charged := a == AttrHost && p.cfg.Passive.On()
 		if charged {
 			h.window.Failure(now, r.ClientBit, r.RouteBit, f.Class)
-			p.hostFailed(h, r.ClientBit, r.RouteBit, f.Class, now)
+			p.hostFailed(h, r.ClientBit, r.RouteBit, r.Route, f.Class, now)
 		} else {
 			h.window.Attempt(now, r.ClientBit)
 		}
 		if a != AttrClient {
-			m.clients.charged(m, r.ClientKey, h, a, charged, served, now)
+			m.clients.charged(m, r.ClientKey, h, a, charged, served, making, now)
 		}
 		last = a
 	}
@@ -442,8 +451,10 @@ func (m *Monitor) FailedAnswer(k string, rt *RouteTracker) bool {
 // killing request that innocents send now and then made them "clients
 // failing on two hosts" after five of them. A scanner's requests also
 // fail on two hosts each, and none of its requests succeed: from a client
-// not served, they stay its evidence.
-func (t *clientTracker) charged(m *Monitor, k string, h *Host, a Attribution, charged, served bool, now time.Time) {
+// not served, they stay its evidence. Nor, on the same terms, is a
+// failure of a route in the making (making: not yet degraded, its other
+// clients failing the same way).
+func (t *clientTracker) charged(m *Monitor, k string, h *Host, a Attribution, charged, served, making bool, now time.Time) {
 	if k == "" {
 		return
 	}
@@ -455,7 +466,7 @@ func (t *clientTracker) charged(m *Monitor, k string, h *Host, a Attribution, ch
 		return
 	}
 	e.pending[a]++
-	forget := a == AttrRoute || a == AttrRequest && served
+	forget := a == AttrRoute && !making || (a == AttrRequest || making) && served
 	if forget {
 		e.forget(now.UnixNano())
 	}

@@ -478,9 +478,37 @@ func TestOneRoutesTimeoutsInARowAreNotTheHosts(t *testing.T) {
 	}
 	h := p.Hosts[0]
 	for c := range 6 {
-		p.Settle(req(rt, fmt.Sprintf("192.0.2.%d", c)), []Failure{{Host: h, Class: outcome.ResponseTimeout, Status: 0}}, false, t0)
+		r := req(rt, fmt.Sprintf("192.0.2.%d", c))
+		rt.tr.AttemptFailed(outcome.ResponseTimeout, r.ClientBit) // as the request path notes it
+		p.Settle(r, []Failure{{Host: h, Class: outcome.ResponseTimeout, Status: 0}}, false, t0)
 	}
 	if h.Mode() != Healthy || rec.count(event.HostSuspect) != 0 {
 		t.Fatalf("one route's timeouts made the host %s", h.Mode())
+	}
+}
+
+// Unless the route is served meanwhile: a GET that timed out on the host
+// and was answered by a peer shows the route serving, and timeouts in a
+// row there from several clients are the host's (it hangs). They were
+// excused as one route's slow requests, and a hanging host was left to
+// its probes (the simulator: 0.70 of hanging hosts acted on within 10 s).
+func TestTimeoutsInARowOfARouteServedElsewhereAreTheHosts(t *testing.T) {
+	_, p, rec := setup(t, 3, "{}", nil)
+	rt := route(p.m, "site", 0)
+	for _, h := range p.Hosts {
+		p.Record(h, outcome.OK, req(rt, "192.0.2.9"), t0)
+	}
+	h, peer := p.Hosts[0], p.Hosts[1]
+	for c := range 3 {
+		r := req(rt, fmt.Sprintf("192.0.2.%d", c))
+		rt.tr.AttemptFailed(outcome.ResponseTimeout, r.ClientBit) // timed out on h
+		p.Record(peer, outcome.OK, r, t0)                         // answered by the peer
+		p.Settle(r, []Failure{{Host: h, Class: outcome.ResponseTimeout, Status: 0}}, false, t0)
+	}
+	if h.Mode() != Ejected || rec.count(event.HostEjected) != 1 { // no active checks: ejected at once
+		t.Fatalf("host %s after timeouts in a row from 3 clients whose retries a peer answered; want ejected", h.Mode())
+	}
+	if peer.Mode() != Healthy {
+		t.Fatalf("peer %s", peer.Mode())
 	}
 }

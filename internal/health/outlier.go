@@ -150,8 +150,14 @@ func healthyPeer(stats []hostStat, i, minRequests int, rate float64) bool {
 // while clients see the errors. A host that serves several routes needs
 // them from two routes: concurrent requests of one slow route fail
 // together, and that is the route's problem until proven otherwise
-// (incident 002).
-func (p *Pool) hostFailed(h *Host, c, r uint64, class outcome.Class, now time.Time) {
+// (incident 002). Unless the route is served meanwhile: when it served a
+// request since its attempts last failed this way (rt, the failure's
+// route; nil when not known), on a peer most likely (a GET that timed out
+// here and was answered there), it is not failing as a route, and the
+// failures in a row are the host's: a host that hangs every route's
+// requests was left to its probes (3 failed, 10 s or more) while its
+// peers answered.
+func (p *Pool) hostFailed(h *Host, c, r uint64, rt *RouteTracker, class outcome.Class, now time.Time) {
 	n := h.streak.Add(1)
 	clients := Count(h.streakClients.Or(c) | c)
 	routes := Count(h.streakRoutes.Or(r) | r)
@@ -159,10 +165,11 @@ func (p *Pool) hostFailed(h *Host, c, r uint64, class outcome.Class, now time.Ti
 	if int(n) < max(ps.ConsecutiveConnectFailures, ps.MinClients) || clients < ps.MinClients || h.Mode() != Healthy {
 		return
 	}
-	if t := h.window.Sum(now); Count(t.OKRoutes|t.FailRoutes) >= 2 && routes < 2 {
+	routeServed := rt != nil && !rt.failingSince(class)
+	if t := h.window.Sum(now); Count(t.OKRoutes|t.FailRoutes) >= 2 && routes < 2 && !routeServed {
 		return
 	}
-	if routes < 2 && class == outcome.ResponseTimeout && r != 0 {
+	if routes < 2 && class == outcome.ResponseTimeout && r != 0 && !routeServed {
 		// Timeouts of one route are that route's slow requests until
 		// another route's fail too, even before the window has seen the
 		// host's other routes (incident 002's first second); the

@@ -78,5 +78,5 @@ func (p *Pool) connectFailed(h *Host, class outcome.Class, r *Request, now time.
 			fmt.Sprintf("%d consecutive %s", n, class), now)
 		return
 	}
-	p.hostFailed(h, c, 0, class, now)
+	p.hostFailed(h, c, 0, nil, class, now)
 }

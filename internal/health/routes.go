@@ -33,6 +33,17 @@ type RouteTracker struct {
 	// out, is not the route's.
 	classes atomic.Uint64
 
+	// run sketches, per class, the clients whose attempts on the route
+	// reached a backend and failed that way since the route last served
+	// a request, on any host (AttemptFailed): whether other clients'
+	// requests fail the way one request did, known as they fail, before
+	// any of them is settled (a slow route's first requests are answered
+	// two timeouts after they began; the others' first timeouts come in
+	// meanwhile). A success clears it; inRun spares the successes of a
+	// route not failing any store.
+	run   [outcome.NumClasses]atomic.Uint64
+	inRun atomic.Bool
+
 	mu       sync.Mutex // guards the fields below; only failures take it
 	times    [clientRing]int64
 	n        int
@@ -180,9 +191,50 @@ func (rt *RouteTracker) sweep(now time.Time, window time.Duration) {
 
 // success records a successful request of client bit c on the route.
 func (rt *RouteTracker) success(now time.Time, window time.Duration, c uint64) {
-	if rt != nil {
-		rt.clients.add(now, window, c, false)
+	if rt == nil {
+		return
 	}
+	rt.clients.add(now, window, c, false)
+	if rt.inRun.Load() && rt.inRun.Swap(false) {
+		// A failure racing with the clearing may be lost: an estimate.
+		for i := range rt.run {
+			rt.run[i].Store(0)
+		}
+	}
+}
+
+// AttemptFailed notes, as it happens, that an attempt of client bit c's
+// request on the route reached a backend and failed with class (the
+// keep-alive race apart: it says nothing about the route). Only failures
+// pay for it.
+func (rt *RouteTracker) AttemptFailed(class outcome.Class, c uint64) {
+	if rt == nil || class >= outcome.NumClasses {
+		return
+	}
+	rt.run[class].Or(c)
+	rt.inRun.Store(true)
+}
+
+// othersFailing reports whether, since the route last served a request,
+// other clients' attempts on it failed the way client bit c's request
+// did last (class): the route's requests are failing that way, not this
+// one request. A request that failed the same way on two hosts is then
+// one of a route's failing requests (a slow route's, timing out wherever
+// they go), not the one request that breaks whatever serves it while its
+// route serves the others. The client's own requests are left out: a
+// scanner's failures, one after another, are not the route's.
+func (rt *RouteTracker) othersFailing(class outcome.Class, c uint64) bool {
+	if rt == nil || class >= outcome.NumClasses {
+		return false
+	}
+	return rt.run[class].Load()&^c != 0
+}
+
+// failingSince reports whether an attempt of the route failed with class
+// since the route last served a request: not when one of its requests
+// was answered after that, on any host.
+func (rt *RouteTracker) failingSince(class outcome.Class) bool {
+	return class < outcome.NumClasses && rt.run[class].Load() != 0
 }
 
 // TakeClientFaults returns, and forgets, how many of the route's earlier

@@ -45,7 +45,7 @@ func (f *forwarder) serveCached() {
 		f.status = 499
 		return
 	}
-	f.class, f.sameTwice, f.fault, f.bodyErr = fe.class, fe.sameTwice, fe.fault, fe.bodyErr
+	f.class, f.sameTwice, f.attr, f.fault, f.bodyErr = fe.class, fe.sameTwice, fe.attr, fe.fault, fe.bodyErr
 	if fe.fl == failNoHost {
 		if resp := rt.Cache.ServeStale(r, rt.CachePolicy, "no backend available"); resp != nil {
 			f.answered(AnswerStale)
@@ -90,6 +90,7 @@ type fetchError struct {
 	fl        failure
 	class     outcome.Class
 	sameTwice bool
+	attr      health.Attribution
 	fault     edge.Reason // with failClientBody
 	bodyErr   error
 }
@@ -117,7 +118,7 @@ func (c *cacheFetcher) fetch(r *http.Request) (*http.Response, error) {
 	resp, host, fl := fw.fetch()
 	if resp == nil {
 		fw.closeSpool()
-		return nil, &fetchError{fl: fl, class: fw.class, sameTwice: fw.sameTwice, fault: fw.fault, bodyErr: fw.bodyErr}
+		return nil, &fetchError{fl: fl, class: fw.class, sameTwice: fw.sameTwice, attr: fw.attr, fault: fw.fault, bodyErr: fw.bodyErr}
 	}
 	removeHopHeaders(resp.Header)
 	resp.Body = &releasingBody{ReadCloser: resp.Body, fw: fw, host: host}

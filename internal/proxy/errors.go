@@ -65,6 +65,12 @@ func writeRequestFailed(w http.ResponseWriter, route string, c outcome.Class) in
 	return writeEdgeError(w, statusFor(c), route, "this request failed the same way on two backends ("+c.String()+": "+explain[c]+"); it was not retried further and no backend was marked down")
 }
 
+// writeRouteFailed answers a request of a route whose requests fail the
+// same way on every backend: the route's failure, charged to no backend.
+func writeRouteFailed(w http.ResponseWriter, route string, c outcome.Class) int {
+	return writeEdgeError(w, statusFor(c), route, "this route's requests are failing the same way on every backend they reach ("+c.String()+": "+explain[c]+"); it was not retried further and no backend was marked down")
+}
+
 // writeBusy refuses a request at once because a limit is full: the proxy's
 // decision, charged to no backend.
 func writeBusy(w http.ResponseWriter, route, why string) int {

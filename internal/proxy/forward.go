@@ -349,6 +349,10 @@ func (f *forwarder) exchange(p *health.Pool) (*http.Response, *health.Host, fail
 			// the retry budget, and is evidence against this host only
 			// with another host's agreement.
 			fl.Stale, stale, staleUsed = true, true, true
+		} else {
+			// Noted now, not when the request is settled: a slow route's
+			// other requests are answered two timeouts from now.
+			rt.Tracker.AttemptFailed(class, f.clientBit)
 		}
 		// Only another backend's agreement makes it the request's: a
 		// resend to the same host after the keep-alive race (h1client's,
@@ -437,8 +441,14 @@ func (f *forwarder) answer(fl failure) int {
 	case failStale:
 		return writeEdgeError(f.w, http.StatusBadGateway, rt.Name, "the backend closed its kept-alive connection as this request arrived (stale_connection); it was not sent again, since it may not be safe to repeat, and no backend was charged")
 	case failUpstream:
-		if f.sameTwice {
+		// The answer says whose failure it was as attribution decided:
+		// failing the same way on two backends makes it the request's
+		// only while they serve others and its route serves the rest.
+		switch {
+		case f.sameTwice && (f.attr == health.AttrRequest || f.attr == health.AttrClient):
 			return writeRequestFailed(f.w, rt.Name, f.class)
+		case f.sameTwice && f.attr == health.AttrRoute:
+			return writeRouteFailed(f.w, rt.Name, f.class)
 		}
 		return writeUpstreamError(f.w, rt.Name, f.class)
 	}

@@ -189,6 +189,26 @@ func TestRequestPathRules(t *testing.T) {
 			status: 502, bodyHas: "failed the same way on two backends", retries: 1, attributed: health.AttrRequest,
 		},
 		{
+			// A slow route: every request of it times out wherever it goes.
+			name: "the same failure on two hosts while the route's other clients fail that way, none served since, is the route's: nobody is charged",
+			before: func(f *fixture) {
+				f.rt.Tracker.AttemptFailed(outcome.ResponseTimeout, ^uint64(0)) // other clients' first timeouts
+			},
+			steps: []step{slow, slow}, tries: 2,
+			status: 504, bodyHas: "this route's requests are failing the same way", retries: 1, attributed: health.AttrRoute, charged: -1,
+		},
+		{
+			name: "the same failure on two hosts that serve nobody else is theirs: the answer does not blame the request",
+			before: func(f *fixture) {
+				for _, h := range f.pool.Hosts { // each failed lately, and served nothing since
+					f.pool.Settle(&health.Request{Route: f.rt.Tracker, RouteBit: 1, ClientKey: "192.0.2.99", ClientBit: 1 << 9},
+						[]health.Failure{{Host: h, Class: outcome.Reset}}, false, time.Now())
+				}
+			},
+			steps: []step{reset, reset}, tries: 2,
+			status: 502, bodyHas: "no usable answer from the backends", retries: 1, attributed: health.AttrHost,
+		},
+		{
 			name:  "a keep-alive resend to the same host is not a second backend's agreement: the GET goes to another host",
 			steps: []step{resentHangUp}, tries: 2, status: 200, retries: 1,
 			hostFails: map[int]outcome.Class{0: outcome.EOFBeforeResponse}, attributed: health.AttrHost,

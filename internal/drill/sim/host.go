@@ -94,6 +94,7 @@ func (h *host) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	closes := false
 	for _, f := range h.w.faultsAt(now, ClassHost) {
 		if f.Index != h.i {
 			continue
@@ -123,10 +124,9 @@ func (h *host) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 		case HostCloses:
-			if !probe {
-				h.answerAndClose(w, r)
-				return
-			}
+			// It still plays the route's and the request's faults, which
+			// live on every host: it answers what it answers, then closes.
+			closes = !probe
 		case HostShed:
 			if !probe && hit {
 				w.Header().Set("Retry-After", "1")
@@ -163,6 +163,10 @@ func (h *host) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		case <-r.Context().Done():
 			return
 		}
+	}
+	if closes {
+		h.answerAndClose(w, r)
+		return
 	}
 	w.Header().Set("Content-Type", "text/plain")
 	io.WriteString(w, "ok from "+h.w.HostIPs[h.i]+" "+r.URL.Path)

@@ -38,14 +38,14 @@ var KnownBroken = []Known{
 	{Invariant: InvNamed, Kind: RequestKill, With: HostHang, Hosts: 2, Issue: "#32: with one of two hosts out for its own fault, a killing request reaches one host only and is charged to it, not named"},
 	{Invariant: InvNamed, Kind: RequestKill, With: Host5xx, Hosts: 2, Issue: "#32: with one of two hosts out for its own fault, a killing request reaches one host only and is charged to it, not named"},
 	{Invariant: InvNamed, Kind: ClientScan, With: SturdyFDs, Hosts: 2, Issue: "#32: while sturdy is out of descriptors, a scanner's requests on two hosts seldom reach both within a run of failures; it is named late (seed 180, 13.7 s)"},
-	{Invariant: InvNamed, Kind: RequestKill, With: HostCloses, Hosts: 2, Issue: "#32: a killing request on a pool of two, one closing after every answer, is not named (seed 135; not yet understood)"},
 	{Invariant: InvNamed, Kind: ClientScan, With: HostShed, Hosts: 2, Issue: "#32: a scanner beside a shedding host and a killing request on a pool of two is named late, and the shedding host is ejected (seed 398, once in 1000; not yet understood)"},
 	{Invariant: InvWrongEjection, Kind: HostShed, With: ClientScan, Hosts: 2, Issue: "#32: a scanner beside a shedding host and a killing request on a pool of two is named late, and the shedding host is ejected (seed 398, once in 1000; not yet understood)"},
 
 	// Found by this simulator, not yet owned by a fix.
-	{Invariant: InvHostActed, Kind: HostHang, Issue: "sim: a host that stops answering is found late (often only by 3 failed probes); response timeouts on it alone do not make it suspect"},
+	{Invariant: InvHostActed, Kind: HostHang, With: RouteSlow, Issue: "sim: a hanging host beside a slow route is found late: its timeouts of that route are the route's, and its other routes' are too few in a row (seeds 51, 783)"},
+	{Invariant: InvHostActed, Kind: HostHang, With: SturdyFDs, Issue: "sim: while sturdy is out of descriptors few requests reach a hanging host; it waits for its probes (seeds 69, 718)"},
 	{Invariant: InvInnocents, Kind: HostHang, Issue: "sim: innocents wait out the response timeout on a hanging host until it is found"},
-	{Invariant: InvNamed, Kind: RouteSlow, Issue: "sim: a slow route is named late; meanwhile its timeouts are answered as the request's own"},
+	{Invariant: InvNamed, Kind: RouteSlow, Issue: "sim: a slow route is named late (its timeouts are the route's, not the request's, meanwhile)"},
 	{Invariant: InvWrongEjection, Kind: RouteSlow, Issue: "sim: a slow route's timeouts eject hosts (probe passes, traffic fails: the gray rule), incident 002 in a mixture"},
 	{Invariant: InvInnocents, Kind: RouteSlow, Issue: "sim: hosts ejected for a slow route cost innocents their answers"},
 	{Invariant: InvNamed, Kind: RouteFailing, Issue: "sim: a failing route is named late when other faults share its hosts"},
