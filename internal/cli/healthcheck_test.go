@@ -7,7 +7,6 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
-	"time"
 )
 
 func TestHealthcheck(t *testing.T) {
@@ -53,17 +52,15 @@ func TestHealthcheckUnreachableAndSlow(t *testing.T) {
 	if code, _, errs := run("healthcheck", "-url", "http://"+addr+"/readyz"); code != 1 || !strings.Contains(errs, "not ready") {
 		t.Errorf("refused: exit %d, %q", code, errs)
 	}
-	// A listener that never answers: the timeout ends it.
+	// A listener that never answers: the timeout ends it. The handler
+	// holds until the test ends, so only the timeout can end the wait,
+	// and the error says it did.
 	hang := make(chan struct{})
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { <-hang }))
 	defer srv.Close()
 	defer close(hang)
-	start := time.Now()
 	if code, _, errs := run("healthcheck", "-timeout", "100ms", "-url", srv.URL+"/readyz"); code != 1 || !strings.Contains(errs, "deadline") {
 		t.Errorf("hung: exit %d, %q", code, errs)
-	}
-	if time.Since(start) > 5*time.Second {
-		t.Errorf("the timeout did not bound the wait")
 	}
 	if code, _, _ := run("healthcheck", "-url", "::bad"); code != 2 {
 		t.Errorf("bad url: exit %d", code)

@@ -598,13 +598,11 @@ pools: [ { name: web, hosts: [ { addr: "{{w}}" } ] } ]
 	c := testpb.NewTestServiceClient(grpcConn(t, s.Addr("grpc")))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	start := time.Now()
+	// sturdy's own answer (the message says why), and no backend saw
+	// the call: it did not wait on one, whatever the machine's speed.
 	_, err := c.UnaryCall(ctx, &testpb.SimpleRequest{})
 	if st, _ := status.FromError(err); st.Code() != codes.Unimplemented || !strings.Contains(st.Message(), "HTTP/1.1") {
 		t.Fatalf("the call ended %v; want UNIMPLEMENTED saying the pools speak HTTP/1.1", err)
-	}
-	if d := time.Since(start); d > 10*time.Second {
-		t.Errorf("the answer took %v: it waited on the backend", d)
 	}
 	if n := web.count(); n != 0 {
 		t.Errorf("the HTTP/1.1 backend received %d requests", n)

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sturdyproxy/sturdy/internal/testing/testutil"
 )
 
 // Per-host latency and bytes, as Prometheus scrapes them from a real
@@ -45,6 +47,13 @@ pools: [ { name: web, hosts: [ { addr: "{{fast}}" }, { addr: "{{slow}}" } ] } ]
 		if resp.StatusCode != 200 || n != int64(len(answer)) {
 			t.Fatalf("request %d: %d, %d bytes", i, resp.StatusCode, n)
 		}
+	}
+	// A host's bytes are counted as its answer's copy ends, which is
+	// after the client has read the last byte: wait for the last
+	// request to leave the route before reading the counters.
+	site := s.Runtime().Route("site")
+	if !testutil.Eventually(5*time.Second, func() bool { return site.Stats.InFlight.Load() == 0 }) {
+		t.Fatalf("%d requests still in flight on the route", site.Stats.InFlight.Load())
 	}
 	_, body := adminGet(t, s, "/metrics")
 	num := func(prefix string) float64 {

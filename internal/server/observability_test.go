@@ -130,6 +130,7 @@ pools: [ { name: dead, hosts: [ { addr: "{{d1}}" }, { addr: "{{d2}}" } ], health
 func TestRuntimeAPIDrainsAHost(t *testing.T) {
 	t.Parallel()
 	release := make(chan struct{})
+	arrived := make(chan string, 1) // the backend that counted /slow
 	var mu sync.Mutex
 	hits := map[string]int{}
 	mk := func(name string) string {
@@ -138,6 +139,7 @@ func TestRuntimeAPIDrainsAHost(t *testing.T) {
 			hits[name]++
 			mu.Unlock()
 			if r.URL.Path == "/slow" {
+				arrived <- name
 				<-release
 			}
 			io.WriteString(w, name)
@@ -157,15 +159,18 @@ pools: [ { name: web, balance: least_conn, hosts: [ { addr: "{{a}}" }, { addr: "
 		_, body := get(t, http.DefaultClient, url+"/slow")
 		done <- body
 	}()
-	var busy string
-	testutil.Eventually(5*time.Second, func() bool {
-		for _, h := range s.Runtime().Pool("web").Hosts {
-			if h.InFlight() == 1 {
-				busy = h.Addr
-			}
-		}
-		return busy != ""
-	})
+	// The hit count read below must include /slow: wait for the backend
+	// to have counted it, not for the proxy to have sent it.
+	var drained string
+	select {
+	case drained = <-arrived:
+	case body := <-done:
+		t.Fatalf("/slow was answered before it reached a backend: %q", body)
+	}
+	busy := a
+	if drained == "b" {
+		busy = b
+	}
 	post := func(path string, hdr ...string) int {
 		req, _ := http.NewRequest("POST", "http://"+s.AdminAddr()+path, nil)
 		for i := 0; i+1 < len(hdr); i += 2 {
@@ -187,10 +192,6 @@ pools: [ { name: web, balance: least_conn, hosts: [ { addr: "{{a}}" }, { addr: "
 	}
 	if code := post(path, "Authorization", "Bearer test-token-0123456789"); code != 200 {
 		t.Fatalf("drain: %d", code)
-	}
-	drained := "a"
-	if busy == b {
-		drained = "b"
 	}
 	mu.Lock()
 	n := hits[drained]

@@ -280,13 +280,12 @@ func TestUpstreamErrorsNameRouteAndClass(t *testing.T) {
 	if strings.Contains(body, addr(resetter)) || strings.Contains(body, "127.") {
 		t.Errorf("error body leaks an internal address: %q", body)
 	}
-	start := time.Now()
+	// The backend answers 200 after 5 s: a 504 for response_timeout can
+	// only be the route's 200 ms (the default is 30 s), whatever the
+	// machine's speed.
 	resp, body = get(t, http.DefaultClient, url+"/slow/x")
 	if resp.StatusCode != 504 || !strings.Contains(body, `route "slow"`) || !strings.Contains(body, "response_timeout") {
 		t.Errorf("slow: %d %q", resp.StatusCode, body)
-	}
-	if d := time.Since(start); d > 3*time.Second {
-		t.Errorf("504 took %v; the route's response_header timeout is 200ms", d)
 	}
 
 	resp, body = get(t, http.DefaultClient, url+"/nowhere", "Host", "unknown.example")

@@ -1,6 +1,7 @@
 package recent
 
 import (
+	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -72,5 +73,41 @@ func BenchmarkAdd(b *testing.B) {
 	now := time.Now()
 	for b.Loop() {
 		w.Add(now.UnixNano(), 2)
+	}
+}
+
+// Adds that race with the first add of a new lap are all counted: one of
+// them takes the slice over from the older lap while others already add
+// to it. Each round starts a slice's new lap with adders released at once
+// from a spin, so the takeover races with adds on every core; a takeover
+// that cleared the slice after marking it as its own lost a count in
+// most runs of this test.
+func TestWindowConcurrentAddsAtRollover(t *testing.T) {
+	const (
+		rounds = 2000
+		each   = 20
+	)
+	adders := 2 * runtime.GOMAXPROCS(0)
+	var w Window
+	for r := range rounds {
+		at := t0.Add(time.Duration(r) * Span).UnixNano() // the same slice, a lap later each round
+		var ready, wg sync.WaitGroup
+		start := make(chan struct{})
+		ready.Add(adders)
+		for range adders {
+			wg.Go(func() {
+				ready.Done()
+				<-start
+				for range each {
+					w.Add2(at, 0, 3)
+				}
+			})
+		}
+		ready.Wait()
+		close(start)
+		wg.Wait()
+		if got := w.Sum(time.Unix(0, at)); got.N[0] != uint64(adders*each) || got.N[3] != uint64(adders*each) {
+			t.Fatalf("round %d: counted %d and %d of %d", r, got.N[0], got.N[3], adders*each)
+		}
 	}
 }

@@ -112,19 +112,16 @@ func TestStalledWriterDropsInsteadOfBlocking(t *testing.T) {
 	big.Path = strings.Repeat("x", 70<<10)
 	l.Log(big)
 	<-w.entered
+	// The writer is held until release below: a Log that waited for it
+	// would never return, so returning at all is the check.
 	const n = 10_000
-	start := time.Now()
 	for range n {
 		l.Log(sample)
 	}
-	elapsed := time.Since(start)
 	s := l.Stats()
 	// The writer is stuck on the big record; the queue holds 16.
 	if s.Dropped != n-16 {
 		t.Errorf("dropped %d of %d", s.Dropped, n)
-	}
-	if elapsed > time.Second {
-		t.Errorf("%d Log calls took %v with a stalled writer", n, elapsed)
 	}
 	close(w.release)
 	stop()
