@@ -150,9 +150,12 @@ routes:
   - name: files
     default: true
     static: { root: "{{root}}" }
-    timeouts: { client_send: 300ms }
+    timeouts: { client_send: 1s }
 pools: [ { name: unused, hosts: [ { addr: "{{dead}}" } ] } ]
 `, map[string]string{"root": root, "dead": deadAddr(t)}))
+	// client_send is 1s, 200 times the moving reader's pause below: at
+	// 300ms a reader descheduled on a loaded machine (load 20 on 2 cores)
+	// was once cut while moving.
 	addr := strings.TrimPrefix(url, "http://")
 	const stalled = 4
 	var held []net.Conn
