@@ -21,6 +21,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	crlog "sigs.k8s.io/controller-runtime/pkg/log"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
@@ -185,14 +186,18 @@ kubernetes:
 
 func options(t *testing.T, c *kubetest.Cluster) suite.ConformanceOptions {
 	crlog.SetLogger(logr.Discard())
-	cl, err := client.New(c.Config, client.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, install := range []func(*runtime.Scheme) error{v1alpha3.Install, v1alpha2.Install, v1beta1.Install, gwv1.Install, apiextensionsv1.AddToScheme} {
-		if err := install(cl.Scheme()); err != nil {
+	// A scheme of the suite's own: adding the Gateway API types to
+	// client-go's shared one would race with sturdy's clients reading it.
+	scheme := runtime.NewScheme()
+	for _, install := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1alpha3.Install, v1alpha2.Install, v1beta1.Install, gwv1.Install, apiextensionsv1.AddToScheme} {
+		if err := install(scheme); err != nil {
 			t.Fatal(err)
 		}
+	}
+	opts := client.Options{Scheme: scheme} // the suite makes more clients with them
+	cl, err := client.New(c.Config, opts)
+	if err != nil {
+		t.Fatal(err)
 	}
 	return suite.ConformanceOptions{
 		ConfigurableOptions: suite.ConfigurableOptions{
@@ -206,10 +211,11 @@ func options(t *testing.T, c *kubetest.Cluster) suite.ConformanceOptions {
 			Implementation: confv1.Implementation{Organization: "sturdyproxy", Project: "sturdy", URL: "https://github.com/sturdyproxy/sturdy",
 				Version: "main", Contact: []string{"https://github.com/sturdyproxy/sturdy/issues"}},
 		},
-		Client:     cl,
-		Clientset:  c.Client,
-		RestConfig: c.Config,
-		ManifestFS: []fs.FS{&gwconformance.Manifests},
+		Client:        cl,
+		ClientOptions: opts,
+		Clientset:     c.Client,
+		RestConfig:    c.Config,
+		ManifestFS:    []fs.FS{&gwconformance.Manifests},
 	}
 }
 
