@@ -238,6 +238,30 @@ pools: [ { name: web, hosts: [ { addr: "{{b1}}" } ] } ]
 	}
 }
 
+// A socket kept under a new name (another listener on the same address)
+// serves the new name's routes, not the old name's: the handler routes by
+// the listener's name. Found by the Gateway API conformance suite, where
+// one Gateway's address goes to the next Gateway.
+func TestReloadKeptSocketServesItsNewName(t *testing.T) {
+	t.Parallel()
+	b1 := backend(t, "127.1.0.1", named("b1"))
+	b2 := backend(t, "127.1.0.2", named("b2"))
+	const conf = `
+admin: { listen: "off" }
+listeners: [ { name: {{name}}, listen: "{{addr}}" } ]
+routes: [ { name: r, listeners: [{{name}}], pool: p } ]
+pools: [ { name: p, hosts: [ { addr: "{{b}}" } ] } ]
+`
+	at := freeAddr(t)
+	s, _, _ := startSturdy(t, parseConfig(t, conf, map[string]string{"name": "old", "addr": at, "b": addr(b1)}))
+	if err := s.Reload(parseConfig(t, conf, map[string]string{"name": "new", "addr": at, "b": addr(b2)})); err != nil {
+		t.Fatal(err)
+	}
+	if resp, body := get(t, http.DefaultClient, "http://"+at+"/x"); resp.StatusCode != 200 || !strings.HasPrefix(body, "b2 ") {
+		t.Fatalf("after the rename: %d %q; want the new listener's route to b2", resp.StatusCode, body)
+	}
+}
+
 // A listener the new config renames is retired (its in-flight requests may
 // finish) and the new one serves; Shutdown waits for both.
 func TestReloadRetiresRenamedListener(t *testing.T) {

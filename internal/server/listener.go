@@ -327,7 +327,11 @@ func (s *Server) reconfigure(l *listener, lc config.Listener, grace time.Duratio
 	if !sameHTTP3(old.cfg.HTTP3, lc.HTTP3) {
 		s.log.Warn("the http3 section of a kept listener changed; its UDP socket and 0-RTT setting change when sturdy restarts (Alt-Svc follows now)", "listener", lc.Name)
 	}
-	if sameServing(old.cfg, lc) {
+	// The server's handler routes by the listener's name (routes'
+	// listeners:, TLS settings): a socket kept under a new name needs a
+	// new server, as a Gateway's address passed on to another Gateway
+	// does in Kubernetes mode.
+	if sameServing(old.cfg, lc) && old.cfg.Name == lc.Name {
 		return
 	}
 	sv := s.newServing(l, lc, l.sock.Addr(), l.h3.port())

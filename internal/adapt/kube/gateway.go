@@ -122,6 +122,8 @@ func (t *translator) gateway(gw *gwv1.Gateway) []*glistener {
 		if l.Protocol != gwv1.HTTPProtocolType && l.Protocol != gwv1.HTTPSProtocolType {
 			msg := fmt.Sprintf("protocol %s is not served; sturdy serves HTTP and HTTPS listeners", l.Protocol)
 			gl.down = msg
+			// No route kind attaches to a protocol nothing serves.
+			gl.kinds, gl.status.SupportedKinds = nil, []gwv1.RouteGroupKind{}
 			set(cond("Accepted", false, string(gwv1.ListenerReasonUnsupportedProtocol), msg, gen))
 			set(cond("Programmed", false, string(gwv1.ListenerReasonInvalid), msg, gen))
 			set(cond("ResolvedRefs", true, string(gwv1.ListenerReasonResolvedRefs), "", gen))

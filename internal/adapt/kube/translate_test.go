@@ -206,6 +206,11 @@ func TestGatewayTranslation(t *testing.T) {
 	if c := condOf(gw.Listeners[2].Conditions, "Accepted"); c.Reason != "UnsupportedProtocol" {
 		t.Errorf("tcp listener Accepted = %+v", c)
 	}
+	// The conformance suite's GatewayListenerUnsupportedProtocol: no kind
+	// is supported on a listener nothing serves.
+	if k := gw.Listeners[2].SupportedKinds; k == nil || len(k) != 0 {
+		t.Errorf("tcp listener supportedKinds = %v; want empty", k)
+	}
 	if _, ok := res.Gateways[Ref{"Gateway", "infra", "theirs"}]; ok {
 		t.Error("sturdy wrote status for another controller's Gateway")
 	}

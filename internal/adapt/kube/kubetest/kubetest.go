@@ -72,6 +72,7 @@ type Cluster struct {
 	// Kubeconfig is a kubeconfig file with the same credentials.
 	Kubeconfig string
 
+	bin   string
 	dir   string
 	procs []*exec.Cmd
 }
@@ -150,15 +151,15 @@ func Binaries() (string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Minute)
 	defer cancel()
 	start := time.Now()
-	fmt.Fprintf(os.Stderr, "kubetest: building kube-apiserver and etcd into %s (minutes, once)\n", dir)
-	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", tmp+"/", "k8s.io/kubernetes/cmd/kube-apiserver", "./etcd")
+	fmt.Fprintf(os.Stderr, "kubetest: building kube-apiserver, kube-controller-manager and etcd into %s (minutes, once)\n", dir)
+	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", tmp+"/", "k8s.io/kubernetes/cmd/kube-apiserver", "k8s.io/kubernetes/cmd/kube-controller-manager", "./etcd")
 	cmd.Dir = mod
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Run(); err != nil {
 		return "", fmt.Errorf("go build in tools/k8s failed (%v): %s", err, tail(out.String(), 2000))
 	}
-	for _, b := range []string{"kube-apiserver", "etcd"} {
+	for _, b := range binaries {
 		if err := os.Rename(filepath.Join(tmp, b), filepath.Join(dir, b)); err != nil {
 			return "", err
 		}
@@ -167,8 +168,13 @@ func Binaries() (string, error) {
 	return dir, nil
 }
 
+// binaries are what tools/k8s builds. The controller manager is only for
+// the conformance suite (its Deployments and EndpointSlices); it is built
+// with the others so that one cache directory has all of them.
+var binaries = []string{"kube-apiserver", "kube-controller-manager", "etcd"}
+
 func have(dir string) bool {
-	for _, b := range []string{"kube-apiserver", "etcd"} {
+	for _, b := range binaries {
 		if st, err := os.Stat(filepath.Join(dir, b)); err != nil || st.Mode()&0o111 == 0 {
 			return false
 		}
@@ -217,7 +223,7 @@ func Start(bin string) (c *Cluster, err error) {
 	if err != nil {
 		return nil, err
 	}
-	c = &Cluster{dir: dir}
+	c = &Cluster{bin: bin, dir: dir}
 	defer func() {
 		if err != nil {
 			c.Stop()
@@ -286,6 +292,25 @@ func Start(bin string) (c *Cluster, err error) {
 		return nil, err
 	}
 	return c, nil
+}
+
+// StartControllerManager starts the kube-controller-manager controllers
+// that the conformance suite's manifests need: Deployments, ReplicaSets,
+// EndpointSlices (from the pods' status), namespaces (their deletion),
+// service accounts (each namespace's default one, which pod admission
+// asks for) and garbage collection. There is still no scheduler or
+// kubelet: whoever wants pods to run binds and runs them. Stop stops it
+// with the rest.
+func (c *Cluster) StartControllerManager() error {
+	port, err := freePort()
+	if err != nil {
+		return err
+	}
+	return c.run(filepath.Join(c.bin, "kube-controller-manager"), "kube-controller-manager",
+		"--kubeconfig", c.Kubeconfig, "--leader-elect=false",
+		"--bind-address", "127.0.0.1", "--secure-port", strconv.Itoa(port), "--cert-dir", filepath.Join(c.dir, "kcm-certs"),
+		"--controllers", "deployment-controller,replicaset-controller,endpointslice-controller,namespace-controller,serviceaccount-controller,garbage-collector-controller",
+		"-v", "0")
 }
 
 // run starts one server, its output in the cluster's directory.
