@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/textproto"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -22,6 +23,7 @@ import (
 type exchange struct {
 	c         *conn
 	req       *http.Request
+	url       url.URL // the request's URL when plainTarget could fill it
 	cancel    context.CancelFunc
 	body      body
 	remaining int64 // request body bytes not read yet
