@@ -129,7 +129,10 @@ func (x *exchange) parse(h []byte) (http.Request, bool) {
 		}
 	}
 	hdr := make(http.Header, len(fields))
-	vals := make([]string, len(fields))
+	vals := x.vals[:]
+	if len(fields) > len(vals) {
+		vals = make([]string, len(fields))
+	}
 	for _, f := range fields {
 		if f.Kind == httphead.Host {
 			continue // net/http's server moves it to Request.Host
