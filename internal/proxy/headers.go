@@ -33,6 +33,9 @@ func isHop(k string) bool {
 	return false
 }
 
+// outboundValues is how many values outboundHeader sets at most.
+const outboundValues = 6
+
 // via is what sturdy adds to Via; it is shared and must not be modified.
 var via = []string{"1.1 sturdy"}
 
@@ -41,9 +44,12 @@ var via = []string{"1.1 sturdy"}
 // with X-Forwarded-* and Via set by us. Because the forwarding fields are
 // set after the Connection-named ones are dropped, a client cannot use
 // "Connection: X-Forwarded-For" to strip ours.
-func outboundHeader(r *http.Request, tls, peerTrusted bool, trusted []netip.Prefix, untrusted map[string]struct{}, upgrade string) http.Header {
+func outboundHeader(r *http.Request, tls, peerTrusted bool, trusted []netip.Prefix, untrusted map[string]struct{}, upgrade string, spare *[outboundValues]string) http.Header {
 	in := r.Header
-	out := make(http.Header, len(in)+6)
+	// Room for the fields set here and by identity (X-Forwarded-*, X-Real-Ip,
+	// Via, X-Forwarded-Port, X-Sturdy-Hops): a map that grows on its ninth
+	// field costs four allocations more than one sized for it.
+	out := make(http.Header, len(in)+8)
 	conn := in["Connection"]
 	if peerTrusted {
 		untrusted = nil
@@ -70,8 +76,8 @@ func outboundHeader(r *http.Request, tls, peerTrusted bool, trusted []netip.Pref
 		out["Upgrade"] = []string{upgrade}
 	}
 
-	// One backing array for the values set here: one allocation, not six.
-	vals := make([]string, 6)
+	// The values set here share spare, allocated with the request's URL.
+	vals := spare[:]
 	set := func(k, v string) {
 		vals[0] = v
 		out[k] = vals[0:1:1]

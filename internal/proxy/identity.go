@@ -19,9 +19,20 @@ func (f *forwarder) identity(out http.Header) {
 		if prior := out[hopsHeader]; len(prior) > 0 {
 			out[hopsHeader] = append(prior[:len(prior):len(prior)], tok)
 		} else {
-			out[hopsHeader] = []string{tok}
+			out[hopsHeader] = f.h.hopsValue(tok)
 		}
 	}
+}
+
+// hopsValue is X-Sturdy-Hops' value holding only tok, made once for the
+// instance's mark (a new snapshot may bring another).
+func (h *Handler) hopsValue(tok string) []string {
+	if v := h.hopsHdr.Load(); v != nil && (*v)[0] == tok {
+		return *v
+	}
+	v := []string{tok}
+	h.hopsHdr.Store(&v)
+	return v
 }
 
 // portHeader is X-Forwarded-Port's value: the listener's port, made once,

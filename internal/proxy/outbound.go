@@ -15,6 +15,12 @@ import (
 	"github.com/sturdyproxy/sturdy/internal/wire/h1client"
 )
 
+// outboundParts is what the outbound request points into.
+type outboundParts struct {
+	url  url.URL
+	vals [outboundValues]string
+}
+
 // prepare builds the outbound request once; attempts only change its URL
 // host. The outbound header map is new; the inbound one is never modified.
 func (f *forwarder) prepare() failure {
@@ -26,7 +32,10 @@ func (f *forwarder) prepare() failure {
 			f.reqID = NewRequestID()
 		}
 	}
-	f.url = &url.URL{Scheme: "http", Path: r.URL.Path, RawPath: r.URL.RawPath, RawQuery: r.URL.RawQuery}
+	// The URL and the header's values live as long as the request: one
+	// allocation for both.
+	parts := &outboundParts{url: url.URL{Scheme: "http", Path: r.URL.Path, RawPath: r.URL.RawPath, RawQuery: r.URL.RawQuery}}
+	f.url = &parts.url
 	if g != nil && g.Rewrite != nil {
 		f.rewrite(g.Rewrite)
 	}
@@ -36,7 +45,7 @@ func (f *forwarder) prepare() failure {
 		Proto:         "HTTP/1.1",
 		ProtoMajor:    1,
 		ProtoMinor:    1,
-		Header:        outboundHeader(r, f.h.TLS, f.peerTrusted(), f.snap.Trusted, f.snap.Untrusted, f.up),
+		Header:        outboundHeader(r, f.h.TLS, f.peerTrusted(), f.snap.Trusted, f.snap.Untrusted, f.up, &parts.vals),
 		ContentLength: r.ContentLength,
 		Host:          r.Host,
 	}

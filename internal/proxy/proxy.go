@@ -220,6 +220,9 @@ type Handler struct {
 	// portHdr is X-Forwarded-Port's value for Port, made on first use and
 	// shared by every request (header values are never written in place).
 	portHdr atomic.Pointer[[]string]
+	// hopsHdr is X-Sturdy-Hops' value for a request that carries none:
+	// the instance's mark, made on first use and shared, never modified.
+	hopsHdr atomic.Pointer[[]string]
 }
 
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {

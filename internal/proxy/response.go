@@ -70,11 +70,16 @@ func (f *forwarder) stream(resp *http.Response, pool *health.Pool, host *health.
 		return resp.StatusCode
 	}
 	flush := resp.ContentLength == -1 || isEventStream(resp.Header)
-	sink := clientSink{w: w}
+	// The sink escapes (a splice hands it on as an io.Writer) but lives
+	// only for the copy: pooled, it costs no allocation per response.
+	sink := sinkPool.Get().(*clientSink)
+	sink.w = w
 	if t := f.rt.SendTimeout; t > 0 && f.dl != nil {
 		sink.dl, sink.idle.timeout, sink.conn = f.dl, t, f.conn
 	}
-	n, err := copyBody(&sink, resp.Body, flush)
+	n, err := copyBody(sink, resp.Body, flush)
+	*sink = clientSink{}
+	sinkPool.Put(sink)
 	f.bytes = n
 	if err != nil {
 		if err == errUpstreamBody {
@@ -156,6 +161,8 @@ type clientSink struct {
 	conn *Conn // told that a deadline is armed; nil on HTTP/2
 	cut  bool  // a write ran into the deadline
 }
+
+var sinkPool = sync.Pool{New: func() any { return new(clientSink) }}
 
 func (s *clientSink) Write(p []byte) (int, error) {
 	s.arm()

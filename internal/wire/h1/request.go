@@ -3,6 +3,7 @@ package h1
 import (
 	"net/http"
 	"net/url"
+	"strings"
 
 	"github.com/sturdyproxy/sturdy/internal/wire/httphead"
 	"golang.org/x/net/http/httpguts"
@@ -113,9 +114,13 @@ func (x *exchange) parse(h []byte) (http.Request, bool) {
 	// One string holds the whole head: every name and value slices it.
 	s := string(h)
 	target := s[sp1+1 : sp2]
-	u, err := url.ParseRequestURI(target)
-	if err != nil {
-		return req, false
+	u := &x.url
+	if !plainTarget(target, u) {
+		parsed, err := url.ParseRequestURI(target)
+		if err != nil {
+			return req, false
+		}
+		u = parsed
 	}
 	if nHost == 1 {
 		req.Host = s[host.A:host.B]
@@ -124,7 +129,10 @@ func (x *exchange) parse(h []byte) (http.Request, bool) {
 		}
 	}
 	hdr := make(http.Header, len(fields))
-	vals := make([]string, len(fields))
+	vals := x.vals[:]
+	if len(fields) > len(vals) {
+		vals = make([]string, len(fields))
+	}
 	for _, f := range fields {
 		if f.Kind == httphead.Host {
 			continue // net/http's server moves it to Request.Host
@@ -174,4 +182,45 @@ func indexCRLF(b []byte) int {
 		}
 	}
 	return -1
+}
+
+// plainTarget fills u as url.ParseRequestURI would for an origin-form
+// target made only of bytes that need no escaping and no unescaping (the
+// usual request), so that its URL costs no allocation of its own (u
+// lives in the exchange); for any other target it reports false and the
+// caller parses it in full.
+func plainTarget(target string, u *url.URL) bool {
+	if len(target) < 1 || target[0] != '/' || strings.HasPrefix(target, "//") {
+		return false
+	}
+	path, query, hasQuery := strings.Cut(target, "?")
+	if hasQuery && query == "" {
+		return false // ForceQuery
+	}
+	for i := 0; i < len(path); i++ {
+		if !plainByte(path[i]) {
+			return false
+		}
+	}
+	for i := 0; i < len(query); i++ {
+		if c := query[i]; !plainByte(c) && c != '%' && c != '?' {
+			return false
+		}
+	}
+	*u = url.URL{Path: path, RawQuery: query}
+	return true
+}
+
+// plainByte reports whether c stands for itself in a URL path: the
+// unreserved bytes and the reserved ones a path does not escape.
+func plainByte(c byte) bool {
+	switch {
+	case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		return true
+	}
+	switch c {
+	case '-', '_', '.', '~', '$', '&', '+', ',', '/', ':', ';', '=', '@':
+		return true
+	}
+	return false
 }

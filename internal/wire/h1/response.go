@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/textproto"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -22,6 +23,8 @@ import (
 type exchange struct {
 	c         *conn
 	req       *http.Request
+	url       url.URL              // the request's URL when plainTarget could fill it
+	vals      [inlineFields]string // the request header's values when they fit
 	cancel    context.CancelFunc
 	body      body
 	remaining int64 // request body bytes not read yet
@@ -41,6 +44,10 @@ type exchange struct {
 	snap          http.Header // the header as WriteHeader saw it, until committed
 	trailers      []string    // declared in the Trailer field
 }
+
+// inlineFields is how many request header fields an exchange holds
+// without a slice of its own: most clients' requests fit.
+const inlineFields = 16
 
 // pendSize is how much body is held back before choosing between
 // Content-Length and chunked, as net/http's bufferBeforeChunkingSize.

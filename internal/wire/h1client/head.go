@@ -214,7 +214,12 @@ type response struct {
 	http.Response
 	body body
 	x    exchange
+	vals [inlineFields]string // the header's values when they fit
 }
+
+// inlineFields is how many header fields a response holds without a
+// slice of its own: a typical backend's answer fits.
+const inlineFields = 8
 
 // readResponse reads the response to a request with the given method into
 // r: 1xx heads are read and dropped, the final head becomes r.Response and
@@ -266,7 +271,10 @@ func readResponse(br *bufio.Reader, h *head, method string, r *response) error {
 	s := string(h.buf) // the one string every name and value slices
 	resp.Status = s[h.text.A:h.text.B]
 	hdr := make(http.Header, len(h.fields))
-	vals := make([]string, len(h.fields))
+	vals := r.vals[:]
+	if len(h.fields) > len(vals) {
+		vals = make([]string, len(h.fields))
+	}
 	seenCL := false
 	for _, f := range h.fields {
 		switch f.Kind {
