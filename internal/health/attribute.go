@@ -109,7 +109,7 @@ func (p *Pool) Settle(r *Request, fails []Failure, sameTwice bool, now time.Time
 		switch {
 		case attributed:
 			a = AttrClient
-		case !wholly && r.Route.record(p, r, h, f.Class, now):
+		case !wholly && r.Route.record(p, r, h, f.Class, byRoute, now):
 			a = AttrRoute
 		case byRoute && !wholly:
 			a, making = AttrRoute, true

@@ -169,3 +169,103 @@ func TestOneRoutesTimeoutsOnTheOnlyHostTheyReachAreTheRoutes(t *testing.T) {
 		})
 	}
 }
+
+// A route failing on the one host left in rotation of a pool of two (the
+// peer down for its own fault) has only that host to compare on, as in a
+// pool of one: the site succeeding there while the report fails for all
+// its clients is the route's problem, and the route is degraded. Waiting
+// for a second host left such routes unnamed for as long as the peer was
+// out (the simulator's seeds 221, 446). With the peer back in rotation
+// but not reached, one host proves nothing, as before.
+func TestARouteFailingOnTheOnlyHostLeftInRotationIsDegraded(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		peerOut bool
+		want    bool
+	}{
+		{"the peer is down", true, true},
+		{"the peer is in rotation", false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				_, p, rec := setup(t, 2, "{ window: 10s, min_requests: 5 }", nil)
+				report, site := route(p.m, "report", 0), route(p.m, "site", 1)
+				h, peer := p.Hosts[0], p.Hosts[1]
+				if tc.peerOut && !peer.transition(Healthy, Down, "test", "its own fault", time.Now()) {
+					t.Fatal("could not take the peer down")
+				}
+				for range 6 {
+					siteTraffic(p, site, h, 20)
+					for c := range 3 {
+						p.Settle(req(report, reportClient(c)), []Failure{{Host: h, Class: outcome.Status5xx, Status: 502}}, false, time.Now())
+					}
+					time.Sleep(400 * time.Millisecond)
+				}
+				if got := report.tr.Degraded(); got != tc.want || site.tr.Degraded() {
+					t.Fatalf("report degraded=%v (want %v), site degraded=%v", got, tc.want, site.tr.Degraded())
+				}
+				if tc.want && rec.count(event.RouteDegraded) != 1 {
+					t.Fatalf("%d route_degraded events, want 1", rec.count(event.RouteDegraded))
+				}
+			})
+		})
+	}
+}
+
+// Clients served on a route after one failure there (a broken host's,
+// say) are not failing on it; once the route breaks and fails them
+// again, they are. Counting them as served for the whole window kept a
+// failing route short of failing clients, and unnamed, for up to 30 s
+// (the simulator's seeds 823, 59). A request of theirs failing on its
+// own (the same on two hosts while the route serves others: a killing
+// request) does not undo their being served.
+func TestClientsServedBeforeARouteBrokeCountAsFailingOnIt(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		route bool // the route fails all its requests; else only theirs fail
+	}{
+		{"the route breaks", true},
+		{"their requests fail on their own", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				_, p, rec := setup(t, 2, "{ min_requests: 5 }", nil)
+				report, site := route(p.m, "report", 0), route(p.m, "site", 1)
+				h, peer := p.Hosts[0], p.Hosts[1]
+				for c := range 3 {
+					p.Settle(req(report, reportClient(c)), []Failure{{Host: h, Class: outcome.Reset}}, false, time.Now())
+					p.Record(peer, outcome.OK, req(report, reportClient(c)), time.Now())
+				}
+				time.Sleep(2 * time.Second)
+				for range 6 {
+					siteTraffic(p, site, h, 20)
+					siteTraffic(p, site, peer, 20)
+					for c := range 3 {
+						if !tc.route {
+							// The route serves another client meanwhile.
+							p.Record(peer, outcome.OK, req(report, "203.0.113.9"), time.Now())
+						}
+						// As the proxy does, each attempt noted as it fails.
+						report.tr.AttemptFailed(outcome.Status5xx, bitOf(reportClient(c)))
+						report.tr.AttemptFailed(outcome.Status5xx, bitOf(reportClient(c)))
+						p.Settle(req(report, reportClient(c)), []Failure{
+							{Host: h, Class: outcome.Status5xx, Status: 502}, {Host: peer, Class: outcome.Status5xx, Status: 502},
+						}, true, time.Now())
+					}
+					time.Sleep(400 * time.Millisecond)
+				}
+				if got := report.tr.Degraded(); got != tc.route || site.tr.Degraded() || rec.count(event.RouteDegraded) != count(tc.route) {
+					t.Fatalf("report degraded=%v (want %v), site degraded=%v, %d route_degraded events",
+						got, tc.route, site.tr.Degraded(), rec.count(event.RouteDegraded))
+				}
+			})
+		})
+	}
+}
+
+func count(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
