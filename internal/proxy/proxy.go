@@ -372,7 +372,7 @@ func (fw *forwarder) serveAdmitted(w http.ResponseWriter) {
 		return
 	}
 	if g := rt.Routing; g != nil && g.Respond != nil && g.Respond.Close {
-		fw.answerFixed(g.Respond) // before compression, which could write a tail
+		fw.answerFixed(g.Respond) // never returns (aborts the handler); before compression, which could write a tail
 	}
 	if rt.Compress != nil {
 		if cw := compress.Wrap(w, fw.r, rt.Compress); cw != nil {

@@ -80,12 +80,12 @@ func JudgeRoute(r *Route) {
 	if level == LevelOK {
 		return
 	}
-	what := fmt.Sprintf("%s of answers were 5xx in the last %s (%d of %d)", percent(rec.ErrorRatio), seconds(rec.Seconds), errs, answers)
+	what := fmt.Sprintf("%s of answers were 5xx in the last %s (%d of %d)", Percent(rec.ErrorRatio), seconds(rec.Seconds), errs, answers)
 	if client > 0 {
 		what += fmt.Sprintf("; %d of them to attributed clients, whose failures are taken as their own", client)
 	}
 	if normal := normalOf(answers, errs, client, r.ClientErrors); normal > 0 {
-		what += "; normally " + percent(normal)
+		what += "; normally " + Percent(normal)
 	}
 	if rec.ErrorRatio < RouteCriticalRatio {
 		what += ", clearly above normal"
@@ -124,13 +124,13 @@ func JudgePool(p *Pool) {
 		if h.WindowFailures < HostWarningMin || share < HostWarningRatio {
 			continue
 		}
-		what := fmt.Sprintf("%s of its recent requests failed and were attributed to it (%d of %d)", percent(share), h.WindowFailures, h.WindowRequests)
+		what := fmt.Sprintf("%s of its recent requests failed and were attributed to it (%d of %d)", Percent(share), h.WindowFailures, h.WindowRequests)
 		if len(p.Hosts) > 1 {
 			peers := ratio(failures-h.WindowFailures, requests-h.WindowRequests)
 			if share < HostPeerFactor*peers {
 				continue // its peers fail as much: not this host's doing
 			}
-			what += "; the other hosts " + percent(peers)
+			what += "; the other hosts " + Percent(peers)
 		}
 		h.Verdict = Verdict{Level: LevelWarning, Reason: what}
 	}
@@ -154,7 +154,9 @@ func ratio(part, whole uint64) float64 {
 	return float64(part) / float64(whole)
 }
 
-func percent(r float64) string {
+// Percent writes a ratio as operators read it: two decimals below 1 %,
+// so that a small error rate is not shown as 0.0 %.
+func Percent(r float64) string {
 	p := 100 * r
 	if p > 0 && p < 1 {
 		return fmt.Sprintf("%.2f%%", p)

@@ -254,7 +254,7 @@ func (d *diagnosis) routeAffected(r view.Route) view.Affected {
 		a.Level, a.What = view.LevelWarning, serving(r)+" for reasons of its own (listed apart)"
 	}
 	if v := r.Verdict; v.Level == view.LevelCritical || v.Level == view.LevelWarning {
-		what := fmt.Sprintf("%s of its answers 5xx in the last %s", percent(r.Recent.ErrorRatio), window(r.Recent.Seconds))
+		what := fmt.Sprintf("%s of its answers 5xx in the last %s", view.Percent(r.Recent.ErrorRatio), window(r.Recent.Seconds))
 		switch {
 		case !explained:
 			what += " (listed apart)"
@@ -318,7 +318,7 @@ func (d *diagnosis) routes() {
 			p.Title, p.Since = "Route "+r.Name+" fails on every host", r.DegradedSince
 		}
 		if bad {
-			why = append(why, "Its clients got "+percent(r.Recent.ErrorRatio)+" 5xx answers in the last "+window(r.Recent.Seconds)+".")
+			why = append(why, "Its clients got "+view.Percent(r.Recent.ErrorRatio)+" 5xx answers in the last "+window(r.Recent.Seconds)+".")
 			p.Detail = v.Reason
 		}
 		if r.Degraded {
@@ -417,14 +417,6 @@ func (d *diagnosis) process() {
 			Title: fmt.Sprintf("%d %s attributed", len(cs), map[bool]string{true: "client", false: "clients"}[len(cs) == 1]),
 			Why:   fmt.Sprintf("Their failures are their own, not the hosts'; %d shed. See Attributed clients below.", shed)})
 	}
-}
-
-func percent(r float64) string {
-	p := 100 * r
-	if p > 0 && p < 1 {
-		return fmt.Sprintf("%.2f%%", p)
-	}
-	return fmt.Sprintf("%.1f%%", p)
 }
 
 // window names the span of a route's recent counts: a minute, less right

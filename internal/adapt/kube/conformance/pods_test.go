@@ -19,6 +19,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/sturdyproxy/sturdy/internal/adapt/kube/kubetest"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -308,7 +309,7 @@ func (r *podRunner) start(ctx context.Context, pod *corev1.Pod) (*runningPod, er
 				return nil, fmt.Errorf("env %s=%q: %v", ep.env, v, err)
 			}
 		}
-		free, err := freePort()
+		free, err := kubetest.FreePort()
 		if err != nil {
 			return nil, err
 		}
@@ -498,13 +499,4 @@ func (r *podRunner) markReady(ctx context.Context, pod *corev1.Pod, ip string) e
 		}
 	}
 	return err
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }

@@ -207,7 +207,9 @@ func tail(s string, n int) string {
 	return s
 }
 
-func freePort() (int, error) {
+// FreePort is a loopback TCP port that was free a moment ago: the kernel
+// may give it out again before the caller binds it, so callers retry.
+func FreePort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return 0, err
@@ -231,7 +233,7 @@ func Start(bin string) (c *Cluster, err error) {
 	}()
 	client, peer, secure := 0, 0, 0
 	for _, p := range []*int{&client, &peer, &secure} {
-		if *p, err = freePort(); err != nil {
+		if *p, err = FreePort(); err != nil {
 			return nil, err
 		}
 	}
@@ -302,7 +304,7 @@ func Start(bin string) (c *Cluster, err error) {
 // kubelet: whoever wants pods to run binds and runs them. Stop stops it
 // with the rest.
 func (c *Cluster) StartControllerManager() error {
-	port, err := freePort()
+	port, err := FreePort()
 	if err != nil {
 		return err
 	}
