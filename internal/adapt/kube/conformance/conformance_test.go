@@ -5,6 +5,7 @@ package conformance
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io/fs"
 	"log/slog"
@@ -45,6 +46,11 @@ import (
 
 var env kubetest.Env
 
+// update makes the suite's report replace the one in docs/; without it the
+// report goes to the test's temporary directory, so a run in CI or on a
+// laptop leaves the checkout as it was.
+var update = flag.Bool("update", false, "write the ConformanceReport to "+reportFile)
+
 func TestMain(m *testing.M) { os.Exit(kubetest.Main(m, &env)) }
 
 const (
@@ -64,7 +70,7 @@ const (
 // this process, on the real API server, with the controller manager
 // running the suite's Deployments and the pod runner their pods. It
 // prints the suite's summary, a last line "N passed, N failed, N skipped",
-// and writes the report to docs/.
+// and writes the report (to docs/ with -update).
 func TestGatewayAPIConformance(t *testing.T) {
 	c := env.Cluster(t)
 	if l, err := net.Listen("tcp", "127.30.0.255:80"); err != nil {
@@ -220,7 +226,8 @@ func options(t *testing.T, c *kubetest.Cluster) suite.ConformanceOptions {
 }
 
 // summarise prints the report's statistics per profile, the tests that
-// failed, and the counts; and writes the report to docs/.
+// failed, and the counts; and writes the report: to docs/ with -update,
+// else to a temporary file it names.
 func summarise(t *testing.T, report *confv1.ConformanceReport, results map[string]string, took time.Duration) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Gateway API conformance %s (%s channel), %s, in %s\n", report.GatewayAPIVersion, report.GatewayAPIChannel, report.Date, took.Round(time.Second))
@@ -249,12 +256,19 @@ func summarise(t *testing.T, report *confv1.ConformanceReport, results map[strin
 	if err != nil {
 		t.Fatal(err)
 	}
-	root, err := repoRoot()
-	if err != nil {
+	path := filepath.Join(t.TempDir(), filepath.Base(reportFile))
+	if *update {
+		root, err := repoRoot()
+		if err != nil {
+			t.Fatal(err)
+		}
+		path = filepath.Join(root, reportFile)
+	}
+	if err := os.WriteFile(path, raw, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(root, reportFile), raw, 0o644); err != nil {
-		t.Fatal(err)
+	if !*update {
+		t.Logf("report in %s (-update writes it to %s)", path, reportFile)
 	}
 }
 
