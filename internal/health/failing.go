@@ -133,6 +133,15 @@ func slicesSince(ns, since int64, window time.Duration) int {
 // path answers from the empty-pool chain, bar the trials Next hands out.
 func (p *Pool) Failing() bool { return p.shared.failing.Load() }
 
+// FailingSince is when the pool's failing episode began, when it is
+// failing now.
+func (p *Pool) FailingSince() (time.Time, bool) {
+	if !p.shared.failing.Load() {
+		return time.Time{}, false
+	}
+	return time.Unix(0, p.shared.failingSince.Load()), true
+}
+
 // trial returns a host of a failing pool whose trial is due, claiming it,
 // or nil: one trial per host per trial_interval.
 func (p *Pool) trial(tried *balance.Tried, ns int64) *Host {

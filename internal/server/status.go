@@ -124,8 +124,8 @@ func poolView(p *health.Pool, now time.Time, up time.Duration) view.Pool {
 	v := view.Pool{
 		Name: p.Name, Balance: p.Balance(), Available: p.AvailableCount(),
 		Empty: empty, EmptySecs: total.Seconds(), Panic: hp.InPanic(), ActiveCheck: hp.ActiveCheck(),
-		Failing: hp.Failing(),
 	}
+	v.FailingSince, v.Failing = hp.FailingSince()
 	if empty {
 		v.EmptySince = since
 	}

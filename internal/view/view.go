@@ -174,7 +174,8 @@ type Pool struct {
 	ActiveCheck string    `json:"active_check,omitempty"` // e.g. "GET /healthz every 5s"
 	// Failing: every host fails everything; the empty-pool chain answers,
 	// with one trial request per host now and then.
-	Failing bool `json:"failing"`
+	Failing      bool      `json:"failing"`
+	FailingSince time.Time `json:"failing_since,omitzero"`
 }
 
 // Host is one backend.

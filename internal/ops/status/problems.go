@@ -171,6 +171,7 @@ func (d *diagnosis) hostProblem(addr string, es []entry) view.Problem {
 			p.Why += " This one: " + k.what + ". " + k.check
 		}
 		p.Detail = h.Evidence
+		p.Since = worst.pool.FailingSince
 	case h.State == view.Healthy:
 		p.Title = "Host " + name + " fails more than its peers"
 		p.Why = "More of its requests fail, and are taken as its own, than its peers'; it is still in rotation. Check its logs."

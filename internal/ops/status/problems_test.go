@@ -374,3 +374,23 @@ func TestEveryHostFailingExplainsTheRoute(t *testing.T) {
 		t.Errorf("%s: %s\n%s", ps[1].Subject, ps[1].Why, a)
 	}
 }
+
+// A pool whose every host fails every request, all still healthy by
+// their state: each host's problem dates from the pool's failing episode,
+// not from nowhere.
+func TestFailingPoolProblemsSayWhenItBegan(t *testing.T) {
+	began := time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)
+	st := view.Status{Pools: []view.Pool{{Name: "web", Available: 2, Failing: true, FailingSince: began, Hosts: []view.Host{
+		{Addr: "10.0.0.1:80", State: view.Healthy, Since: began.Add(-time.Hour), Evidence: "12 status_5xx"},
+		{Addr: "10.0.0.2:80", State: view.Healthy, Since: began.Add(-time.Hour), Evidence: "12 status_5xx"},
+	}}}}
+	ps := Problems(st)
+	if len(ps) != 2 {
+		t.Fatalf("%+v", ps)
+	}
+	for _, p := range ps {
+		if !p.Since.Equal(began) {
+			t.Errorf("%s: since %v, want the episode's start %v", p.Subject, p.Since, began)
+		}
+	}
+}
