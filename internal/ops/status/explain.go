@@ -3,6 +3,7 @@ package status
 import (
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/sturdyproxy/sturdy/internal/view"
 )
@@ -78,7 +79,11 @@ func classify(text string) failureKind {
 	return failureKind{}
 }
 
-var probeStatus = regexp.MustCompile(`status (\d{3}), expected ([0-9-]+)`)
+// probeStatus is compiled on first use: the status page is off unless the
+// admin listener is on, and a regexp compiled at start stays in the heap.
+var probeStatus = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`status (\d{3}), expected ([0-9-]+)`)
+})
 
 // hostWhy says why a host is out (or suspect), in words, with what to
 // check: from its latest probe when it is down on its probes, else from
@@ -96,7 +101,7 @@ func hostWhy(p view.Pool, h view.Host) string {
 			// Coming back: it returns after enough passes in a row.
 			lead, text = check+" failed, and its last probe passed (it returns after enough passes in a row): ", h.Evidence
 		}
-		if m := probeStatus.FindStringSubmatch(text); m != nil {
+		if m := probeStatus().FindStringSubmatch(text); m != nil {
 			k := classify(text)
 			return check + " answers " + m[1] + " instead of " + m[2] + ": " + k.what + ". " + k.check
 		}

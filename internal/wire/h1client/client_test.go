@@ -967,3 +967,84 @@ func TestHostPort(t *testing.T) {
 		}
 	}
 }
+
+// buffersHeld counts the read and write buffers held by idle connections
+// to the URL's host. Only for a client no exchange is using.
+func buffersHeld(c *Client, url string) int {
+	hp := poolOf(c, url)
+	hp.mu.Lock()
+	defer hp.mu.Unlock()
+	n := 0
+	for _, pc := range hp.idle {
+		if pc.br != nil {
+			n++
+		}
+		if pc.bw != nil {
+			n++
+		}
+	}
+	return n
+}
+
+// An idle connection holds no buffer: 64 KiB each by default, which 128
+// idle connections to a host would otherwise keep. The one exception, a
+// connection holding bytes its backend sent past a response, keeps them
+// for the liveness check, which refuses it.
+func TestIdleConnectionsHoldNoBuffers(t *testing.T) {
+	s, arrived, release := newHoldServer(t)
+	c := New(Options{MaxIdlePerHost: 8})
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() { do(t, c, "GET", s.url("/hold")) })
+	}
+	// And a request whose body is written by a goroutine of its own.
+	wg.Go(func() {
+		req := newRequest(t, context.Background(), "POST", s.url("/hold"), strings.NewReader(strings.Repeat("x", syncBodyMax+1)))
+		req.ContentLength = syncBodyMax + 1
+		resp, err := c.RoundTrip(req)
+		if err != nil {
+			t.Errorf("POST: %v", err)
+			return
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	})
+	for range 5 {
+		after(t, "a held request", arrived)
+	}
+	close(release)
+	wg.Wait()
+	if n := idleCount(c, s.url("/")); n != 5 {
+		t.Fatalf("%d idle connections, want 5", n)
+	}
+	if n := buffersHeld(c, s.url("/")); n != 0 {
+		t.Errorf("the 5 idle connections hold %d buffers, want none", n)
+	}
+	for range 5 {
+		do(t, c, "GET", s.url("/")) // reused, and idle again
+	}
+	if n := s.accepted.Load(); n != 5 {
+		t.Errorf("%d connections, want the 5 reused", n)
+	}
+	if n := buffersHeld(c, s.url("/")); n != 0 {
+		t.Errorf("after reuse the idle connections hold %d buffers, want none", n)
+	}
+
+	// Bytes past the response: the connection keeps its read buffer with
+	// them, and the next request takes another connection.
+	extra := newRawServer(t, func(s *rawServer, nc net.Conn) {
+		br := bufio.NewReader(nc)
+		if _, _, err := s.readRequest(br); err != nil {
+			return
+		}
+		io.WriteString(nc, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nokHTTP/1.1 200 OK\r\n")
+		s.readRequest(br)
+	})
+	c2 := New(Options{})
+	do(t, c2, "GET", extra.url("/"))
+	eventually(t, "the bytes past the response to be read", func() bool { return buffersHeld(c2, extra.url("/")) == 1 })
+	do(t, c2, "GET", extra.url("/"))
+	if n := extra.accepted.Load(); n != 2 {
+		t.Errorf("%d connections, want 2: the first one had bytes past its response", n)
+	}
+}

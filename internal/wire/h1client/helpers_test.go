@@ -123,12 +123,17 @@ func do(t testing.TB, c *Client, method, url string) (*http.Response, string) {
 // classify is what the proxy does with an error; the client is not gone.
 func classify(err error) outcome.Class { return outcome.Classify(err, false) }
 
-func idleCount(c *Client, url string) int {
+// poolOf is the pool of the URL's host.
+func poolOf(c *Client, url string) *hostPool {
 	addr := strings.TrimPrefix(url, "http://")
 	if i := strings.IndexByte(addr, '/'); i >= 0 {
 		addr = addr[:i]
 	}
-	hp := c.hostPool(addr)
+	return c.hostPool(addr)
+}
+
+func idleCount(c *Client, url string) int {
+	hp := poolOf(c, url)
 	hp.mu.Lock()
 	defer hp.mu.Unlock()
 	return len(hp.idle)

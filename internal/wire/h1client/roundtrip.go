@@ -55,6 +55,7 @@ func (x *exchange) finish(clean bool) {
 		reuse = false
 	}
 	if reuse {
+		pc.releaseReader()
 		pc.hp.put(pc)
 	} else {
 		pc.hp.discard(pc)
@@ -249,6 +250,7 @@ func (c *Client) exchange(req *http.Request, fresh bool) (_ *http.Response, _ er
 		return nil, &Error{Phase: phase, Addr: addr, Reused: true, unreceived: unreceived, Err: err}, again
 	}
 
+	pc.takeWriter()
 	wantsClose, err := pc.writeHead(req, mode, cl)
 	if err != nil {
 		pc.awaiting.Store(false)
@@ -288,6 +290,7 @@ func (c *Client) exchange(req *http.Request, fresh bool) (_ *http.Response, _ er
 		go w.run()
 	}
 
+	pc.takeReader()
 	err = readResponse(pc.br, &pc.head, req.Method, r)
 	pc.awaiting.Store(false)
 	if cap(pc.head.buf) > 64<<10 {

@@ -351,6 +351,9 @@ func (w *bodyWriter) run() {
 		}
 	}
 	w.body.Close()
+	// The buffer is this goroutine's until done is closed (pc.async keeps
+	// closeNow off it), so it goes back from here.
+	pc.releaseWriter()
 	if srcErr == nil && wireErr == nil && w.timeout > 0 {
 		w.mu.Lock()
 		if !w.gotHead {

@@ -18,6 +18,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -35,16 +36,30 @@ type Entry struct {
 	NonASCII bool
 }
 
-var combined = regexp.MustCompile(`^(\S+) \S+ \S+ \[([^\]]+)\] "((?:[^"\\]|\\.)*)" (\d{3}) \S+(?: "((?:[^"\\]|\\.)*)" "((?:[^"\\]|\\.)*)")?(.*)$`)
+// The expressions are compiled on first use, not at start: every sturdy
+// command links this package, and only doctor reads access logs (compiled
+// at start they were half a megabyte of the proxy's heap, and the pages
+// of the regexp and Unicode tables their compiling touched stayed
+// resident).
+var combined = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^(\S+) \S+ \S+ \[([^\]]+)\] "((?:[^"\\]|\\.)*)" (\d{3}) \S+(?: "((?:[^"\\]|\\.)*)" "((?:[^"\\]|\\.)*)")?(.*)$`)
+})
 
-var cacheStatuses = map[string]bool{"HIT": true, "MISS": true, "STALE": true, "UPDATING": true, "EXPIRED": true, "BYPASS": true, "REVALIDATED": true}
+// cacheStatus reports whether s is a value of $upstream_cache_status.
+func cacheStatus(s string) bool {
+	switch s {
+	case "HIT", "MISS", "STALE", "UPDATING", "EXPIRED", "BYPASS", "REVALIDATED":
+		return true
+	}
+	return false
+}
 
 // ParseLine parses a combined-format or JSON access-log line.
 func ParseLine(line string) (Entry, bool) {
 	if strings.HasPrefix(line, "{") {
 		return parseJSON(line)
 	}
-	m := combined.FindStringSubmatch(line)
+	m := combined().FindStringSubmatch(line)
 	if m == nil {
 		return Entry{}, false
 	}
@@ -58,7 +73,7 @@ func ParseLine(line string) (Entry, bool) {
 	e.Status, _ = strconv.Atoi(m[4])
 	e.setRequest(m[3])
 	for _, f := range strings.Fields(m[7]) {
-		if cacheStatuses[f] {
+		if cacheStatus(f) {
 			e.Cache = f
 			break
 		}
@@ -106,7 +121,7 @@ func parseJSON(line string) (Entry, bool) {
 		}
 	}
 	e.setRequest(str("request"))
-	if c := strings.ToUpper(str("upstream_cache_status", "cache_status")); cacheStatuses[c] {
+	if c := strings.ToUpper(str("upstream_cache_status", "cache_status")); cacheStatus(c) {
 		e.Cache = c
 	}
 	return e, true
@@ -163,13 +178,17 @@ func New(maxKeys int) *Analyzer {
 	}
 }
 
-var monitorAgent = regexp.MustCompile(`(?i)uptime|monitor|pingdom|statuscake|healthcheck|health-check|blackbox|kube-probe|elb-healthchecker|site24x7|datadog`)
+var monitorAgent = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?i)uptime|monitor|pingdom|statuscake|healthcheck|health-check|blackbox|kube-probe|elb-healthchecker|site24x7|datadog`)
+})
 
-var healthPath = regexp.MustCompile(`(?i)^/(healthz?|health[-_]?check|status|ping|ready|readyz|live|livez|alive|nginx-health)(/|$)`)
+var healthPath = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?i)^/(healthz?|health[-_]?check|status|ping|ready|readyz|live|livez|alive|nginx-health)(/|$)`)
+})
 
 // IsHealthPath reports whether path looks like a health or readiness
 // endpoint (/health, /healthz, /status, /ping, /ready, ...).
-func IsHealthPath(path string) bool { return healthPath.MatchString(path) }
+func IsHealthPath(path string) bool { return healthPath().MatchString(path) }
 
 func (a *Analyzer) add(m map[string]int64, k string) {
 	if _, ok := m[k]; ok || len(m) < a.maxKeys {
@@ -206,7 +225,7 @@ func (a *Analyzer) Line(line string) {
 		}
 		a.add(a.staleRoutes, route)
 	}
-	if (e.Cache == "HIT" || e.Cache == "STALE" || e.Cache == "UPDATING") && (monitorAgent.MatchString(e.Agent) || IsHealthPath(e.Path)) {
+	if (e.Cache == "HIT" || e.Cache == "STALE" || e.Cache == "UPDATING") && (monitorAgent().MatchString(e.Agent) || IsHealthPath(e.Path)) {
 		r.MonitorCached++
 		if r.MonitorExample == "" || (e.Cache == "STALE" && !strings.Contains(r.MonitorExample, " STALE")) {
 			r.MonitorExample = clip(line)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/sturdyproxy/sturdy/internal/adapt/nginx"
 )
@@ -82,7 +83,9 @@ func (t *translator) fileTest(c *locCtx, l *nginx.Location, depth int) bool {
 	return true
 }
 
-var capture = regexp.MustCompile(`\$([0-9])`)
+// capture is compiled on first use: only import translates, and every
+// sturdy command links this package.
+var capture = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\$([0-9])`) })
 
 // nginxToGoRepl turns a rewrite replacement's $1 into Go's ${1}.
-func nginxToGoRepl(s string) string { return capture.ReplaceAllString(s, `$${$1}`) }
+func nginxToGoRepl(s string) string { return capture().ReplaceAllString(s, `$${$1}`) }
