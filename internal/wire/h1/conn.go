@@ -145,7 +145,7 @@ func (c *conn) watch() {
 		switch c.wait() {
 		case evClosed:
 			if x := c.cur.Load(); x != nil {
-				x.cancel() // the client left while its request was answered
+				x.ctx.cancel() // the client left while its request was answered
 			}
 			<-c.idle
 			return
@@ -351,15 +351,14 @@ func (c *conn) serveOne() (keep, handoff bool) {
 	c.r = end
 	// The idle or head deadline is not the handler's; it arms its own.
 	c.nc.SetReadDeadline(time.Time{})
-	ctx, cancel := context.WithCancel(c.ctx)
-	x.cancel = cancel
-	r := req.WithContext(ctx)
+	x.ctx.Context = c.ctx
+	r := req.WithContext(&x.ctx)
 	x.req = r
 	c.cur.Store(x)
 	x.body.start(x)
 	x.run(r)
 	c.cur.Store(nil)
-	cancel()
+	x.ctx.cancel()
 	c.blank = 0
 	if req.Method == http.MethodPost {
 		c.blank = maxBlank

@@ -1,7 +1,6 @@
 package h1
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -25,7 +24,7 @@ type exchange struct {
 	req       *http.Request
 	url       url.URL              // the request's URL when plainTarget could fill it
 	vals      [inlineFields]string // the request header's values when they fit
-	cancel    context.CancelFunc
+	ctx       reqCtx               // the request's context
 	body      body
 	remaining int64 // request body bytes not read yet
 
@@ -131,9 +130,7 @@ func (x *exchange) fail(err error) {
 		x.werr = err
 	}
 	x.broken = true
-	if x.cancel != nil {
-		x.cancel() // as net/http: the client cannot be answered any more
-	}
+	x.ctx.cancel() // as net/http: the client cannot be answered any more
 }
 
 func (x *exchange) isHead() bool { return x.req.Method == http.MethodHead }

@@ -127,7 +127,38 @@ type noResendKey struct{}
 // request that kills backends reaches no more of them than the caller
 // chose.
 func WithoutResend(ctx context.Context) context.Context {
-	return context.WithValue(ctx, noResendKey{}, true)
+	return noResendCtx{ctx}
+}
+
+// noResendCtx is WithoutResend's mark. It is not context.WithValue's,
+// which would hide an AfterFunc method of ctx (the native front end's
+// request contexts have one): context.AfterFunc on it would then start a
+// goroutine per request to wait for ctx.
+type noResendCtx struct{ context.Context }
+
+func (c noResendCtx) Value(key any) any {
+	if key == (noResendKey{}) {
+		return true
+	}
+	return c.Context.Value(key)
+}
+
+func (c noResendCtx) AfterFunc(f func()) (stop func() bool) { return afterFunc(c.Context, f) }
+
+// afterFuncer is the context package's: a context that runs a function
+// when it ends without the package's help.
+type afterFuncer interface {
+	AfterFunc(func()) func() bool
+}
+
+// afterFunc is context.AfterFunc, asked of ctx itself when it can: the
+// package's allocates a context of its own, a closure and a place in the
+// parent's children for each call.
+func afterFunc(ctx context.Context, f func()) (stop func() bool) {
+	if a, ok := ctx.(afterFuncer); ok {
+		return a.AfterFunc(f)
+	}
+	return context.AfterFunc(ctx, f)
 }
 
 // StaleRetries counts the requests sent again on a new connection after
@@ -197,8 +228,8 @@ func (c *Client) exchange(req *http.Request, fresh bool) (_ *http.Response, _ er
 	r := &response{}
 	x := &r.x
 	x.pc, x.ctx, x.reused = pc, ctx, pc.used
-	if ctx.Done() != nil {
-		x.stop = context.AfterFunc(ctx, pc.abortFn)
+	if _, ok := ctx.(afterFuncer); ok || ctx.Done() != nil {
+		x.stop = afterFunc(ctx, pc.abortFn)
 	}
 	pc.awaiting.Store(true)
 	fail := func(phase Phase, err error) (*http.Response, error, bool) {
