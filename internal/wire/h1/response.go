@@ -121,6 +121,7 @@ func (x *exchange) writer() *writer {
 	if c.bw == nil {
 		c.bw = writerPool.Get().(*writer)
 		c.bw.Reset(c.nc)
+		c.bw.dl = &c.wdl
 	}
 	return c.bw
 }
@@ -421,6 +422,7 @@ func (x *exchange) ReadFrom(src io.Reader) (int64, error) {
 		x.fail(err)
 		return 0, err
 	}
+	x.c.wdl.apply() // a splice waits for the client in the kernel's own way
 	n, err := x.c.tcp.ReadFrom(src)
 	x.written += n
 	if err != nil {
@@ -438,7 +440,7 @@ func (x *exchange) ReadFrom(src io.Reader) (int64, error) {
 }
 
 func (x *exchange) SetReadDeadline(t time.Time) error  { return x.c.nc.SetReadDeadline(t) }
-func (x *exchange) SetWriteDeadline(t time.Time) error { return x.c.nc.SetWriteDeadline(t) }
+func (x *exchange) SetWriteDeadline(t time.Time) error { return x.c.wdl.set(t) }
 
 // EnableFullDuplex lets the handler read the request body while it
 // writes the response.
