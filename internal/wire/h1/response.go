@@ -439,7 +439,7 @@ func (x *exchange) ReadFrom(src io.Reader) (int64, error) {
 	return n, err
 }
 
-func (x *exchange) SetReadDeadline(t time.Time) error  { return x.c.nc.SetReadDeadline(t) }
+func (x *exchange) SetReadDeadline(t time.Time) error  { return x.c.setRead(t) }
 func (x *exchange) SetWriteDeadline(t time.Time) error { return x.c.wdl.set(t) }
 
 // EnableFullDuplex lets the handler read the request body while it
