@@ -305,11 +305,15 @@ func (c *Client) exchange(req *http.Request, fresh bool) (_ *http.Response, _ er
 		}
 		if timeout > 0 {
 			pc.nc.SetReadDeadline(time.Now().Add(timeout))
+			pc.headDeadline = false // replaced
+		} else {
+			pc.clearHeadDeadline()
 		}
 		if err := pc.flushAwait(); err != nil {
 			return fail(PhaseWrite, err)
 		}
 	} else {
+		pc.clearHeadDeadline() // the head is read while the body goes, unbounded until it is sent
 		w := &bodyWriter{pc: pc, body: body, cl: cl, first: first, trailer: req.Trailer, timeout: timeout, done: make(chan struct{})}
 		if mode == bodyChunked {
 			w.cl = -1
@@ -327,7 +331,11 @@ func (c *Client) exchange(req *http.Request, fresh bool) (_ *http.Response, _ er
 	if x.w != nil {
 		x.w.headDone()
 	} else if timeout > 0 {
-		pc.nc.SetReadDeadline(time.Time{})
+		if err == nil && r.body.buffered(pc.br) {
+			pc.headDeadline = true // nothing more is read for this exchange: leave it
+		} else {
+			pc.nc.SetReadDeadline(time.Time{})
+		}
 	}
 	if err == nil && pc.aborted.Load() {
 		// The deadline was expired (context or body goroutine) while being
