@@ -102,7 +102,7 @@ func (b *body) drainLocked() bool {
 		return true
 	}
 	c.r, c.w = 0, 0
-	c.nc.SetReadDeadline(time.Now().Add(drainTimeout))
+	c.setRead(time.Now().Add(drainTimeout))
 	buf := *c.buf
 	for x.remaining > 0 {
 		n, err := c.nc.Read(buf[:min(int64(len(buf)), x.remaining)])

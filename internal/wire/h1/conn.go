@@ -74,9 +74,22 @@ type conn struct {
 	// blank is how many CR or LF bytes may still be skipped before the
 	// next request line: maxBlank after a POST, 0 otherwise (skipBlank).
 	blank int
+	woke  bool // woken for a request: the wait's deadline is still armed
 	buf   *[]byte
 	r, w  int // unread bytes are (*buf)[r:w]
 	bw    *writer
+	wdl   writeDeadline // the handler's write deadline
+
+	// rdl says whether the socket's read deadline is the wait's (the
+	// park or idle time, see serve), which a bodiless request leaves on:
+	// set and cleared for each request, it cost two timer updates. When
+	// such a request outlives it, the watcher clears it (see watch).
+	// Every read deadline set after accept goes through setRead.
+	rdl struct {
+		mu  sync.Mutex
+		own bool  // the socket's read deadline is the wait's...
+		at  int64 // ...which ends then (mono)
+	}
 }
 
 const (
@@ -107,6 +120,7 @@ func (s *Server) newConn(nc net.Conn) (*conn, error) {
 		idle: make(chan struct{}, 1), watchOn: make(chan bool, 1), next: make(chan bool),
 	}
 	c.tcp, _ = nc.(*net.TCPConn)
+	c.wdl.nc, c.wdl.raw = nc, raw
 	c.parkIdx = -1
 	c.fresh.Store(true)
 	c.peekFunc = c.peek
@@ -145,11 +159,14 @@ func (c *conn) watch() {
 		switch c.wait() {
 		case evClosed:
 			if x := c.cur.Load(); x != nil {
-				x.cancel() // the client left while its request was answered
+				x.ctx.cancel() // the client left while its request was answered
 			}
 			<-c.idle
 			return
 		case evTimeout:
+			if c.outlivedWait() {
+				continue // a request outlived the wait's deadline: watch on
+			}
 			<-c.idle // the deadline may be a handler's: let it finish
 			if c.state.Load() == stClosed {
 				return // its answer closed the connection
@@ -164,7 +181,7 @@ func (c *conn) watch() {
 				// next request starts another.
 				c.next <- false
 				started = false
-				c.nc.SetReadDeadline(now.Add(time.Duration(c.idleUntil.Load() - mono)))
+				c.setRead(now.Add(time.Duration(c.idleUntil.Load() - mono)))
 			}
 			c.idle <- struct{}{}
 			if !started && c.srv.parked.park(c) {
@@ -190,6 +207,65 @@ func (c *conn) watch() {
 			return
 		}
 	}
+}
+
+// waitDeadline arms the read deadline of the wait for the next request
+// (the park time, or the idle time when that ends first) and makes the
+// connection idle. The deadline a bodiless request left on is kept when
+// it ends no later than the idle time and no earlier than a sixteenth
+// of the park time before the park time would: a busy connection then
+// updates its timer once per sixteenth of a second, not twice a request.
+// (The park time is the front end's own, of no client's concern; the
+// idle time is kept to the nanosecond.)
+func (c *conn) waitDeadline() {
+	now := time.Now()
+	mono := c.srv.mono(now)
+	idle, park := c.srv.idleTimeout(), c.srv.parkTime()
+	c.idleUntil.Store(mono + int64(idle))
+	c.rdl.mu.Lock()
+	defer c.rdl.mu.Unlock()
+	if at := c.rdl.at; c.rdl.own && at <= mono+int64(idle) && at >= mono+int64(park-park/16) {
+		c.parkUntil.Store(at)
+	} else {
+		c.parkUntil.Store(mono + int64(park))
+		d := min(idle, park)
+		c.nc.SetReadDeadline(now.Add(d))
+		c.rdl.own, c.rdl.at = true, mono+int64(d)
+	}
+	// Under the lock: the watcher, told of a timeout, must see the
+	// request over and the new deadline, or neither (outlivedWait).
+	c.state.Store(stIdle)
+}
+
+// setRead sets the socket's read deadline to one that is not the wait's.
+func (c *conn) setRead(t time.Time) error {
+	c.rdl.mu.Lock()
+	defer c.rdl.mu.Unlock()
+	c.rdl.own = false
+	return c.nc.SetReadDeadline(t)
+}
+
+// keepWaitDeadline reports whether the wait's deadline is on, for a
+// bodiless request to leave it there.
+func (c *conn) keepWaitDeadline() bool {
+	c.rdl.mu.Lock()
+	defer c.rdl.mu.Unlock()
+	return c.rdl.own
+}
+
+// outlivedWait, for the watcher told of a timeout, clears the wait's
+// deadline when a request that left it on is still being answered, and
+// reports whether it did: the client's going away is then watched for as
+// before, to the request's end.
+func (c *conn) outlivedWait() bool {
+	c.rdl.mu.Lock()
+	defer c.rdl.mu.Unlock()
+	if !c.rdl.own || c.state.Load() != stActive {
+		return false
+	}
+	c.rdl.own = false
+	c.nc.SetReadDeadline(time.Time{})
+	return true
 }
 
 // sendWatch tells the watcher, once per wake-up, what to do.
@@ -221,24 +297,16 @@ func (c *conn) serve() {
 			c.idle <- struct{}{}
 			return
 		}
-		now := time.Now()
-		until := now.Add(c.srv.idleTimeout())
-		park := now.Add(c.srv.parkTime())
-		mono := c.srv.mono(now)
-		c.idleUntil.Store(mono + int64(c.srv.idleTimeout()))
-		c.parkUntil.Store(mono + int64(c.srv.parkTime()))
-		if until.Before(park) {
-			park = until
-		}
-		c.nc.SetReadDeadline(park)
-		c.state.Store(stIdle)
+		c.waitDeadline()
 		c.idle <- struct{}{}
 		if run, ok := <-c.next; !ok || !run {
 			return
 		}
-		// Bytes are there: whatever deadline was armed for waiting (the
-		// park time may be ending just now), the head has its own.
-		c.headDeadline()
+		// Bytes are there, under the deadline armed for waiting: the
+		// head gets its own only if one read does not bring all of it
+		// (see readHead), which saves a clock read and a timer update
+		// for most requests.
+		c.woke = true
 	}
 }
 
@@ -281,8 +349,8 @@ func (c *conn) handOff() {
 	c.srv.untrack(c)
 	// net/http's server arms its own deadlines; none of a handler's
 	// here may outlive the hand-off.
-	c.nc.SetReadDeadline(time.Time{})
-	c.nc.SetWriteDeadline(time.Time{})
+	c.setRead(time.Time{})
+	c.wdl.clear()
 	c.sendWatch(false)
 	rc := &replayConn{Conn: c.nc, pending: pending}
 	if c.srv.Handoff == nil || !c.srv.Handoff(rc) {
@@ -293,9 +361,9 @@ func (c *conn) handOff() {
 // headDeadline gives the next head ReadHeaderTimeout from now.
 func (c *conn) headDeadline() {
 	if t := c.srv.ReadHeaderTimeout; t > 0 {
-		c.nc.SetReadDeadline(time.Now().Add(t))
+		c.setRead(time.Now().Add(t))
 	} else {
-		c.nc.SetReadDeadline(time.Time{})
+		c.setRead(time.Time{})
 	}
 }
 
@@ -308,7 +376,7 @@ func (c *conn) closeWriteAndWait() {
 		return
 	}
 	c.tcp.CloseWrite()
-	c.nc.SetReadDeadline(time.Now().Add(rstAvoidanceDelay))
+	c.setRead(time.Now().Add(rstAvoidanceDelay))
 	var sink [512]byte
 	for {
 		if _, err := c.nc.Read(sink[:]); err != nil {
@@ -349,17 +417,19 @@ func (c *conn) serveOne() (keep, handoff bool) {
 		return false, true
 	}
 	c.r = end
-	// The idle or head deadline is not the handler's; it arms its own.
-	c.nc.SetReadDeadline(time.Time{})
-	ctx, cancel := context.WithCancel(c.ctx)
-	x.cancel = cancel
-	r := req.WithContext(ctx)
+	// The idle or head deadline is not the handler's; it arms its own. A
+	// request without a body reads nothing more: the wait's stays on.
+	if x.remaining != 0 || !c.keepWaitDeadline() {
+		c.setRead(time.Time{})
+	}
+	x.ctx.Context = c.ctx
+	r := req.WithContext(&x.ctx)
 	x.req = r
 	c.cur.Store(x)
 	x.body.start(x)
 	x.run(r)
 	c.cur.Store(nil)
-	cancel()
+	x.ctx.cancel()
 	c.blank = 0
 	if req.Method == http.MethodPost {
 		c.blank = maxBlank
@@ -404,6 +474,8 @@ func (c *conn) readHead() (end int, ok bool) {
 		// deadline on the connection.
 		c.headDeadline()
 	}
+	woke, arm := c.woke, false
+	c.woke = false
 	for {
 		if c.blank > 0 {
 			c.r, c.blank = skipBlank(b[:c.w], c.r, c.blank)
@@ -426,8 +498,21 @@ func (c *conn) readHead() (end int, ok bool) {
 			scanned -= c.r
 			c.r, c.w = 0, n
 		}
+		if arm {
+			c.headDeadline()
+			arm = false
+		}
 		n, err := c.nc.Read(b[c.w:])
 		c.w += n
+		if woke {
+			// That read was under the wait's deadline: the rest of the
+			// head, if any, has the head's own. A wait's deadline may end
+			// just as the bytes come: then they are read under the head's.
+			woke, arm = false, true
+			if err != nil && n == 0 && isTimeout(err) {
+				continue
+			}
+		}
 		if err != nil && n == 0 {
 			if c.r < c.w && !isTimeout(err) {
 				return -1, true // let net/http tell a cut-off head

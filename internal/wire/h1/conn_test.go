@@ -263,3 +263,48 @@ func TestHeaderAfterWriteHeaderIsNotInTheHead(t *testing.T) {
 		t.Fatalf("trailers %v", resp.Trailer)
 	}
 }
+
+// The head of a request on a kept-alive connection is read under the
+// wait's deadline and gets the head's own only when one read does not
+// bring it whole: half a head still times out as the head's timeout says,
+// not as the (longer) idle time would.
+func TestKeptAliveHalfHeadTimesOut(t *testing.T) {
+	addr, _ := start(t, echo(), func(s *Server) {
+		s.ReadHeaderTimeout, s.IdleTimeout, s.park = 200*time.Millisecond, time.Minute, time.Minute
+	})
+	c, br := dialRaw(t, addr)
+	for range 3 {
+		roundTrip(t, c, br, "GET /1 HTTP/1.1\r\nHost: x\r\n\r\n")
+	}
+	io.WriteString(c, "GET /2 HT")
+	expectClosed(t, br) // within the dial's 20 s, not the wait's minute
+}
+
+// A request without a body leaves the wait's deadline on the socket
+// (see conn.rdl); one that outlives it is still canceled when its client
+// leaves, however long it runs.
+func TestRequestPastTheWaitsDeadlineSeesTheClientLeave(t *testing.T) {
+	canceled := make(chan error, 1)
+	addr, _ := start(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/slow" {
+			io.WriteString(w, "ok")
+			return
+		}
+		select {
+		case <-r.Context().Done():
+			canceled <- r.Context().Err()
+		case <-time.After(10 * time.Second):
+			canceled <- nil
+		}
+	}), func(s *Server) { s.park = 100 * time.Millisecond })
+	c, br := dialRaw(t, addr)
+	for range 3 {
+		roundTrip(t, c, br, "GET /fast HTTP/1.1\r\nHost: x\r\n\r\n")
+	}
+	io.WriteString(c, "GET /slow HTTP/1.1\r\nHost: x\r\n\r\n")
+	time.Sleep(300 * time.Millisecond) // real: past the socket's deadline, which only the kernel's clock moves
+	c.Close()
+	if err := <-canceled; err != context.Canceled {
+		t.Fatalf("request context: %v, want canceled", err)
+	}
+}

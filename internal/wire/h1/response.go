@@ -1,7 +1,6 @@
 package h1
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -25,7 +24,7 @@ type exchange struct {
 	req       *http.Request
 	url       url.URL              // the request's URL when plainTarget could fill it
 	vals      [inlineFields]string // the request header's values when they fit
-	cancel    context.CancelFunc
+	ctx       reqCtx               // the request's context
 	body      body
 	remaining int64 // request body bytes not read yet
 
@@ -122,6 +121,7 @@ func (x *exchange) writer() *writer {
 	if c.bw == nil {
 		c.bw = writerPool.Get().(*writer)
 		c.bw.Reset(c.nc)
+		c.bw.dl = &c.wdl
 	}
 	return c.bw
 }
@@ -131,9 +131,7 @@ func (x *exchange) fail(err error) {
 		x.werr = err
 	}
 	x.broken = true
-	if x.cancel != nil {
-		x.cancel() // as net/http: the client cannot be answered any more
-	}
+	x.ctx.cancel() // as net/http: the client cannot be answered any more
 }
 
 func (x *exchange) isHead() bool { return x.req.Method == http.MethodHead }
@@ -424,6 +422,7 @@ func (x *exchange) ReadFrom(src io.Reader) (int64, error) {
 		x.fail(err)
 		return 0, err
 	}
+	x.c.wdl.apply() // a splice waits for the client in the kernel's own way
 	n, err := x.c.tcp.ReadFrom(src)
 	x.written += n
 	if err != nil {
@@ -440,8 +439,8 @@ func (x *exchange) ReadFrom(src io.Reader) (int64, error) {
 	return n, err
 }
 
-func (x *exchange) SetReadDeadline(t time.Time) error  { return x.c.nc.SetReadDeadline(t) }
-func (x *exchange) SetWriteDeadline(t time.Time) error { return x.c.nc.SetWriteDeadline(t) }
+func (x *exchange) SetReadDeadline(t time.Time) error  { return x.c.setRead(t) }
+func (x *exchange) SetWriteDeadline(t time.Time) error { return x.c.wdl.set(t) }
 
 // EnableFullDuplex lets the handler read the request body while it
 // writes the response.

@@ -18,13 +18,16 @@ type writer struct {
 	// is allocated per call (the writev consumes vec).
 	arr [2][]byte
 	vec net.Buffers
+	// dl is the connection's write deadline, put on the socket only
+	// when a write must wait (see writeDeadline); nil: none to mind.
+	dl *writeDeadline
 }
 
 func newWriter(size int) *writer { return &writer{buf: make([]byte, 0, size)} }
 
 // Reset discards what is buffered and any error, and writes to nc next.
 func (w *writer) Reset(nc net.Conn) {
-	w.nc, w.buf, w.err = nc, w.buf[:0], nil
+	w.nc, w.buf, w.err, w.dl = nc, w.buf[:0], nil, nil
 }
 
 func (w *writer) Buffered() int  { return len(w.buf) }
@@ -41,7 +44,13 @@ func (w *writer) Flush() error {
 	if len(w.buf) == 0 {
 		return nil
 	}
-	n, err := w.nc.Write(w.buf)
+	var n int
+	var err error
+	if w.dl != nil && w.dl.pending() {
+		n, err = w.dl.writeLazily(w.buf)
+	} else {
+		n, err = w.nc.Write(w.buf)
+	}
 	if err == nil && n < len(w.buf) {
 		err = io.ErrShortWrite
 	}
@@ -60,6 +69,9 @@ func (w *writer) Write(p []byte) (int, error) {
 	if len(p) <= w.Available() {
 		w.buf = append(w.buf, p...)
 		return len(p), nil
+	}
+	if w.dl != nil {
+		w.dl.apply() // large writes are rarer: not worth a lazy writev
 	}
 	if len(w.buf) == 0 {
 		n, err := w.nc.Write(p)

@@ -39,6 +39,12 @@ const (
 
 var errBodyClosed = errors.New("upstream: read on closed response body")
 
+// buffered reports whether the whole body is in br already, so that
+// reading it reads nothing from the connection.
+func (b *body) buffered(br *bufio.Reader) bool {
+	return b.kind == bodyNone || b.kind == bodyFixed && b.n <= int64(br.Buffered())
+}
+
 func (b *body) Read(p []byte) (int, error) {
 	if b.err != nil {
 		return 0, b.err

@@ -38,6 +38,12 @@ type conn struct {
 	// returns bw itself when done); closeNow then leaves br to the garbage
 	// collector, not pooled.
 	async bool
+	// headDeadline is set while the response-header deadline of the
+	// last exchange is still on the socket: that exchange read its whole
+	// response with the head, so nothing read under it, and clearing it
+	// would be one timer update per request more. Whatever reads the
+	// connection next sets its own or clears it first (clearHeadDeadline).
+	headDeadline bool
 
 	// prev and next link the connections in use (hostPool.busy), under
 	// hostPool.mu; awaiting is set while a request waits for its response
@@ -583,11 +589,21 @@ func (pc *conn) alive() bool {
 	if pc.raw == nil {
 		return true
 	}
+	pc.clearHeadDeadline() // it may have passed: the peek would fail
 	pc.peekRes = peekDead
 	if err := pc.raw.Read(pc.peekFn); err != nil {
 		return false
 	}
 	return pc.peekRes == peekEmpty
+}
+
+// clearHeadDeadline takes a response-header deadline left on the socket
+// off, for a read that is not bounded by it.
+func (pc *conn) clearHeadDeadline() {
+	if pc.headDeadline {
+		pc.headDeadline = false
+		pc.nc.SetReadDeadline(time.Time{})
+	}
 }
 
 // flushAwait writes the buffered request and waits until the response

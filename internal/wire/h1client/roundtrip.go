@@ -128,7 +128,38 @@ type noResendKey struct{}
 // request that kills backends reaches no more of them than the caller
 // chose.
 func WithoutResend(ctx context.Context) context.Context {
-	return context.WithValue(ctx, noResendKey{}, true)
+	return noResendCtx{ctx}
+}
+
+// noResendCtx is WithoutResend's mark. It is not context.WithValue's,
+// which would hide an AfterFunc method of ctx (the native front end's
+// request contexts have one): context.AfterFunc on it would then start a
+// goroutine per request to wait for ctx.
+type noResendCtx struct{ context.Context }
+
+func (c noResendCtx) Value(key any) any {
+	if key == (noResendKey{}) {
+		return true
+	}
+	return c.Context.Value(key)
+}
+
+func (c noResendCtx) AfterFunc(f func()) (stop func() bool) { return afterFunc(c.Context, f) }
+
+// afterFuncer is the context package's: a context that runs a function
+// when it ends without the package's help.
+type afterFuncer interface {
+	AfterFunc(func()) func() bool
+}
+
+// afterFunc is context.AfterFunc, asked of ctx itself when it can: the
+// package's allocates a context of its own, a closure and a place in the
+// parent's children for each call.
+func afterFunc(ctx context.Context, f func()) (stop func() bool) {
+	if a, ok := ctx.(afterFuncer); ok {
+		return a.AfterFunc(f)
+	}
+	return context.AfterFunc(ctx, f)
 }
 
 // StaleRetries counts the requests sent again on a new connection after
@@ -198,8 +229,8 @@ func (c *Client) exchange(req *http.Request, fresh bool) (_ *http.Response, _ er
 	r := &response{}
 	x := &r.x
 	x.pc, x.ctx, x.reused = pc, ctx, pc.used
-	if ctx.Done() != nil {
-		x.stop = context.AfterFunc(ctx, pc.abortFn)
+	if _, ok := ctx.(afterFuncer); ok || ctx.Done() != nil {
+		x.stop = afterFunc(ctx, pc.abortFn)
 	}
 	pc.awaiting.Store(true)
 	fail := func(phase Phase, err error) (*http.Response, error, bool) {
@@ -276,11 +307,15 @@ func (c *Client) exchange(req *http.Request, fresh bool) (_ *http.Response, _ er
 		}
 		if timeout > 0 {
 			pc.nc.SetReadDeadline(time.Now().Add(timeout))
+			pc.headDeadline = false // replaced
+		} else {
+			pc.clearHeadDeadline()
 		}
 		if err := pc.flushAwait(); err != nil {
 			return fail(PhaseWrite, err)
 		}
 	} else {
+		pc.clearHeadDeadline() // the head is read while the body goes, unbounded until it is sent
 		w := &bodyWriter{pc: pc, body: body, cl: cl, first: first, trailer: req.Trailer, timeout: timeout, done: make(chan struct{})}
 		if mode == bodyChunked {
 			w.cl = -1
@@ -299,7 +334,11 @@ func (c *Client) exchange(req *http.Request, fresh bool) (_ *http.Response, _ er
 	if x.w != nil {
 		x.w.headDone()
 	} else if timeout > 0 {
-		pc.nc.SetReadDeadline(time.Time{})
+		if err == nil && r.body.buffered(pc.br) {
+			pc.headDeadline = true // nothing more is read for this exchange: leave it
+		} else {
+			pc.nc.SetReadDeadline(time.Time{})
+		}
 	}
 	if err == nil && pc.aborted.Load() {
 		// The deadline was expired (context or body goroutine) while being
