@@ -31,24 +31,52 @@ type hostSlot struct {
 	// part of the host's unexplained failures that is the owner's.
 	ownBad  uint64
 	charged uint64 // a client's failures charged to the host's window before it was attributed
+	// route marks a route's slot. A route is judged against the other
+	// routes on the host, and another route failing there as a whole
+	// (hostState.routeLike) says nothing about whether the host serves
+	// them: its failures are left out of the others' (and of the owner's
+	// own unexplained ones, ownRL). Two slow routes on the same hosts
+	// otherwise vetoed each other for as long as both lasted.
+	route bool
+	ownRL uint64
 }
 
 // note records a failure on the slot's host at ns; explained says the
-// failure is known not to be the host's (see hostState.explained). A run
-// of failures older than span is forgotten: what the host did before it
-// says nothing about now.
-func (s *hostSlot) note(ns, span int64, explained bool) {
+// failure is known not to be the host's (see hostState.explained), and
+// routeLike that it was counted as a route failing as a whole
+// (hostState.routeLike). A run of failures older than span is forgotten:
+// what the host did before it says nothing about now.
+func (s *hostSlot) note(ns, span int64, explained, routeLike bool) {
 	s.last = ns
 	if s.at == 0 || ns-s.at > span {
 		s.at = ns
-		s.ok, s.bad, s.unexp = s.h.attempts[okClass].Load(), s.h.sent.Load(), s.h.unexplained()
-		s.own, s.ownBad = 0, 0
+		s.ok, s.bad, s.unexp = s.h.attempts[okClass].Load(), s.sent(), s.unexplained()
+		s.own, s.ownBad, s.ownRL = 0, 0, 0
 		return
 	}
 	s.own++
-	if !explained {
+	switch {
+	case routeLike && s.route:
+		s.ownRL++
+	case !explained:
 		s.ownBad++
 	}
+}
+
+// sent and unexplained are the host's counts the slot compares: for a
+// route's slot, without other routes' failures as a whole.
+func (s *hostSlot) sent() uint64 {
+	if s.route {
+		return since(s.h.sent.Load(), s.h.routeLike.Load())
+	}
+	return s.h.sent.Load()
+}
+
+func (s *hostSlot) unexplained() uint64 {
+	if s.route {
+		return since(s.h.unexplained(), s.h.routeLike.Load())
+	}
+	return s.h.unexplained()
 }
 
 // forget takes the owner's failure at ns back out of the slot: it turned
@@ -85,7 +113,7 @@ func (s *hostSlot) othersSucceed(ns, span int64) (known, ok bool) {
 	// noted here, so one may be in s.bad and in s.own as well: what is
 	// left for the others never goes below zero (a wrapped count would
 	// make every host look failing for others, and no route degraded).
-	others := since(since(s.h.unexplained(), s.unexp), s.ownBad)
+	others := since(since(s.unexplained(), s.unexp), s.ownBad)
 	return true, oks >= 1 && oks > 2*others
 }
 
@@ -96,7 +124,7 @@ func (s *hostSlot) othersSucceed(ns, span int64) (known, ok bool) {
 // route's requests can be all a host gets.
 func (s *hostSlot) alone() bool {
 	oks := since(s.h.attempts[okClass].Load(), s.ok)
-	others := since(since(s.h.sent.Load(), s.bad), s.own)
+	others := since(since(s.sent(), s.bad), s.own-s.ownRL)
 	return oks == 0 && others == 0
 }
 
