@@ -111,7 +111,10 @@ type hostState struct {
 	ejectUntil      atomic.Int64 // unix nanos
 	checkOK         atomic.Int32 // consecutive passing probes
 	checkFail       atomic.Int32 // consecutive failing probes
-	traffic         traffic      // header times, bytes, the last minute (traffic.go)
+	// probeAsked: its traffic asked for a probe now (Pool.askProbe); the
+	// next result answers it.
+	probeAsked atomic.Bool
+	traffic    traffic // header times, bytes, the last minute (traffic.go)
 	// sheds counts 503s with Retry-After; shedCap and shedUntil hold a
 	// host that shed load to what it had in flight then (overload.go).
 	sheds     atomic.Uint64

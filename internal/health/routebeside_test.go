@@ -142,3 +142,42 @@ func TestVisitorsServedBeforeARouteBrokeOnTheLastHostFailOnItAgain(t *testing.T)
 		}
 	})
 }
+
+// A host whose requests of a route time out while the route is served
+// on its peer (each GET answered by its retry there) has its probe asked
+// at once, and that probe failing takes it down: the traffic and the
+// probe agree. Before, the host waited for failures in a row from three
+// clients, or for three failed probes at their interval (10 s or more),
+// and a hanging host beside a slow route, which holds the clients up, was
+// found after 13 to 19 s (simulator seeds 51, 783). A probe nobody asked
+// for still needs fall failures in a row.
+func TestAProbeAskedByTheTrafficDecidesAtOnce(t *testing.T) {
+	for _, asked := range []bool{true, false} {
+		t.Run(fmt.Sprintf("asked %v", asked), func(t *testing.T) {
+			probe := &Probe{Method: "GET", Path: "/healthz", ExpectLo: 200, ExpectHi: 399, Interval: time.Hour, FastInterval: time.Second, Timeout: time.Second, Rise: 2, Fall: 3}
+			m, p, rec := setup(t, 2, "{}", probe)
+			site := route(m, "site", 0)
+			h, peer := p.Hosts[0], p.Hosts[1]
+			now := t0
+			for c := range 4 {
+				p.Record(peer, outcome.OK, req(site, fmt.Sprintf("192.0.2.%d", 20+c)), now)
+			}
+			if asked {
+				for c := range 2 {
+					k := fmt.Sprintf("192.0.2.%d", 10+c)
+					now = now.Add(100 * time.Millisecond)
+					site.tr.AttemptFailed(outcome.ResponseTimeout, bitOf(k))
+					p.Record(peer, outcome.OK, req(site, k), now) // its retry
+					p.Settle(req(site, k), []Failure{{Host: h, Class: outcome.ResponseTimeout}}, false, now)
+				}
+			}
+			p.checkResult(h, false, "request failed: context deadline exceeded", now)
+			if down := h.Mode() == Down; down != asked || (rec.count(event.HostDown) == 1) != asked {
+				t.Fatalf("host %s after one failed probe; want down only when its traffic asked for it", h.Mode())
+			}
+			if peer.Mode() != Healthy {
+				t.Fatalf("peer %s", peer.Mode())
+			}
+		})
+	}
+}
