@@ -35,10 +35,9 @@ type hostSlot struct {
 	// routes on the host, and another route failing there as a whole
 	// (hostState.routeLike) says nothing about whether the host serves
 	// them: its failures are left out of the others' (and of the owner's
-	// own unexplained ones, ownRL). Two slow routes on the same hosts
-	// otherwise vetoed each other for as long as both lasted.
+	// own unexplained ones). Two slow routes on the same hosts otherwise
+	// vetoed each other for as long as both lasted.
 	route bool
-	ownRL uint64
 }
 
 // note records a failure on the slot's host at ns; explained says the
@@ -50,28 +49,18 @@ func (s *hostSlot) note(ns, span int64, explained, routeLike bool) {
 	s.last = ns
 	if s.at == 0 || ns-s.at > span {
 		s.at = ns
-		s.ok, s.bad, s.unexp = s.h.attempts[okClass].Load(), s.sent(), s.unexplained()
-		s.own, s.ownBad, s.ownRL = 0, 0, 0
+		s.ok, s.bad, s.unexp = s.h.attempts[okClass].Load(), s.h.sent.Load(), s.unexplained()
+		s.own, s.ownBad = 0, 0
 		return
 	}
 	s.own++
-	switch {
-	case routeLike && s.route:
-		s.ownRL++
-	case !explained:
+	if !explained && !(routeLike && s.route) {
 		s.ownBad++
 	}
 }
 
-// sent and unexplained are the host's counts the slot compares: for a
+// unexplained is the host's count of failures the slot compares: for a
 // route's slot, without other routes' failures as a whole.
-func (s *hostSlot) sent() uint64 {
-	if s.route {
-		return since(s.h.sent.Load(), s.h.routeLike.Load())
-	}
-	return s.h.sent.Load()
-}
-
 func (s *hostSlot) unexplained() uint64 {
 	if s.route {
 		return since(s.h.unexplained(), s.h.routeLike.Load())
@@ -122,10 +111,18 @@ func (s *hostSlot) othersSucceed(ns, span int64) (known, ok bool) {
 // failed for anyone else, so it says nothing about whether others succeed
 // there. Under hash balancing, which hashes clients and not routes, a
 // route's requests can be all a host gets.
+//
+// For a route, failures that say nothing about the host (an attributed
+// scanner's, another route's as a whole) are not traffic for anyone
+// else: a scanner failing on every host made each host where the route
+// had not yet been seen beside a success "failing for others", a veto,
+// and a slow route beside it was never degraded (simulator seed 79).
 func (s *hostSlot) alone() bool {
 	oks := since(s.h.attempts[okClass].Load(), s.ok)
-	others := since(since(s.sent(), s.bad), s.own-s.ownRL)
-	return oks == 0 && others == 0
+	if s.route {
+		return oks == 0 && since(since(s.unexplained(), s.unexp), s.ownBad) == 0
+	}
+	return oks == 0 && since(since(s.h.sent.Load(), s.bad), s.own) == 0
 }
 
 // slotTally is what the hosts where an owner failed in the last window

@@ -181,3 +181,44 @@ func TestAProbeAskedByTheTrafficDecidesAtOnce(t *testing.T) {
 		})
 	}
 }
+
+// A slow route whose requests time out on two hosts, one of which served
+// nobody else since (the site's visitors were on the other two), while an
+// attributed scanner fails on every host: that host says nothing about
+// the route, and the route is degraded on the other, where the site is
+// served. Before, the scanner's failures there were "failing for
+// others", a veto, and the route was not degraded while the scanner
+// scanned (simulator seed 79).
+func TestAScannerOnAHostDoesNotVetoARouteThatFailsThere(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m, p, rec := setup(t, 3, "{}", nil)
+		site, report := route(m, "site", 0), route(m, "report", 1)
+		a, b, c := p.Hosts[0], p.Hosts[1], p.Hosts[2]
+		scanner := "203.0.113.9"
+		scan := func() {
+			for _, h := range p.Hosts {
+				p.Settle(req(site, scanner), []Failure{{Host: h, Class: outcome.Status5xx, Status: 502}}, false, time.Now())
+			}
+		}
+		for range 10 {
+			innocents(p, site, 3, time.Now())
+			scan()
+			time.Sleep(100 * time.Millisecond)
+		}
+		if !m.Attributed(scanner) {
+			t.Fatal("the scanner is not attributed")
+		}
+		for i := range 12 {
+			for k := range 3 {
+				p.Record(a, outcome.OK, req(site, fmt.Sprintf("192.0.2.%d", 10+k)), time.Now())
+				p.Record(c, outcome.OK, req(site, fmt.Sprintf("192.0.2.%d", 10+k)), time.Now())
+			}
+			scan()
+			slowRequest(p, report, fmt.Sprintf("192.0.2.%d", 20+i%3), a, b)
+			time.Sleep(150 * time.Millisecond)
+		}
+		if !report.tr.Degraded() || rec.count(event.RouteDegraded) != 1 {
+			t.Fatal("the slow route is not degraded")
+		}
+	})
+}
