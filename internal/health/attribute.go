@@ -77,8 +77,14 @@ func (p *Pool) Settle(r *Request, fails []Failure, sameTwice bool, now time.Time
 	// the same way meanwhile and none was served since: a route whose
 	// requests all time out (or all fail) is the route's, in the making
 	// until it is degraded. Charged to no host either: the two hosts serve
-	// others.
-	byRoute := byRequest && r.Route.othersFailing(fails[len(fails)-1].Class, r.ClientBit)
+	// others. For the route, serving others is also asked of the other
+	// routes: hosts that fail most of what they get for reasons not theirs
+	// (another slow route's timeouts, an attributed scanner's failures)
+	// serve the other routes all along, and the slow route's timeouts were
+	// charged to them until a host was ejected (simulator seeds 79, 267).
+	byRoute := r.Route.othersFailing(fails[len(fails)-1].Class, r.ClientBit) &&
+		(byRequest || sameTwice && onTwoHosts(fails) && otherRoutesServed(fails, r.RouteBit, now))
+	r.Route.settled()
 	last := None
 	for _, f := range fails {
 		h := f.Host
@@ -105,11 +111,17 @@ func (p *Pool) Settle(r *Request, fails []Failure, sameTwice bool, now time.Time
 		// of a client that fails everywhere while the route serves
 		// others (they say nothing about the route).
 		a, making := AttrHost, false
+		// A failure of a route failing as a whole is counted as such
+		// before it is judged, so that the route's own slot sees it so.
+		routeLike := r.Route.othersFailing(f.Class, r.ClientBit)
+		if routeLike {
+			h.routeLike.Add(1)
+		}
 		attributed, wholly, served := m.clients.record(p, r, h, f.Class, now)
 		switch {
 		case attributed:
 			a = AttrClient
-		case !wholly && r.Route.record(p, r, h, f.Class, byRoute, now):
+		case !wholly && r.Route.record(p, r, h, f.Class, routeLike, now):
 			a = AttrRoute
 		case byRoute && !wholly:
 			a, making = AttrRoute, true
@@ -121,6 +133,9 @@ func (p *Pool) Settle(r *Request, fails []Failure, sameTwice bool, now time.Time
 			// is a route's failure before it is degraded: that others
 			// fail too, the route's way, is what keeps innocents unjudged
 			// while a route starts failing.
+			if routeLike {
+				h.routeLike.Add(^uint64(0)) // explained instead
+			}
 			h.explained.Add(1)
 		}
 		m.attributed[a].Add(1)
@@ -140,6 +155,18 @@ func (p *Pool) Settle(r *Request, fails []Failure, sameTwice bool, now time.Time
 		p.failedNow()
 	}
 	return last
+}
+
+// otherRoutesServed reports whether other routes than the one of route
+// bit r succeeded lately (the last two slices of the passive window) on
+// every host of fails.
+func otherRoutesServed(fails []Failure, r uint64, now time.Time) bool {
+	for _, f := range fails {
+		if f.Class != outcome.BodyError && f.Host.window.SumRecent(now, 2).OKRoutes&^r == 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // onTwoHosts reports whether two of fails, on different hosts, failed
@@ -271,7 +298,7 @@ func (t *clientTracker) record(p *Pool, r *Request, h *Host, class outcome.Class
 	slot := slotFor(&e.hosts, &e.nhosts, h)
 	if e.attributed {
 		if slot != nil {
-			slot.note(ns, span, true)
+			slot.note(ns, span, true, false)
 		}
 		s.mu.Unlock()
 		return true, true, false
@@ -280,7 +307,7 @@ func (t *clientTracker) record(p *Pool, r *Request, h *Host, class outcome.Class
 	served = ns-e.served <= 2*span
 	wholly = recent >= cfg.ClientMinFailures && !served && p.failingWholly(e, r, ns, now)
 	if slot != nil {
-		slot.note(ns, span, wholly)
+		slot.note(ns, span, wholly, false)
 	}
 	if recent < cfg.ClientMinFailures || !judgeSlots(e.hosts[:e.nhosts], ns, span, int64(cfg.Window), func(h *Host) bool {
 		return h.window.SumRecent(now, 2).OKClients&^e.bit != 0

@@ -200,11 +200,13 @@ func shortErr(err error) string {
 
 // checkResult applies one probe result. A suspect host goes down on its
 // first failed probe (the probe decides) and back to healthy on its first
-// pass; a healthy host goes down after fall failures in a row; a down host
+// pass; a healthy host goes down after fall failures in a row, or on the
+// first when its traffic asked for the probe (askProbe); a down host
 // comes back after rise passes, with slow start.
 func (p *Pool) checkResult(h *Host, ok bool, detail string, now time.Time) {
 	h.setCheck(CheckResult{Time: now, OK: ok, Detail: detail})
 	a := p.cfg.Probe
+	asked := h.probeAsked.Swap(false)
 	if ok {
 		h.checkFail.Store(0)
 		n := h.checkOK.Add(1)
@@ -232,7 +234,9 @@ func (p *Pool) checkResult(h *Host, ok bool, detail string, now time.Time) {
 	h.checkOK.Store(0)
 	n := h.checkFail.Add(1)
 	from := h.Mode()
-	if (from == Suspect || (from == Healthy && int(n) >= a.Fall)) &&
+	// A probe its traffic asked for (failures of routes served elsewhere)
+	// confirms the traffic: one failure decides, as for a suspect host.
+	if (from == Suspect || (from == Healthy && (int(n) >= a.Fall || asked))) &&
 		h.transition(from, Down, "readiness probe failed", detail, now) {
 		p.m.emit(event.Event{
 			Type: event.HostDown, Severity: event.Warning, Pool: p.Name, Host: h.Addr,

@@ -81,6 +81,12 @@ type hostState struct {
 	// failingWholly), and the keep-alive race's. Attribution asks whether the host fails for anyone
 	// else with the rest (hostState.unexplained).
 	explained atomic.Uint64
+	// routeLike counts the unexplained failed attempts that failed while
+	// their route's other clients' attempts failed the same way, none of
+	// its requests served since (RouteTracker.othersFailing): a route
+	// failing as a whole. They may be the host's, but they say nothing
+	// about whether it serves the other routes (hostSlot.route).
+	routeLike atomic.Uint64
 	window    window
 	// runAt and runOK: when the current run of failures on the host began
 	// (unix nanos) and its success count then (see servesOthers).
@@ -105,7 +111,10 @@ type hostState struct {
 	ejectUntil      atomic.Int64 // unix nanos
 	checkOK         atomic.Int32 // consecutive passing probes
 	checkFail       atomic.Int32 // consecutive failing probes
-	traffic         traffic      // header times, bytes, the last minute (traffic.go)
+	// probeAsked: its traffic asked for a probe now (Pool.askProbe); the
+	// next result answers it.
+	probeAsked atomic.Bool
+	traffic    traffic // header times, bytes, the last minute (traffic.go)
 	// sheds counts 503s with Retry-After; shedCap and shedUntil hold a
 	// host that shed load to what it had in flight then (overload.go).
 	sheds     atomic.Uint64

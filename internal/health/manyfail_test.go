@@ -458,8 +458,8 @@ func TestARunsOwnConcurrentFailureIsNotSomeoneElses(t *testing.T) {
 		h.sent.Add(2) // two failures of the route, both counted as sent
 		s := hostSlot{h: h}
 		ns := time.Now().UnixNano()
-		s.note(ns, span, false) // the first starts the run, its snapshot has both
-		s.note(ns+1, span, false)
+		s.note(ns, span, false, false) // the first starts the run, its snapshot has both
+		s.note(ns+1, span, false, false)
 		h.attempts[okClass].Add(5) // others succeed meanwhile
 		if known, ok := s.othersSucceed(ns+2, span); !known || !ok {
 			t.Fatalf("known=%v others-succeed=%v with only successes from others", known, ok)

@@ -31,24 +31,41 @@ type hostSlot struct {
 	// part of the host's unexplained failures that is the owner's.
 	ownBad  uint64
 	charged uint64 // a client's failures charged to the host's window before it was attributed
+	// route marks a route's slot. A route is judged against the other
+	// routes on the host, and another route failing there as a whole
+	// (hostState.routeLike) says nothing about whether the host serves
+	// them: its failures are left out of the others' (and of the owner's
+	// own unexplained ones). Two slow routes on the same hosts otherwise
+	// vetoed each other for as long as both lasted.
+	route bool
 }
 
 // note records a failure on the slot's host at ns; explained says the
-// failure is known not to be the host's (see hostState.explained). A run
-// of failures older than span is forgotten: what the host did before it
-// says nothing about now.
-func (s *hostSlot) note(ns, span int64, explained bool) {
+// failure is known not to be the host's (see hostState.explained), and
+// routeLike that it was counted as a route failing as a whole
+// (hostState.routeLike). A run of failures older than span is forgotten:
+// what the host did before it says nothing about now.
+func (s *hostSlot) note(ns, span int64, explained, routeLike bool) {
 	s.last = ns
 	if s.at == 0 || ns-s.at > span {
 		s.at = ns
-		s.ok, s.bad, s.unexp = s.h.attempts[okClass].Load(), s.h.sent.Load(), s.h.unexplained()
+		s.ok, s.bad, s.unexp = s.h.attempts[okClass].Load(), s.h.sent.Load(), s.unexplained()
 		s.own, s.ownBad = 0, 0
 		return
 	}
 	s.own++
-	if !explained {
+	if !explained && !(routeLike && s.route) {
 		s.ownBad++
 	}
+}
+
+// unexplained is the host's count of failures the slot compares: for a
+// route's slot, without other routes' failures as a whole.
+func (s *hostSlot) unexplained() uint64 {
+	if s.route {
+		return since(s.h.unexplained(), s.h.routeLike.Load())
+	}
+	return s.h.unexplained()
 }
 
 // forget takes the owner's failure at ns back out of the slot: it turned
@@ -85,7 +102,7 @@ func (s *hostSlot) othersSucceed(ns, span int64) (known, ok bool) {
 	// noted here, so one may be in s.bad and in s.own as well: what is
 	// left for the others never goes below zero (a wrapped count would
 	// make every host look failing for others, and no route degraded).
-	others := since(since(s.h.unexplained(), s.unexp), s.ownBad)
+	others := since(since(s.unexplained(), s.unexp), s.ownBad)
 	return true, oks >= 1 && oks > 2*others
 }
 
@@ -94,10 +111,18 @@ func (s *hostSlot) othersSucceed(ns, span int64) (known, ok bool) {
 // failed for anyone else, so it says nothing about whether others succeed
 // there. Under hash balancing, which hashes clients and not routes, a
 // route's requests can be all a host gets.
+//
+// For a route, failures that say nothing about the host (an attributed
+// scanner's, another route's as a whole) are not traffic for anyone
+// else: a scanner failing on every host made each host where the route
+// had not yet been seen beside a success "failing for others", a veto,
+// and a slow route beside it was never degraded (simulator seed 79).
 func (s *hostSlot) alone() bool {
 	oks := since(s.h.attempts[okClass].Load(), s.ok)
-	others := since(since(s.h.sent.Load(), s.bad), s.own)
-	return oks == 0 && others == 0
+	if s.route {
+		return oks == 0 && since(since(s.unexplained(), s.unexp), s.ownBad) == 0
+	}
+	return oks == 0 && since(since(s.h.sent.Load(), s.bad), s.own) == 0
 }
 
 // slotTally is what the hosts where an owner failed in the last window

@@ -162,10 +162,20 @@ func (p *Pool) hostFailed(h *Host, c, r uint64, rt *RouteTracker, class outcome.
 	clients := Count(h.streakClients.Or(c) | c)
 	routes := Count(h.streakRoutes.Or(r) | r)
 	ps := p.cfg.Passive
+	routeServed := rt != nil && !rt.failingSince(class)
+	if routeServed && h.Mode() == Healthy && p.HasActiveChecks() {
+		// A failure of a route served elsewhere meanwhile (a GET answered
+		// by its retry on a peer): the probe is asked now rather than at
+		// its interval, and its failure takes the host down at once
+		// (checkResult); its passing changes nothing. Waiting for failures
+		// in a row from min_clients clients left a hanging host to its
+		// probes, three of them at 5 s, where few clients reached it (a
+		// slow route beside it holding them up: simulator seeds 51, 783).
+		p.askProbe(h)
+	}
 	if int(n) < max(ps.ConsecutiveConnectFailures, ps.MinClients) || clients < ps.MinClients || h.Mode() != Healthy {
 		return
 	}
-	routeServed := rt != nil && !rt.failingSince(class)
 	if t := h.window.Sum(now); Count(t.OKRoutes|t.FailRoutes) >= 2 && routes < 2 && !routeServed {
 		return
 	}
@@ -181,6 +191,13 @@ func (p *Pool) hostFailed(h *Host, c, r uint64, rt *RouteTracker, class outcome.
 	}
 	p.suspect(h, "failed requests in a row from several clients while its peers succeed",
 		fmt.Sprintf("%d failed attempts in a row (last: %s) from %d clients", n, class, clients), now)
+}
+
+// askProbe has the host probed now, once until the probe's result.
+func (p *Pool) askProbe(h *Host) {
+	if !h.probeAsked.Load() && h.probeAsked.CompareAndSwap(false, true) {
+		p.m.expedite(p.Name, h.Addr)
+	}
 }
 
 // peerSucceeds reports whether another healthy host of the pool had no

@@ -43,6 +43,11 @@ type RouteTracker struct {
 	// route not failing any store.
 	run   [outcome.NumClasses]atomic.Uint64
 	inRun atomic.Bool
+	// runFailed counts the route's requests settled with a failure since
+	// it last served one (a success clears it): how long the route has
+	// been failing as a whole (failingAsWhole). A request answered by its
+	// retry is settled after its success and counts one: an estimate.
+	runFailed atomic.Uint64
 
 	mu       sync.Mutex // guards the fields below; only failures take it
 	times    [clientRing]int64
@@ -80,11 +85,10 @@ func (rt *RouteTracker) Describe() (time.Time, string) {
 const routeMinClients = 3
 
 // record adds a failure of request r on host h that no client explains,
-// and reports whether the route is (now) degraded. byRoute says the
-// request failed the same way on two hosts that serve others while the
-// route's other requests failed that way too, none served since (see
-// Settle): the route's way of failing.
-func (rt *RouteTracker) record(p *Pool, r *Request, h *Host, class outcome.Class, byRoute bool, now time.Time) bool {
+// and reports whether the route is (now) degraded. routeLike says the
+// route's other clients' attempts failed that way too, none of its
+// requests served since (hostState.routeLike).
+func (rt *RouteTracker) record(p *Pool, r *Request, h *Host, class outcome.Class, routeLike bool, now time.Time) bool {
 	if rt == nil || rt.degraded.Load() && !rt.failsWith(class) {
 		return false
 	}
@@ -92,11 +96,15 @@ func (rt *RouteTracker) record(p *Pool, r *Request, h *Host, class outcome.Class
 	bit := r.RouteBit
 	ns, span := now.UnixNano(), nowSpan(cfg.Window)
 	rt.clients.add(now, cfg.Window, r.ClientBit, true)
-	if byRoute {
+	if rt.failingAsWhole(class, r.ClientBit) {
 		// A client served since it failed here fails again the route's
 		// way: it is failing on the route. Any other failure (a killing
-		// request, a host out of a pool of two) does not undo its being
-		// served.
+		// request, sent now and then among requests the route serves)
+		// does not undo its being served. Asked of the route's run of
+		// failures, not of the request's two hosts: on a pool left with
+		// one host in rotation no request fails on two, and the clients
+		// served on the route before it broke stayed served for a whole
+		// window (seed 291 of the simulator).
 		rt.clients.addRefail(now, cfg.Window, r.ClientBit)
 	}
 	rt.mu.Lock()
@@ -104,7 +112,8 @@ func (rt *RouteTracker) record(p *Pool, r *Request, h *Host, class outcome.Class
 	rt.n++
 	rt.last = ns
 	if slot := slotFor(&rt.hosts, &rt.nhosts, h); slot != nil {
-		slot.note(ns, span, rt.degraded.Load())
+		slot.route = true
+		slot.note(ns, span, rt.degraded.Load(), routeLike && !rt.degraded.Load())
 	}
 	if rt.degraded.Load() {
 		rt.mu.Unlock()
@@ -219,6 +228,9 @@ func (rt *RouteTracker) success(now time.Time, window time.Duration, c uint64) {
 			rt.run[i].Store(0)
 		}
 	}
+	if rt.runFailed.Load() != 0 {
+		rt.runFailed.Store(0)
+	}
 }
 
 // AttemptFailed notes, as it happens, that an attempt of client bit c's
@@ -246,6 +258,24 @@ func (rt *RouteTracker) othersFailing(class outcome.Class, c uint64) bool {
 		return false
 	}
 	return rt.run[class].Load()&^c != 0
+}
+
+// settled notes a request of the route settled with a failure: one more
+// of its run of failures (runFailed).
+func (rt *RouteTracker) settled() {
+	if rt != nil {
+		rt.runFailed.Add(1)
+	}
+}
+
+// failingAsWhole reports whether the route is failing as a whole: other
+// clients' attempts failed the way client bit c's did (class), and its
+// last requests failed, as many as it takes clients to make a route's
+// problem (routeMinClients), none served since. A request that kills
+// whatever serves it, sent now and then among requests the route serves,
+// seldom fails that many times in a row.
+func (rt *RouteTracker) failingAsWhole(class outcome.Class, c uint64) bool {
+	return rt.othersFailing(class, c) && rt.runFailed.Load() >= routeMinClients
 }
 
 // failingSince reports whether an attempt of the route failed with class
