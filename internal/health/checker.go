@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/sturdyproxy/sturdy/internal/event"
+	"github.com/sturdyproxy/sturdy/internal/outcome"
 )
 
 // checker probes every host of one pool. Each host has one goroutine, so at
@@ -131,11 +132,18 @@ func (c *checker) run(ctx context.Context, h *Host) {
 		case <-t.C:
 		}
 		if h.Mode() != Maintenance {
-			ok, detail := c.probe(ctx, h)
-			if ctx.Err() != nil {
+			ok, detail, err := c.probe(ctx, h)
+			switch {
+			case ctx.Err() != nil:
 				return // stopped mid-probe: that says nothing about the host
+			case outcome.IsLocalExhaustion(err):
+				// sturdy itself is out of descriptors, ports or memory:
+				// the probe never reached the host, which it must not be
+				// judged on (its traffic's failures are sturdy's too). A
+				// probe its traffic asked for stays asked for.
+			default:
+				c.p.checkResult(h, ok, detail, time.Now())
 			}
-			c.p.checkResult(h, ok, detail, time.Now())
 		}
 		t.Stop()
 		t.Reset(c.interval(h) + c.jitter())
@@ -158,7 +166,9 @@ func (c *checker) jitter() time.Duration {
 }
 
 // probe sends one readiness request and judges its answer.
-func (c *checker) probe(parent context.Context, h *Host) (bool, string) {
+// probe sends one check to h: whether it passed, the answer in words, and
+// the transport's error when there was no answer.
+func (c *checker) probe(parent context.Context, h *Host) (bool, string, error) {
 	ctx, cancel := context.WithTimeout(parent, c.cfg.Timeout)
 	defer cancel()
 	if c.cfg.GRPC {
@@ -166,7 +176,7 @@ func (c *checker) probe(parent context.Context, h *Host) (bool, string) {
 	}
 	req, err := http.NewRequestWithContext(ctx, c.cfg.Method, c.p.Scheme+"://"+h.Target+c.cfg.Path, nil)
 	if err != nil {
-		return false, err.Error()
+		return false, err.Error(), nil
 	}
 	switch {
 	case c.cfg.Host != "":
@@ -177,17 +187,17 @@ func (c *checker) probe(parent context.Context, h *Host) (bool, string) {
 	req.Header.Set("User-Agent", "sturdy-health-check")
 	resp, err := c.client.Do(req)
 	if err != nil {
-		return false, "request failed: " + shortErr(err)
+		return false, "request failed: " + shortErr(err), err
 	}
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 	if resp.StatusCode < c.cfg.ExpectLo || resp.StatusCode > c.cfg.ExpectHi {
-		return false, fmt.Sprintf("status %d, expected %s", resp.StatusCode, c.cfg.Expect)
+		return false, fmt.Sprintf("status %d, expected %s", resp.StatusCode, c.cfg.Expect), nil
 	}
 	if c.cfg.ExpectBody != "" && !strings.Contains(string(body), c.cfg.ExpectBody) {
-		return false, fmt.Sprintf("status %d but the body lacks %q", resp.StatusCode, c.cfg.ExpectBody)
+		return false, fmt.Sprintf("status %d but the body lacks %q", resp.StatusCode, c.cfg.ExpectBody), nil
 	}
-	return true, fmt.Sprintf("status %d", resp.StatusCode)
+	return true, fmt.Sprintf("status %d", resp.StatusCode), nil
 }
 
 func shortErr(err error) string {

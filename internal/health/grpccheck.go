@@ -90,10 +90,10 @@ func grpcHealthStatus(body []byte) (uint64, error) {
 }
 
 // probeGRPC calls Check on h and judges its answer.
-func (c *checker) probeGRPC(ctx context.Context, h *Host) (bool, string) {
+func (c *checker) probeGRPC(ctx context.Context, h *Host) (bool, string, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.p.Scheme+"://"+h.Target+grpcHealthPath, bytes.NewReader(grpcHealthRequest(c.cfg.GRPCService)))
 	if err != nil {
-		return false, err.Error()
+		return false, err.Error(), nil
 	}
 	req.Header["Content-Type"] = []string{"application/grpc"}
 	req.Header["Te"] = []string{"trailers"}
@@ -108,12 +108,12 @@ func (c *checker) probeGRPC(ctx context.Context, h *Host) (bool, string) {
 	}
 	resp, err := c.client.Do(req)
 	if err != nil {
-		return false, "request failed: " + shortErr(err)
+		return false, "request failed: " + shortErr(err), err
 	}
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 	if resp.StatusCode != http.StatusOK {
-		return false, fmt.Sprintf("HTTP status %d, not a gRPC answer", resp.StatusCode)
+		return false, fmt.Sprintf("HTTP status %d, not a gRPC answer", resp.StatusCode), nil
 	}
 	code, msg := resp.Trailer.Get("Grpc-Status"), resp.Trailer.Get("Grpc-Message")
 	if code == "" { // trailers-only: the status came with the headers
@@ -123,17 +123,17 @@ func (c *checker) probeGRPC(ctx context.Context, h *Host) (bool, string) {
 		if m, err := url.PathUnescape(msg); err == nil {
 			msg = m
 		}
-		return false, fmt.Sprintf("grpc-status %s %s", code, msg)
+		return false, fmt.Sprintf("grpc-status %s %s", code, msg), nil
 	}
 	st, err := grpcHealthStatus(body)
 	if err != nil {
-		return false, err.Error()
+		return false, err.Error(), nil
 	}
 	name := grpcStatusNames[st]
 	if name == "" {
 		name = fmt.Sprintf("status %d", st)
 	}
-	return st == grpcServing, name
+	return st == grpcServing, name, nil
 }
 
 // probeProtocols are the protocols a pool's probes speak: HTTP/2 for h2
