@@ -36,6 +36,12 @@ type Request struct {
 	// RequestID, when the route gives requests ids, goes into the events
 	// this request's failures cause.
 	RequestID string
+	// Method, Path and Query are the request as sent to the backends: what
+	// makes two requests the same one (see requestTracker). Path is ""
+	// for a request with a body, which is part of what it is and is not
+	// remembered.
+	Method, Path, Query string
+	fp                  uint64 // the fingerprint, once computed
 }
 
 // FailedElsewhere reports whether f, a failed attempt, failed the same
@@ -56,8 +62,11 @@ func FailedElsewhere(prev []Failure, f Failure) bool {
 // records them, and returns the attribution of the last one. sameTwice
 // reports that the request failed the same way on two hosts; it is
 // believed only when fails shows two different hosts failing that way.
-// Precedence: a client already known to cause its own failures, then a
-// degraded route, then the request, and only then the host.
+// Without a second host, the same request failing the same way time
+// after time on a host that serves others in between is the request's
+// too (requestTracker). Precedence: a client already known to cause its
+// own failures, then a degraded route, then the request, and only then
+// the host.
 func (p *Pool) Settle(r *Request, fails []Failure, sameTwice bool, now time.Time) Attribution {
 	m := p.m
 	ns, span := now.UnixNano(), nowSpan(p.attr.Window)
@@ -65,6 +74,10 @@ func (p *Pool) Settle(r *Request, fails []Failure, sameTwice bool, now time.Time
 	// hosts still serve other requests; when they fail everything, the
 	// request merely met a failure everyone has.
 	byRequest := sameTwice && onTwoHosts(fails)
+	// Or, one host at a time, the same request failing that way each time
+	// it came lately.
+	again := !byRequest && m.requests.failedAgain(r, fails, now, p.attr.Window)
+	byRequest = byRequest || again
 	for _, f := range fails {
 		if f.Class == outcome.BodyError {
 			continue
@@ -103,13 +116,19 @@ func (p *Pool) Settle(r *Request, fails []Failure, sameTwice bool, now time.Time
 		// problem whatever its share of the route's traffic, and the
 		// route never hears of failures a client explains, nor of those
 		// of a client that fails everywhere while the route serves
-		// others (they say nothing about the route).
+		// others (they say nothing about the route). Nor does it hear of
+		// a request known by its own history to fail wherever it goes
+		// while the route's other requests do not fail that way, unless
+		// the route is degraded already (and decides whether the failure
+		// is its way): the visitors who each sent it, one host left to
+		// serve them, are not the route's failing clients (seeds 194,
+		// 442 of the simulator: the route was degraded instead).
 		a, making := AttrHost, false
 		attributed, wholly, served := m.clients.record(p, r, h, f.Class, now)
 		switch {
 		case attributed:
 			a = AttrClient
-		case !wholly && r.Route.record(p, r, h, f.Class, byRoute, now):
+		case !wholly && (!again || byRoute || r.Route.Degraded()) && r.Route.record(p, r, h, f.Class, byRoute, now):
 			a = AttrRoute
 		case byRoute && !wholly:
 			a, making = AttrRoute, true
