@@ -82,7 +82,12 @@ func (p *Pool) Settle(r *Request, fails []Failure, sameTwice bool, now time.Time
 		if f.Class == outcome.BodyError {
 			continue
 		}
-		if !f.Host.servesOthers(ns, span) {
+		// A host held after shedding load is sent only what its peers
+		// cannot take: that nothing succeeded there since its last
+		// failure says it is full, not that it fails everything (a
+		// killing request's second failure on it was charged to it, and
+		// it was ejected as gray: simulator seed 788).
+		if !f.Host.servesOthers(ns, span) && !f.Host.shedHeld(ns) {
 			byRequest = false
 		}
 	}
@@ -124,7 +129,7 @@ func (p *Pool) Settle(r *Request, fails []Failure, sameTwice bool, now time.Time
 		// serve them, are not the route's failing clients (seeds 194,
 		// 442 of the simulator: the route was degraded instead).
 		a, making := AttrHost, false
-		attributed, wholly, served := m.clients.record(p, r, h, f.Class, now)
+		attributed, wholly, served := m.clients.record(p, r, h, f.Class, byRequest, now)
 		switch {
 		case attributed:
 			a = AttrClient
@@ -259,8 +264,10 @@ func (t *clientTracker) isAttributed(k string) bool {
 // client is (now) attributed: enough recent failures, on two or more hosts,
 // while other clients succeed now on those hosts. wholly reports that,
 // attributed or not yet, the client fails on every host it reaches and
-// succeeds on none while the route serves others (failingWholly).
-func (t *clientTracker) record(p *Pool, r *Request, h *Host, class outcome.Class, now time.Time) (attributed, wholly, served bool) {
+// succeeds on none while the route serves others (failingWholly). own
+// says the failure is the request's own (Settle's byRequest): a client
+// served lately is not judged on it (see charged, which then forgets it).
+func (t *clientTracker) record(p *Pool, r *Request, h *Host, class outcome.Class, own bool, now time.Time) (attributed, wholly, served bool) {
 	cfg := p.attr
 	if r.ClientKey == "" {
 		return false, false, false
@@ -300,6 +307,14 @@ func (t *clientTracker) record(p *Pool, r *Request, h *Host, class outcome.Class
 	wholly = recent >= cfg.ClientMinFailures && !served && p.failingWholly(e, r, ns, now)
 	if slot != nil {
 		slot.note(ns, span, wholly)
+	}
+	if own && served {
+		// A visitor who sent the killing request a few times in a row
+		// (its failures, two hosts each, not yet forgotten, since it
+		// had not been served in between) was attributed on the next
+		// one, though served meanwhile (simulator seeds 288, 637).
+		s.mu.Unlock()
+		return false, wholly, served
 	}
 	if recent < cfg.ClientMinFailures || !judgeSlots(e.hosts[:e.nhosts], ns, span, int64(cfg.Window), func(h *Host) bool {
 		return h.window.SumRecent(now, 2).OKClients&^e.bit != 0

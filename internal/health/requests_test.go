@@ -166,3 +166,60 @@ func TestAFailedRequestIsForgottenAfterAQuietWindow(t *testing.T) {
 		t.Fatal("the request is remembered after a window without failing")
 	}
 }
+
+// A visitor who sent the killing request twice in a row, not served in
+// between, then served, is not a faulty client when it sends it again:
+// its failures, the request's own, were not yet forgotten (it had not been
+// served since they began), and the next one made five on two hosts while
+// others succeeded there. It was attributed, and a failing host's
+// failures from it were then its own (simulator seeds 288, 637).
+func TestAServedVisitorIsNotJudgedOnAKillingRequestsFailures(t *testing.T) {
+	m, p, rec := setup(t, 3, "{}", nil)
+	rt := route(m, "site", 0)
+	visitor := "192.0.2.50"
+	now := t0
+	kill := func() {
+		now = now.Add(100 * time.Millisecond)
+		served(p, rt, p.Hosts[0], 3, now)
+		served(p, rt, p.Hosts[1], 3, now)
+		got := p.Settle(get(rt, visitor, "/item/kill"), []Failure{{Host: p.Hosts[0], Class: outcome.EOFBeforeResponse}, {Host: p.Hosts[1], Class: outcome.EOFBeforeResponse}}, true, now)
+		if got != AttrRequest {
+			t.Fatalf("the killing request's failure was attributed to %v, want the request", got)
+		}
+	}
+	kill()
+	kill()
+	for range 3 {
+		now = now.Add(100 * time.Millisecond)
+		p.Record(p.Hosts[2], outcome.OK, get(rt, visitor, "/page/1"), now)
+		kill()
+	}
+	if m.Attributed(visitor) || rec.count(event.ClientAttributed) != 0 {
+		t.Fatal("the visitor who sent a killing request is attributed as a faulty client")
+	}
+}
+
+// A host held after shedding load (503 with Retry-After) is sent only
+// what its peers cannot take, so nothing may have succeeded there since
+// its last failure: it is full, not failing everything, and the killing
+// request failing on it and on a peer is still the request's. Before, the
+// killing request's failures there were charged to it, and it was ejected
+// as gray (simulator seed 788).
+func TestAKillingRequestOnAHostHeldAfterSheddingIsTheRequests(t *testing.T) {
+	m, p, _ := setup(t, 2, "{}", nil)
+	rt := route(m, "site", 0)
+	full := p.Hosts[0]
+	now := t0
+	for i := range 4 {
+		now = now.Add(time.Second)
+		served(p, rt, p.Hosts[1], 4, now)
+		p.Overloaded(full, time.Second, 2, now) // it sheds, and is held
+		got := p.Settle(get(rt, fmt.Sprintf("192.0.2.%d", 20+i), "/item/kill"), []Failure{{Host: p.Hosts[1], Class: outcome.EOFBeforeResponse}, {Host: full, Class: outcome.EOFBeforeResponse}}, true, now)
+		if got != AttrRequest {
+			t.Fatalf("killing request %d, failing on a held host and its peer, attributed to %q, want the request", i+1, got)
+		}
+	}
+	if n := m.AttributedCount(AttrHost); n != 0 {
+		t.Fatalf("%d failures charged to hosts", n)
+	}
+}
