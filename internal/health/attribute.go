@@ -36,6 +36,12 @@ type Request struct {
 	// RequestID, when the route gives requests ids, goes into the events
 	// this request's failures cause.
 	RequestID string
+	// Method, Path and Query are the request as sent to the backends: what
+	// makes two requests the same one (see requestTracker). Path is ""
+	// for a request with a body, which is part of what it is and is not
+	// remembered.
+	Method, Path, Query string
+	fp                  uint64 // the fingerprint, once computed
 }
 
 // FailedElsewhere reports whether f, a failed attempt, failed the same
@@ -56,8 +62,11 @@ func FailedElsewhere(prev []Failure, f Failure) bool {
 // records them, and returns the attribution of the last one. sameTwice
 // reports that the request failed the same way on two hosts; it is
 // believed only when fails shows two different hosts failing that way.
-// Precedence: a client already known to cause its own failures, then a
-// degraded route, then the request, and only then the host.
+// Without a second host, the same request failing the same way time
+// after time on a host that serves others in between is the request's
+// too (requestTracker). Precedence: a client already known to cause its
+// own failures, then a degraded route, then the request, and only then
+// the host.
 func (p *Pool) Settle(r *Request, fails []Failure, sameTwice bool, now time.Time) Attribution {
 	m := p.m
 	ns, span := now.UnixNano(), nowSpan(p.attr.Window)
@@ -65,11 +74,20 @@ func (p *Pool) Settle(r *Request, fails []Failure, sameTwice bool, now time.Time
 	// hosts still serve other requests; when they fail everything, the
 	// request merely met a failure everyone has.
 	byRequest := sameTwice && onTwoHosts(fails)
+	// Or, one host at a time, the same request failing that way each time
+	// it came lately.
+	again := !byRequest && m.requests.failedAgain(r, fails, now, p.attr.Window)
+	byRequest = byRequest || again
 	for _, f := range fails {
 		if f.Class == outcome.BodyError {
 			continue
 		}
-		if !f.Host.servesOthers(ns, span) {
+		// A host held after shedding load is sent only what its peers
+		// cannot take: that nothing succeeded there since its last
+		// failure says it is full, not that it fails everything (a
+		// killing request's second failure on it was charged to it, and
+		// it was ejected as gray: simulator seed 788).
+		if !f.Host.servesOthers(ns, span) && !f.Host.shedHeld(ns) {
 			byRequest = false
 		}
 	}
@@ -109,7 +127,13 @@ func (p *Pool) Settle(r *Request, fails []Failure, sameTwice bool, now time.Time
 		// problem whatever its share of the route's traffic, and the
 		// route never hears of failures a client explains, nor of those
 		// of a client that fails everywhere while the route serves
-		// others (they say nothing about the route).
+		// others (they say nothing about the route). Nor does it hear of
+		// a request known by its own history to fail wherever it goes
+		// while the route's other requests do not fail that way, unless
+		// the route is degraded already (and decides whether the failure
+		// is its way): the visitors who each sent it, one host left to
+		// serve them, are not the route's failing clients (seeds 194,
+		// 442 of the simulator: the route was degraded instead).
 		a, making := AttrHost, false
 		// A failure of a route failing as a whole is counted as such
 		// before it is judged, so that the route's own slot sees it so.
@@ -117,11 +141,11 @@ func (p *Pool) Settle(r *Request, fails []Failure, sameTwice bool, now time.Time
 		if routeLike {
 			h.routeLike.Add(1)
 		}
-		attributed, wholly, served := m.clients.record(p, r, h, f.Class, now)
+		attributed, wholly, served := m.clients.record(p, r, h, f.Class, byRequest, now)
 		switch {
 		case attributed:
 			a = AttrClient
-		case !wholly && r.Route.record(p, r, h, f.Class, routeLike, now):
+		case !wholly && (!again || byRoute || r.Route.Degraded()) && r.Route.record(p, r, h, f.Class, routeLike, now):
 			a = AttrRoute
 		case byRoute && !wholly:
 			a, making = AttrRoute, true
@@ -267,8 +291,10 @@ func (t *clientTracker) isAttributed(k string) bool {
 // client is (now) attributed: enough recent failures, on two or more hosts,
 // while other clients succeed now on those hosts. wholly reports that,
 // attributed or not yet, the client fails on every host it reaches and
-// succeeds on none while the route serves others (failingWholly).
-func (t *clientTracker) record(p *Pool, r *Request, h *Host, class outcome.Class, now time.Time) (attributed, wholly, served bool) {
+// succeeds on none while the route serves others (failingWholly). own
+// says the failure is the request's own (Settle's byRequest): a client
+// served lately is not judged on it (see charged, which then forgets it).
+func (t *clientTracker) record(p *Pool, r *Request, h *Host, class outcome.Class, own bool, now time.Time) (attributed, wholly, served bool) {
 	cfg := p.attr
 	if r.ClientKey == "" {
 		return false, false, false
@@ -308,6 +334,14 @@ func (t *clientTracker) record(p *Pool, r *Request, h *Host, class outcome.Class
 	wholly = recent >= cfg.ClientMinFailures && !served && p.failingWholly(e, r, ns, now)
 	if slot != nil {
 		slot.note(ns, span, wholly, false)
+	}
+	if own && served {
+		// A visitor who sent the killing request a few times in a row
+		// (its failures, two hosts each, not yet forgotten, since it
+		// had not been served in between) was attributed on the next
+		// one, though served meanwhile (simulator seeds 288, 637).
+		s.mu.Unlock()
+		return false, wholly, served
 	}
 	if recent < cfg.ClientMinFailures || !judgeSlots(e.hosts[:e.nhosts], ns, span, int64(cfg.Window), func(h *Host) bool {
 		return h.window.SumRecent(now, 2).OKClients&^e.bit != 0

@@ -88,6 +88,9 @@ type Options struct {
 type Monitor struct {
 	o       Options
 	clients *clientTracker
+	// requests follows the requests that failed lately, one host at a
+	// time (see requestTracker).
+	requests *requestTracker
 	// attributed counts failed attempts by attribution since start.
 	attributed [numAttributions]atomic.Uint64
 	wake       chan struct{}
@@ -99,7 +102,7 @@ type Monitor struct {
 
 // NewMonitor returns a monitor; nothing runs until Run.
 func NewMonitor(o Options) *Monitor {
-	return &Monitor{o: o, clients: newClientTracker(), wake: make(chan struct{}, 1), checks: map[string]*checker{}}
+	return &Monitor{o: o, clients: newClientTracker(), requests: newRequestTracker(), wake: make(chan struct{}, 1), checks: map[string]*checker{}}
 }
 
 // AttributedCount returns the count of failed attempts attributed to a.
@@ -183,6 +186,7 @@ func (m *Monitor) Tick(s *Set, now time.Time) {
 		r.sweep(now, s.Attributing.Window)
 	}
 	m.clients.sweep(m, now, s.Attributing.Window)
+	m.requests.sweep(now, s.Attributing.Window)
 }
 
 func (m *Monitor) startCheckers(ctx context.Context, s *Set) []*checker {

@@ -47,6 +47,7 @@ func (p *Pool) success(h *Host, r *Request, now time.Time) {
 	}
 	r.Route.success(now, p.attr.Window, r.ClientBit)
 	p.m.clients.served(r, p.attr.Window, now)
+	p.m.requests.served(r)
 	if p.shared.failing.Load() {
 		p.recovered(h, now)
 	}

@@ -65,6 +65,14 @@ func writeRequestFailed(w http.ResponseWriter, route string, c outcome.Class) in
 	return writeEdgeError(w, statusFor(c), route, "this request failed the same way on two backends ("+c.String()+": "+explain[c]+"); it was not retried further and no backend was marked down")
 }
 
+// writeRequestFailedAgain answers a request that failed the same way
+// each time it was sent lately, on backends that served others in
+// between (one backend, when its peers are out): the request is the
+// likely cause, and no backend is charged.
+func writeRequestFailedAgain(w http.ResponseWriter, route string, c outcome.Class) int {
+	return writeEdgeError(w, statusFor(c), route, "this request failed the same way each time it was sent lately ("+c.String()+": "+explain[c]+"), on backends that served other requests in between; no backend was marked down")
+}
+
 // writeRouteFailed answers a request of a route whose requests fail the
 // same way on every backend: the route's failure, charged to no backend.
 func writeRouteFailed(w http.ResponseWriter, route string, c outcome.Class) int {

@@ -447,6 +447,10 @@ func (f *forwarder) answer(fl failure) int {
 		switch {
 		case f.sameTwice && (f.attr == health.AttrRequest || f.attr == health.AttrClient):
 			return writeRequestFailed(f.w, rt.Name, f.class)
+		case f.attr == health.AttrRequest:
+			// One host, but the same request failing the same way each
+			// time it came lately while that host served others.
+			return writeRequestFailedAgain(f.w, rt.Name, f.class)
 		case f.sameTwice && f.attr == health.AttrRoute:
 			return writeRouteFailed(f.w, rt.Name, f.class)
 		}
@@ -487,8 +491,14 @@ func retryAfter(v string, now time.Time) time.Duration {
 }
 
 // healthRequest is what attribution needs to know about this request.
+// What it was sent as names it for attribution when it has no body: a
+// body is part of what a request is, and is not remembered.
 func (f *forwarder) healthRequest() health.Request {
-	return health.Request{Route: f.rt.Tracker, RouteBit: f.rt.RouteBit, ClientKey: f.clientKey, ClientBit: f.clientBit, RequestID: f.reqID}
+	hr := health.Request{Route: f.rt.Tracker, RouteBit: f.rt.RouteBit, ClientKey: f.clientKey, ClientBit: f.clientBit, RequestID: f.reqID}
+	if f.body == nil && f.buffered == nil && f.spooled == nil && f.url != nil {
+		hr.Method, hr.Path, hr.Query = f.r.Method, f.url.Path, f.url.RawQuery
+	}
+	return hr
 }
 
 // settle hands the request's failed attempts on p to attribution.

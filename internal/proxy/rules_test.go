@@ -229,6 +229,24 @@ func TestRequestPathRules(t *testing.T) {
 			status: 502, bodyHas: "failed the same way on two backends", attributed: health.AttrRequest,
 		},
 		{
+			// A pool whose other hosts are out: no second host can agree.
+			name: "a GET failing the same way each time it came lately, on the one host left serving others in between, is the request's",
+			before: func(f *fixture) {
+				left := f.pool.Hosts[0]
+				for _, h := range f.pool.Hosts[1:] {
+					f.pool.SetMode(h.Addr, health.Maintenance, time.Now())
+				}
+				for range 2 { // the same GET failed there twice, on kept-alive connections
+					f.pool.Record(left, outcome.OK, &health.Request{Route: f.rt.Tracker, RouteBit: 1, ClientKey: "192.0.2.98", ClientBit: 1 << 8, Method: "GET", Path: "/other"}, time.Now())
+					f.pool.Settle(&health.Request{Route: f.rt.Tracker, RouteBit: 1, ClientKey: "192.0.2.99", ClientBit: 1 << 9, Method: "GET", Path: "/x"},
+						[]health.Failure{{Host: left, Class: outcome.EOFBeforeResponse, Stale: true}}, false, time.Now())
+				}
+				f.pool.Record(left, outcome.OK, &health.Request{Route: f.rt.Tracker, RouteBit: 1, ClientKey: "192.0.2.98", ClientBit: 1 << 8, Method: "GET", Path: "/other"}, time.Now())
+			},
+			steps: []step{staleHangUp}, tries: 1,
+			status: 502, bodyHas: "this request failed the same way each time it was sent lately", attributed: health.AttrRequest,
+		},
+		{
 			name:   "a POST that failed on its host after a resend there is the host's failure, not the request's",
 			method: "POST", body: "charge=1", steps: []step{resentHangUp},
 			tries: 1, status: 502, bodyHas: "no usable answer from the backends",

@@ -21,7 +21,7 @@ type answer struct {
 	path   string
 	post   bool // a POST, which is never replayed once sent
 	status int  // 0: no answer (the connection failed)
-	blamed bool // sturdy said the request itself failed on two backends
+	blamed bool // sturdy said the request itself failed (on two backends, or each time lately)
 }
 
 // answers collects every answer of a run; the clients append, the judge
@@ -153,7 +153,7 @@ func (c *clients) send(ctx context.Context, hc *http.Client, method, ip, path st
 	text, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
 	resp.Body.Close()
 	a.status = resp.StatusCode
-	a.blamed = strings.Contains(string(text), "failed the same way on two backends")
+	a.blamed = strings.Contains(string(text), "this request failed the same way")
 	c.out.add(a)
 }
 
