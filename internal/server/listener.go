@@ -231,6 +231,11 @@ func (s *Server) newServing(l *listener, lc config.Listener, addr net.Addr, h3po
 			return proxy.ConnContext(certs.ConnContext(ctx, c), c)
 		}
 	}
+	if err := serveHTTP2(sv.srv); err != nil {
+		// Only a TLS config with cipher suites unfit for HTTP/2 fails,
+		// and sturdy's leaves them to crypto/tls.
+		panic("listener " + lc.Name + ": " + err.Error())
+	}
 	connContext := sv.srv.ConnContext
 	sv.srv.ConnContext = func(ctx context.Context, c net.Conn) context.Context {
 		return sv.http.add(connContext(ctx, c), c)
