@@ -1,16 +1,12 @@
 package server
 
 import (
-	"context"
-	"crypto/tls"
 	"net"
 	"net/http"
 	"net/netip"
 
 	"github.com/pires/go-proxyproto"
 	"github.com/sturdyproxy/sturdy/internal/config"
-	"github.com/sturdyproxy/sturdy/internal/wire/h2conn"
-	"golang.org/x/net/http2"
 )
 
 // The PROXY protocol (v1 and v2) on a listener: a load balancer in front
@@ -79,48 +75,6 @@ func h2cProtocols() *http.Protocols {
 	p.SetHTTP1(true)
 	p.SetUnencryptedHTTP2(true)
 	return p
-}
-
-// serveHTTP2 serves srv's HTTP/2 connections (h2 by ALPN, h2c with prior
-// knowledge) with golang.org/x/net/http2's server instead of net/http's
-// bundled copy of the same code: it serves any net.Conn handed to it, so
-// each connection goes through h2conn, whose batched writes send a
-// response's HEADERS, DATA and trailers (and the responses of streams
-// answered together) in one write and one TLS record, where the server
-// alone writes each frame the moment its queue runs empty; and whose
-// buffered reads spare h2c two system calls per frame. Call it once srv's
-// TLSConfig is set.
-func serveHTTP2(srv *http.Server) error {
-	h2 := new(http2.Server)
-	if err := http2.ConfigureServer(srv, h2); err != nil {
-		return err
-	}
-	srv.TLSNextProto[http2.NextProtoTLS] = func(hs *http.Server, c *tls.Conn, h http.Handler) {
-		serveHTTP2Conn(h2, hs, h2conn.Wrap(c), h, false)
-	}
-	// net/http passes an h2c connection, its preface read, inside a
-	// *tls.Conn that is none (see x/net/http2's ConfigureServer).
-	srv.TLSNextProto[unencryptedHTTP2] = func(hs *http.Server, c *tls.Conn, h http.Handler) {
-		nc, ok := c.NetConn().(interface{ UnencryptedNetConn() net.Conn })
-		if !ok {
-			hs.ErrorLog.Print("h2c: net/http handed over a connection sturdy cannot unwrap; closing it")
-			return
-		}
-		serveHTTP2Conn(h2, hs, h2conn.Wrap(nc.UnencryptedNetConn()), h, true)
-	}
-	return nil
-}
-
-// unencryptedHTTP2 is net/http's TLSNextProto key for h2c connections.
-const unencryptedHTTP2 = "unencrypted_http2"
-
-// serveHTTP2Conn is x/net/http2's ConfigureServer's own hand-over, on c.
-func serveHTTP2Conn(s *http2.Server, hs *http.Server, c net.Conn, h http.Handler, sawPreface bool) {
-	var ctx context.Context
-	if bc, ok := h.(interface{ BaseContext() context.Context }); ok {
-		ctx = bc.BaseContext() // the connection's context, of ConnContext
-	}
-	s.ServeConn(c, &http2.ServeConnOpts{Context: ctx, Handler: h, BaseConfig: hs, SawClientPreface: sawPreface})
 }
 
 // sameProtocols reports whether two settings of a listener can share one
