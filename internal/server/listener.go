@@ -231,6 +231,12 @@ func (s *Server) newServing(l *listener, lc config.Listener, addr net.Addr, h3po
 			return proxy.ConnContext(certs.ConnContext(ctx, c), c)
 		}
 	}
+	if err := serveHTTP2(sv.srv); err != nil {
+		// Only a TLS config with cipher suites unfit for HTTP/2 fails,
+		// and sturdy's leaves them to crypto/tls; were it to, net/http's
+		// own HTTP/2 server serves the listener, unbatched.
+		s.log.Warn("listener's HTTP/2 writes are not batched", "listener", lc.Name, "err", err)
+	}
 	connContext := sv.srv.ConnContext
 	sv.srv.ConnContext = func(ctx context.Context, c net.Conn) context.Context {
 		return sv.http.add(connContext(ctx, c), c)

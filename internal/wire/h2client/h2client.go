@@ -32,6 +32,7 @@ import (
 	"time"
 
 	"github.com/sturdyproxy/sturdy/internal/outcome"
+	"github.com/sturdyproxy/sturdy/internal/wire/h2conn"
 )
 
 // Options configures a Client.
@@ -83,6 +84,20 @@ func New(o Options) *Client {
 	if dial == nil {
 		dial = (&net.Dialer{Timeout: o.ConnectTimeout, KeepAlive: 30 * time.Second}).DialContext
 	}
+	wrap := h2conn.Wrap
+	if o.TLS != nil {
+		wrap = h2conn.WrapUnderTLS
+	}
+	// The transport flushes after a request's headers and after each of
+	// its DATA frames: batched, a gRPC call's HEADERS, DATA and END_STREAM
+	// leave in one write instead of three.
+	dialBatched := func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := dial(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		return wrap(c), nil
+	}
 	p := new(http.Protocols)
 	scheme := "http"
 	var tc *tls.Config
@@ -96,7 +111,7 @@ func New(o Options) *Client {
 	}
 	t := &http.Transport{
 		Proxy:                  nil,
-		DialContext:            dial,
+		DialContext:            dialBatched,
 		TLSClientConfig:        tc,
 		TLSHandshakeTimeout:    o.ConnectTimeout,
 		IdleConnTimeout:        o.IdleTimeout,
