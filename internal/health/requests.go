@@ -5,6 +5,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/sturdyproxy/sturdy/internal/health/balance"
 	"github.com/sturdyproxy/sturdy/internal/outcome"
 )
 
@@ -78,19 +79,7 @@ func newRequestTracker() *requestTracker {
 // request whose body is part of what it is).
 func (r *Request) fingerprint() uint64 {
 	if r.fp == 0 && r.Path != "" {
-		h := uint64(14695981039346656037)
-		for _, s := range [...]string{r.Method, " ", r.Path, "?", r.Query} {
-			for i := 0; i < len(s); i++ {
-				h ^= uint64(s[i])
-				h *= 1099511628211
-			}
-		}
-		// FNV-1a's low bits, which pick the shard and the sketch bit,
-		// are spread by a finalizer as balance.HashString does.
-		h ^= h >> 33
-		h *= 0xff51afd7ed558ccd
-		h ^= h >> 33
-		r.fp = h | 1
+		r.fp = balance.HashStrings(r.Method, " ", r.Path, "?", r.Query) | 1
 	}
 	return r.fp
 }

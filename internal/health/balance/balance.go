@@ -283,11 +283,17 @@ func (p *Policy) pickHash(key uint64, usable func(int) bool) int {
 // HashString is 64-bit FNV-1a followed by a finalizer that spreads short
 // keys (like IPv4 addresses) over the whole ring. It is stable across
 // processes, so several sturdy instances agree on where a key goes.
-func HashString(s string) uint64 {
+func HashString(s string) uint64 { return HashStrings(s) }
+
+// HashStrings is HashString of the strings' concatenation, without
+// making it.
+func HashStrings(ss ...string) uint64 {
 	h := uint64(14695981039346656037)
-	for i := 0; i < len(s); i++ {
-		h ^= uint64(s[i])
-		h *= 1099511628211
+	for _, s := range ss {
+		for i := 0; i < len(s); i++ {
+			h ^= uint64(s[i])
+			h *= 1099511628211
+		}
 	}
 	h ^= h >> 33
 	h *= 0xff51afd7ed558ccd
