@@ -15,6 +15,7 @@ import (
 	"github.com/sturdyproxy/sturdy/internal/health"
 	"github.com/sturdyproxy/sturdy/internal/route"
 	"github.com/sturdyproxy/sturdy/internal/route/subst"
+	"github.com/sturdyproxy/sturdy/internal/wire/h1client"
 )
 
 // Routing features of a route (docs/routing.md), compiled once. Every
@@ -208,7 +209,8 @@ func validID(s string) bool {
 type requestIDKey struct{}
 
 func withRequestID(r *http.Request, id string) *http.Request {
-	return r.WithContext(context.WithValue(r.Context(), requestIDKey{}, id))
+	ctx := r.Context()
+	return r.WithContext(h1client.KeepAfterFunc(context.WithValue(ctx, requestIDKey{}, id), ctx))
 }
 
 func requestIDFrom(ctx context.Context) string {

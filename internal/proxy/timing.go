@@ -6,6 +6,8 @@ import (
 	"net/http/httptrace"
 	"sync/atomic"
 	"time"
+
+	"github.com/sturdyproxy/sturdy/internal/wire/h1client"
 )
 
 // upstreamTimes are the last attempt's times, for the access log: only
@@ -40,5 +42,6 @@ func (t *upstreamTimes) traced(out *http.Request) *http.Request {
 		ConnectDone:      func(string, string, error) { t.connected() },
 		TLSHandshakeDone: func(tls.ConnectionState, error) { t.connected() },
 	}
-	return out.WithContext(httptrace.WithClientTrace(out.Context(), tr))
+	ctx := out.Context()
+	return out.WithContext(h1client.KeepAfterFunc(httptrace.WithClientTrace(ctx, tr), ctx))
 }

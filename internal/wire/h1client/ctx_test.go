@@ -36,3 +36,23 @@ func TestWithoutResendKeepsTheParentsAfterFunc(t *testing.T) {
 		t.Fatal("the mark is lost")
 	}
 }
+
+// A context derived from the request's by values alone (an httptrace
+// trace, a request id) keeps the request context's AfterFunc: behind
+// context.WithValue, context.AfterFunc would wait in a goroutine.
+func TestKeepAfterFuncReachesTheBaseThroughValues(t *testing.T) {
+	type key struct{}
+	base := &hookCtx{Context: context.Background(), done: make(chan struct{})}
+	ctx := KeepAfterFunc(context.WithValue(base, key{}, "id"), base)
+	context.AfterFunc(ctx, func() {})()
+	afterFunc(ctx, func() {})()
+	if base.registered != 2 {
+		t.Fatalf("the base's AfterFunc was called %d times, want 2", base.registered)
+	}
+	if ctx.Value(key{}) != "id" || ctx.Done() != base.done {
+		t.Fatal("the derived context lost its value or its end")
+	}
+	if plain := context.WithValue(context.Background(), key{}, 1); KeepAfterFunc(plain, context.Background()) != plain {
+		t.Fatal("a base without AfterFunc changed the context")
+	}
+}

@@ -146,6 +146,31 @@ func (c noResendCtx) Value(key any) any {
 
 func (c noResendCtx) AfterFunc(f func()) (stop func() bool) { return afterFunc(c.Context, f) }
 
+// KeepAfterFunc returns ctx, derived from base by values alone (an
+// httptrace trace, a request id: context.WithValue), with base's own
+// AfterFunc still in reach. context.WithValue hides it, and
+// context.AfterFunc on the result, as every exchange makes, would wait
+// for base in a goroutine per request. Only for a ctx that ends exactly
+// when base does.
+func KeepAfterFunc(ctx, base context.Context) context.Context {
+	a, ok := base.(afterFuncer)
+	if !ok || ctx == base {
+		return ctx
+	}
+	if _, ok := ctx.(afterFuncer); ok {
+		return ctx
+	}
+	return valuesOf{ctx, a}
+}
+
+// valuesOf is KeepAfterFunc's context: ctx's values, base's AfterFunc.
+type valuesOf struct {
+	context.Context
+	base afterFuncer
+}
+
+func (c valuesOf) AfterFunc(f func()) (stop func() bool) { return c.base.AfterFunc(f) }
+
 // afterFuncer is the context package's: a context that runs a function
 // when it ends without the package's help.
 type afterFuncer interface {
