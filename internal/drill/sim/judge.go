@@ -56,7 +56,7 @@ func (c Conclusion) Right() bool { return c.Fault >= 0 }
 type Outcome struct {
 	Fault
 	Named bool          // a right conclusion named it
-	After time.Duration // from its start to the first right conclusion
+	After time.Duration // from when it could first show (visibleFrom) to the first right conclusion
 	// Due: the invariant's bound applies (the fault lasted longer than
 	// the bound and its owner acted while it lasted).
 	Due bool
@@ -278,12 +278,14 @@ func names(f Fault, c Conclusion) bool {
 
 func (r *Report) outcomes(w *World, all []answer) {
 	for _, f := range w.Faults {
-		o := Outcome{Fault: f, Due: f.Kind.acted() && f.End-f.Start >= NameBound}
+		from := visibleFrom(w, f)
+		o := Outcome{Fault: f, Due: f.Kind.acted() && f.End-from >= NameBound}
 		if f.Kind == RequestKill {
-			// Due only if the killing request was sent a few times.
+			// Due only if the killing request was sent a few times while
+			// it could show.
 			n := 0
 			for _, a := range all {
-				if a.path == f.Owner && a.at < f.Start+NameBound {
+				if a.path == f.Owner && a.at >= from && a.at < from+NameBound {
 					n++
 				}
 			}
@@ -291,7 +293,7 @@ func (r *Report) outcomes(w *World, all []answer) {
 		}
 		for _, c := range r.Conclusions {
 			if names(f, c) {
-				o.Named, o.After = true, max(c.At-f.Start, 0)
+				o.Named, o.After = true, max(c.At-from, 0)
 				break
 			}
 		}
@@ -304,6 +306,29 @@ func (r *Report) outcomes(w *World, all []answer) {
 		}
 		r.Outcomes = append(r.Outcomes, o)
 	}
+}
+
+// visibleFrom is when f can first show: its start, or, for a killing
+// request, the end of the faults of its route that cover its start. The
+// simulated hosts play a route's fault before a request's (host.go), so
+// while its route fails or hangs, the killing request never reaches what
+// kills it: no proxy could name it then, and the bound counts from when
+// it can be seen. (f.End when it never can.)
+func visibleFrom(w *World, f Fault) time.Duration {
+	from := f.Start
+	if f.Kind != RequestKill {
+		return from
+	}
+	route, _ := splitRoute(f.Owner)
+	for moved := true; moved && from < f.End; {
+		moved = false
+		for _, g := range w.Faults {
+			if g.Kind.Owner() == ClassRoute && g.Owner == route && g.activeAt(from) {
+				from, moved = g.End, true
+			}
+		}
+	}
+	return min(from, f.End)
 }
 
 // innocents counts the innocent clients' requests that the truth says

@@ -132,3 +132,66 @@ func TestJudgeNamesWrongConclusionsAndBrokenInvariants(t *testing.T) {
 		}
 	}
 }
+
+// A killing request on a route whose own fault covers its start cannot
+// show until that fault ends (the hosts answer the route's failure
+// first): the bound counts from then. One on a healthy route counts from
+// its start, as before; one hidden to its end is not due.
+func TestKillingRequestIsJudgedFromWhenItCanShow(t *testing.T) {
+	at := func(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
+	w := World{
+		Seed: 1, Duration: 40 * time.Second, Routes: 3,
+		HostIPs: []string{"127.1.0.1", "127.1.0.2", "127.1.0.3"},
+		Hosts:   []string{"127.1.0.1:1", "127.1.0.2:1", "127.1.0.3:1"},
+		Clients: []string{"127.0.1.1", "127.0.1.2", "127.0.1.3"},
+		Faults: []Fault{
+			{Kind: RouteFailing, Owner: "r0", Index: 0, Start: at(2), End: at(8)},
+			{Kind: RouteSlow, Owner: "r0", Index: 0, Start: at(7), End: at(14)},
+			{Kind: RequestKill, Owner: "/r0/item/kill-2", Index: 0, Start: at(3), End: at(30)},
+			{Kind: RequestKill, Owner: "/r1/item/kill-3", Index: 1, Start: at(3), End: at(30)},
+			{Kind: RouteFailing, Owner: "r2", Index: 2, Start: at(2), End: at(36)},
+			{Kind: RequestKill, Owner: "/r2/item/kill-5", Index: 2, Start: at(3), End: at(35)},
+		},
+	}
+	var all []answer
+	for s := 1.0; s < 40; s++ {
+		for _, p := range []string{"/r0/item/kill-2", "/r1/item/kill-3", "/r2/item/kill-5"} {
+			all = append(all, answer{at: at(s), client: "127.0.1.1", path: p, status: 502})
+		}
+	}
+	// Both killing requests named at 20 s: 6 s after the masks of r0 end,
+	// 17 s after the r1 one began.
+	all = append(all,
+		answer{at: at(20), client: "127.0.1.1", path: "/r0/item/kill-2", status: 502, blamed: true},
+		answer{at: at(20), client: "127.0.1.1", path: "/r1/item/kill-3", status: 502, blamed: true})
+	r := judge(&w, Variant{Frontend: "net/http"}, &observer{w: &w}, all)
+	want := map[string]struct {
+		due   bool
+		after time.Duration
+	}{
+		"/r0/item/kill-2": {true, at(6)},
+		"/r1/item/kill-3": {true, at(17)},
+		"/r2/item/kill-5": {false, 0},
+	}
+	for _, o := range r.Outcomes {
+		wo, ok := want[o.Owner]
+		if !ok {
+			continue
+		}
+		if o.Due != wo.due || o.After != wo.after {
+			t.Errorf("%s: due %v after %v, want due %v after %v", o.Fault, o.Due, o.After, wo.due, wo.after)
+		}
+	}
+	late := 0
+	for _, v := range r.Violations {
+		if v.Invariant == InvNamed && strings.Contains(v.Detail, "request_kill") {
+			late++
+			if !strings.Contains(v.Detail, "/r1/item/kill-3") {
+				t.Errorf("wrong request judged late: %s", v.Detail)
+			}
+		}
+	}
+	if late != 1 {
+		t.Errorf("%d killing requests judged late, want 1 (the unmasked one): %v", late, r.Violations)
+	}
+}
