@@ -343,7 +343,7 @@ func (t *clientTracker) record(p *Pool, r *Request, h *Host, class outcome.Class
 		s.mu.Unlock()
 		return false, wholly, served
 	}
-	if recent < cfg.ClientMinFailures || !judgeSlots(e.hosts[:e.nhosts], ns, span, int64(cfg.Window), func(h *Host) bool {
+	if recent < cfg.ClientMinFailures || !judgeSlots(e.hosts[:e.nhosts], ns, span, int64(cfg.Window), p.hostsToJudgeOn(served), func(h *Host) bool {
 		return h.window.SumRecent(now, 2).OKClients&^e.bit != 0
 	}) || r.Route.inTheMaking(p, r, class, now, e.bit) {
 		// Enough other clients failing on the same route, across its
@@ -371,6 +371,19 @@ func (t *clientTracker) record(p *Pool, r *Request, h *Host, class outcome.Class
 		Evidence: evidence,
 	})
 	return true, true, false
+}
+
+// hostsToJudgeOn is on how many hosts others must be served where a
+// client fails for its failures to be its own: two, or one when the pool
+// has one host in rotation and the client was not served lately. A
+// client served now and then on the one host left may be meeting a host
+// that fails a share of everyone's requests; one never served, while
+// others are, is not.
+func (p *Pool) hostsToJudgeOn(served bool) int {
+	if !served && p.AvailableCount() == 1 {
+		return 1
+	}
+	return 2
 }
 
 // served notes a success of client r.ClientKey, if it failed lately: a

@@ -175,9 +175,14 @@ func tallySlots(slots []hostSlot, ns, span, window int64, seen func(*Host) bool)
 // hosts' (a hanging or gray host beside a scanner kept it unjudged for as
 // long as both lasted): what counts is where its failures are. An
 // innocent failing on a broken host has most of its failures there.
-func judgeSlots(slots []hostSlot, ns, span, window int64, seen func(*Host) bool) bool {
+//
+// need is how many such hosts it takes: two, or one when one host is all
+// the pool has in rotation (a pool of one, or its peer out for a fault
+// of its own): there, failing where others are served is all the
+// evidence there can be, and a scanner was never named.
+func judgeSlots(slots []hostSlot, ns, span, window int64, need int, seen func(*Host) bool) bool {
 	t := tallySlots(slots, ns, span, window, seen)
-	return t.succeed >= 2 && t.ownSucceed > t.ownElse
+	return t.succeed >= need && t.ownSucceed > t.ownElse
 }
 
 // slotFor returns the slot of h in slots, adding one while there is room

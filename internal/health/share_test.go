@@ -29,6 +29,7 @@ type simClient struct {
 	// 502, the WAF's answer, or a response timeout).
 	fails   func(h *Host) bool
 	timeout bool
+	from    time.Duration // when it starts sending, after the run's start
 	next    time.Time
 	errors  int // requests answered with a failure
 }
@@ -38,7 +39,7 @@ type simClient struct {
 func simRun(rng *rand.Rand, m *Monitor, p *Pool, attr *Attributing, routes []testRoute, clients []*simClient, d time.Duration) time.Time {
 	now := t0
 	for _, c := range clients {
-		c.next = now.Add(time.Duration(rng.Int64N(int64(c.every))))
+		c.next = now.Add(c.from + time.Duration(rng.Int64N(int64(c.every))))
 	}
 	set := &Set{Pools: []*Pool{p}, Attributing: attr}
 	for _, r := range routes {

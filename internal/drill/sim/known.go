@@ -31,10 +31,6 @@ var KnownBroken = []Known{
 	// client is attributed only where other clients succeed on two hosts
 	// at least. (A request is the request's on one host too, by its own
 	// history: health's requestTracker.)
-	{Invariant: InvNamed, Kind: ClientScan, With: HostReset, Hosts: 2, Issue: "#32: with one of two hosts out for its own fault, a scanner fails on one host only and is not attributed (client attribution needs two hosts where others succeed)"},
-	{Invariant: InvNamed, Kind: ClientScan, With: Host5xx, Hosts: 2, Issue: "#32: with one of two hosts out for its own fault, a scanner fails on one host only and is not attributed (client attribution needs two hosts where others succeed)"},
-	{Invariant: InvNamed, Kind: ClientScan, With: HostGray, Hosts: 2, Issue: "#32: with one of two hosts out for its own fault, a scanner fails on one host only and is not attributed (client attribution needs two hosts where others succeed)"},
-	{Invariant: InvNamed, Kind: ClientScan, With: HostHang, Hosts: 2, Issue: "#32: with one of two hosts out for its own fault, a scanner fails on one host only and is not attributed (client attribution needs two hosts where others succeed)"},
 	{Invariant: InvNamed, Kind: ClientScan, With: SturdyFDs, Hosts: 2, Issue: "#32: while sturdy is out of descriptors, a scanner's requests on two hosts seldom reach both within a run of failures; it is named late (seed 180, 13.7 s)"},
 	{Invariant: InvNamed, Kind: ClientScan, With: HostShed, Hosts: 2, Issue: "#32: a scanner beside a shedding host and a killing request on a pool of two is named late, and the shedding host is ejected (seed 398, once in 1000; not yet understood)"},
 	{Invariant: InvWrongEjection, Kind: HostShed, With: ClientScan, Hosts: 2, Issue: "#32: a scanner beside a shedding host and a killing request on a pool of two is named late, and the shedding host is ejected (seed 398, once in 1000; not yet understood)"},
@@ -55,8 +51,6 @@ var KnownBroken = []Known{
 	{Invariant: InvInnocents, Kind: HostCloses, Issue: "sim: with two of four hosts closing after every answer, 5.4 % of the innocents' GETs fail, charged to nobody (seed 355, in some runs, on main before #32's last fixes too; a GET meeting the keep-alive race on both closing hosts is the likely cause, not yet confirmed)"},
 	{Invariant: InvHostActed, Kind: HostReset, Issue: "sim: a resetting host is now and then acted on after 10 s (seed 913, alone on a pool of five: 12.2 s in some runs, on main too)"},
 	{Invariant: InvHostActed, Kind: HostReset, With: RouteSlow, Issue: "sim: a resetting host beside a slow route is acted on just after the bound (10.0-10.3 s, seeds 646, 715)"},
-	{Invariant: InvNamed, Kind: RequestKill, With: RouteSlow, Issue: "sim: a killing request on a slow or failing route is named late: while the route's fault lasts, the hosts answer with the route's failure before the request reaches what it kills, so its failures are the route's (seeds 100, 385, 588, 988: fault of the same route)"},
-	{Invariant: InvNamed, Kind: RequestKill, With: RouteFailing, Issue: "sim: a killing request on a slow or failing route is named late: while the route's fault lasts, the hosts answer with the route's failure before the request reaches what it kills, so its failures are the route's (seeds 100, 385, 588, 988: fault of the same route)"},
 	{Invariant: InvWrongEjection, Kind: RequestKill, With: HostHang, Issue: "sim: a killing request beside a hanging host ejects a healthy host"},
 }
 
