@@ -40,7 +40,8 @@ type ActiveCheck struct {
 	ExpectBody string `yaml:"expect_body"`
 	// Interval between probes of a healthy host. Default 5s.
 	Interval Duration `yaml:"interval"`
-	// FastInterval between probes of a suspect or down host. Default 1s.
+	// FastInterval between probes of a host in question: suspect, down,
+	// or healthy with its last probe failed. Default 1s.
 	FastInterval Duration `yaml:"fast_interval"`
 	// Timeout of one probe. Default 2s, or half the interval if shorter.
 	Timeout Duration `yaml:"timeout"`

@@ -150,9 +150,18 @@ func (c *checker) run(ctx context.Context, h *Host) {
 	}
 }
 
+// interval is the wait before h's next probe: the fast interval while
+// the host is in question (suspect, down, or healthy with its last probe
+// failed, as HAProxy's fastinter), the usual one otherwise. A failing
+// host that only its probes can find (little of its traffic reaching it,
+// while sturdy was short of descriptors) took fall whole intervals, 15 s
+// by default, and outlived the bound (simulator seeds 83, 250).
 func (c *checker) interval(h *Host) time.Duration {
 	switch h.Mode() {
 	case Suspect, Down:
+		return c.cfg.FastInterval
+	}
+	if h.checkFail.Load() > 0 {
 		return c.cfg.FastInterval
 	}
 	return c.cfg.Interval

@@ -74,3 +74,62 @@ pools: [ { name: p, hosts: [ { addr: "10.0.0.1:80" } ] } ]
 		}
 	})
 }
+
+// A healthy host whose probe failed is in question: its next probes come
+// at the fast interval until it falls or passes (HAProxy's fastinter).
+// At the usual interval a host only its probes could find took fall
+// whole intervals to go down (15 s by default, simulator seeds 83, 250).
+func TestAFailedProbeIsFollowedAtTheFastInterval(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cfg, err := config.Parse([]byte(`
+listeners: [ { name: web, listen: 127.0.0.1:0 } ]
+routes: [ { name: a, default: true, pool: p } ]
+pools: [ { name: p, hosts: [ { addr: "10.0.0.1:80" } ] } ]
+`), "test.yaml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec := &recorder{}
+		var refusing atomic.Bool
+		dial := func(*net.Dialer) func(context.Context, string, string) (net.Conn, error) {
+			return func(_ context.Context, _, addr string) (net.Conn, error) {
+				if !refusing.Load() {
+					c, s := net.Pipe()
+					go func() {
+						defer s.Close()
+						buf := make([]byte, 4096)
+						s.Read(buf)
+						s.Write([]byte("HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok"))
+					}()
+					return c, nil
+				}
+				return nil, &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}
+			}
+		}
+		m := NewMonitor(Options{Bus: rec, Dial: dial})
+		probe := &Probe{Method: "GET", Path: "/healthz", ExpectLo: 200, ExpectHi: 399, Expect: "200-399",
+			Interval: 5 * time.Second, FastInterval: time.Second, Timeout: time.Second, Rise: 2, Fall: 3}
+		p, err := NewPool(m, testAttributing, PoolConfig{Name: "p", Balance: "round_robin", FailStatuses: []int{502, 503, 504},
+			Passive: passiveOf(cfg.Pools[0].Health.Passive), Probe: probe,
+			Hosts: []HostSpec{{Addr: "10.0.0.1:80", Weight: 1}}}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := p.Hosts[0]
+		c := newChecker(m, p)
+		c.start(t.Context())
+		defer c.stop()
+		time.Sleep(6 * time.Second) // a passing probe or two, at the usual interval
+		synctest.Wait()
+		if h.Mode() != Healthy {
+			t.Fatalf("host %s before it fails, want healthy", h.Mode())
+		}
+		refusing.Store(true)
+		// The next probe is due within 5 s; the two after it 1 s apart.
+		time.Sleep(5*time.Second + 2500*time.Millisecond)
+		synctest.Wait()
+		if h.Mode() != Down {
+			t.Fatalf("host %s 7.5 s after it began refusing, want down: fall 3 at the fast interval after the first failure", h.Mode())
+		}
+	})
+}
