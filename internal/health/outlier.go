@@ -29,10 +29,16 @@ func (p *Pool) detectOutliers(now time.Time) {
 		if !h.Mode().InRotation() {
 			continue
 		}
-		t := h.window.Sum(now)
-		s := hostStat{h: h, t: t}
-		if t.Requests > 0 {
-			s.rate = float64(t.Failures) / float64(t.Requests)
+		s := hostStat{h: h, t: h.window.Sum(now), span: ps.Window}
+		s.rate = s.t.rate()
+		// A host that began failing lately is judged on its recent
+		// buckets too, when they alone hold enough requests: an outage
+		// that starts now should not have to outweigh the window's
+		// successes from before it. A host resetting 73 % of its
+		// requests took 12 s to reach half of its 30 s window (simulator
+		// seed 913).
+		if r := h.window.SumRecent(now, recentBuckets); r.Requests >= uint64(ps.MinRequests) && r.rate() > s.rate {
+			s.t, s.rate, s.span = r, r.rate(), ps.Window*recentBuckets/windowBuckets
 		}
 		stats = append(stats, s)
 	}
@@ -64,7 +70,7 @@ func (p *Pool) detectOutliers(now time.Time) {
 		if s.t.FailClasses != 0 {
 			evidence += " (" + Classes(s.t.FailClasses) + ")"
 		}
-		evidence += fmt.Sprintf(" from %d clients in %s", Count(s.t.FailClients), ps.Window)
+		evidence += fmt.Sprintf(" from %d clients in %s", Count(s.t.FailClients), s.span)
 		if hasPeers {
 			evidence += fmt.Sprintf("; peers %.0f%%", median*100)
 		}
@@ -129,6 +135,18 @@ type hostStat struct {
 	h    *Host
 	t    Totals
 	rate float64
+	span time.Duration // what t covers: the window, or its recent buckets
+}
+
+// recentBuckets is how many of a window's latest buckets a host's recent
+// failure rate is read from (6 s of the default 30 s).
+const recentBuckets = 2
+
+func (t Totals) rate() float64 {
+	if t.Requests == 0 {
+		return 0
+	}
+	return float64(t.Failures) / float64(t.Requests)
 }
 
 // healthyPeer reports whether a host other than stats[i], with enough
