@@ -22,14 +22,6 @@ func TestProbesSturdyCouldNotSendDoNotJudgeTheHost(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var exhausted atomic.Bool
 		exhausted.Store(true)
-		cfg, err := config.Parse([]byte(`
-listeners: [ { name: web, listen: 127.0.0.1:0 } ]
-routes: [ { name: a, default: true, pool: p } ]
-pools: [ { name: p, hosts: [ { addr: "10.0.0.1:80" } ] } ]
-`), "test.yaml")
-		if err != nil {
-			t.Fatal(err)
-		}
 		rec := &recorder{}
 		var probes atomic.Int64
 		dial := func(*net.Dialer) func(context.Context, string, string) (net.Conn, error) {
@@ -44,12 +36,7 @@ pools: [ { name: p, hosts: [ { addr: "10.0.0.1:80" } ] } ]
 		m := NewMonitor(Options{Bus: rec, Dial: dial})
 		probe := &Probe{Method: "GET", Path: "/healthz", ExpectLo: 200, ExpectHi: 399, Expect: "200-399",
 			Interval: time.Second, FastInterval: time.Second, Timeout: time.Second, Rise: 1, Fall: 1}
-		p, err := NewPool(m, testAttributing, PoolConfig{Name: "p", Balance: "round_robin", FailStatuses: []int{502, 503, 504},
-			Passive: passiveOf(cfg.Pools[0].Health.Passive), Probe: probe,
-			Hosts: []HostSpec{{Addr: "10.0.0.1:80", Weight: 1}}}, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		p := probedPool(t, m, probe)
 		h := p.Hosts[0]
 		c := newChecker(m, p)
 		c.start(t.Context())
@@ -81,14 +68,6 @@ pools: [ { name: p, hosts: [ { addr: "10.0.0.1:80" } ] } ]
 // whole intervals to go down (15 s by default, simulator seeds 83, 250).
 func TestAFailedProbeIsFollowedAtTheFastInterval(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		cfg, err := config.Parse([]byte(`
-listeners: [ { name: web, listen: 127.0.0.1:0 } ]
-routes: [ { name: a, default: true, pool: p } ]
-pools: [ { name: p, hosts: [ { addr: "10.0.0.1:80" } ] } ]
-`), "test.yaml")
-		if err != nil {
-			t.Fatal(err)
-		}
 		rec := &recorder{}
 		var refusing atomic.Bool
 		dial := func(*net.Dialer) func(context.Context, string, string) (net.Conn, error) {
@@ -109,12 +88,7 @@ pools: [ { name: p, hosts: [ { addr: "10.0.0.1:80" } ] } ]
 		m := NewMonitor(Options{Bus: rec, Dial: dial})
 		probe := &Probe{Method: "GET", Path: "/healthz", ExpectLo: 200, ExpectHi: 399, Expect: "200-399",
 			Interval: 5 * time.Second, FastInterval: time.Second, Timeout: time.Second, Rise: 2, Fall: 3}
-		p, err := NewPool(m, testAttributing, PoolConfig{Name: "p", Balance: "round_robin", FailStatuses: []int{502, 503, 504},
-			Passive: passiveOf(cfg.Pools[0].Health.Passive), Probe: probe,
-			Hosts: []HostSpec{{Addr: "10.0.0.1:80", Weight: 1}}}, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		p := probedPool(t, m, probe)
 		h := p.Hosts[0]
 		c := newChecker(m, p)
 		c.start(t.Context())
@@ -132,4 +106,25 @@ pools: [ { name: p, hosts: [ { addr: "10.0.0.1:80" } ] } ]
 			t.Fatalf("host %s 7.5 s after it began refusing, want down: fall 3 at the fast interval after the first failure", h.Mode())
 		}
 	})
+}
+
+// probedPool is a pool of one host, 10.0.0.1:80, with the config's
+// passive defaults and probe as its active check.
+func probedPool(t *testing.T, m *Monitor, probe *Probe) *Pool {
+	t.Helper()
+	cfg, err := config.Parse([]byte(`
+listeners: [ { name: web, listen: 127.0.0.1:0 } ]
+routes: [ { name: a, default: true, pool: p } ]
+pools: [ { name: p, hosts: [ { addr: "10.0.0.1:80" } ] } ]
+`), "test.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := NewPool(m, testAttributing, PoolConfig{Name: "p", Balance: "round_robin", FailStatuses: []int{502, 503, 504},
+		Passive: passiveOf(cfg.Pools[0].Health.Passive), Probe: probe,
+		Hosts: []HostSpec{{Addr: "10.0.0.1:80", Weight: 1}}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
 }
